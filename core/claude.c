@@ -1,0 +1,73 @@
+#include "claude.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+struct claude_builder {
+	struct claude_argv *out;
+	size_t argc, used;
+};
+
+static int claude_push(struct claude_builder *b, const char *word, size_t len)
+{
+	char *dst;
+
+	if (b->argc >= CLAUDE_ARGV_MAX)
+		return -E2BIG;
+	if (b->used + len + 1 > sizeof(b->out->buf))
+		return -ENAMETOOLONG;
+	dst = b->out->buf + b->used;
+	memcpy(dst, word, len);
+	dst[len] = '\0';
+	b->out->argv[b->argc++] = dst;
+	b->out->argv[b->argc] = NULL;
+	b->used += len + 1;
+	return 0;
+}
+
+static int claude_pushf(struct claude_builder *b, const char *prefix, const char *value)
+{
+	char word[128];
+	int n = snprintf(word, sizeof(word), "%s%s", prefix, value);
+
+	if (n < 0 || (size_t)n >= sizeof(word))
+		return -ENAMETOOLONG;
+	return claude_push(b, word, (size_t)n);
+}
+
+/* AGENTD_CLAUDE_ARGS is split on blanks; no quoting, by design: it is configuration, not a shell.
+ */
+static int claude_push_extra(struct claude_builder *b, const char *args)
+{
+	for (const char *p = args; *p != '\0';) {
+		size_t len;
+		int r;
+
+		p += strspn(p, " \t");
+		len = strcspn(p, " \t");
+		if (len > 0 && (r = claude_push(b, p, len)) < 0)
+			return r;
+		p += len;
+	}
+	return 0;
+}
+
+int claude_terminal_argv(const struct config *cfg, const struct session *s, struct claude_argv *out)
+{
+	struct claude_builder b = {out, 0, 0};
+	int r;
+
+	out->argv[0] = NULL;
+	if ((r = claude_push(&b, cfg->claude, strlen(cfg->claude))) < 0)
+		return r;
+	if (s->launched)
+		r = claude_pushf(&b, "--resume=", s->agent_session_id);
+	else
+		r = claude_pushf(&b, "--session-id=", s->agent_session_id);
+	if (r < 0 || (r = claude_push_extra(&b, cfg->claude_args)) < 0)
+		return r;
+	if (!s->launched && s->prompt[0] != '\0')
+		return claude_push(&b, s->prompt, strlen(s->prompt));
+	return 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * The argv of the agent process. Terminal mode: claude --session-id=<uuid> [extra args] <prompt>
+ * on the first launch and claude --resume=<uuid> [extra args] afterwards. The prompt is one argv
+ * word (tmux execs argv of two or more words without a shell).
+ */
+#ifndef AGENTD_CLAUDE_H
+#define AGENTD_CLAUDE_H
+
+#include "config.h"
+#include "session.h"
+
+#define CLAUDE_ARGV_MAX 64
+
+struct claude_argv {
+	char *argv[CLAUDE_ARGV_MAX + 1]; /* NULL-terminated; points into buf */
+	char buf[CONFIG_VALUE_MAX * 2 + SESSION_PROMPT_MAX + 128];
+};
+
+/*
+ * Builds the terminal-mode argv for s into out: --session-id on first launch (s->launched false,
+ * with s->prompt as the last word when non-empty), --resume afterwards. Returns 0, -E2BIG (too
+ * many extra args) or -ENAMETOOLONG.
+ */
+int claude_terminal_argv(const struct config *cfg, const struct session *s,
+			 struct claude_argv *out);
+
+#endif

@@ -1,0 +1,211 @@
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONFIG_DEFAULT_PROMPT                                                                      \
+	"Work on {owner}/{name}#{issue}. Start by running: gh issue view {issue} -R "              \
+	"{owner}/{name}"
+#define CONFIG_DEFAULT_AGENT_ENV                                                                   \
+	"HOME PATH LANG ANTHROPIC_API_KEY ANTHROPIC_BASE_URL CLAUDE_CONFIG_DIR GH_TOKEN "          \
+	"GITHUB_TOKEN"
+
+enum config_kind { CONFIG_STR, CONFIG_INT };
+
+struct config_key {
+	const char *name;
+	enum config_kind kind;
+	size_t offset;
+	size_t size; /* for strings: field size; for ints: maximum value */
+	int min;
+};
+
+#define STR_KEY(n, f)                                                                              \
+	{                                                                                          \
+		n, CONFIG_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f), 0      \
+	}
+#define INT_KEY(n, f, lo, hi)                                                                      \
+	{                                                                                          \
+		n, CONFIG_INT, offsetof(struct config, f), hi, lo                                  \
+	}
+
+static const struct config_key config_keys[] = {
+    STR_KEY("AGENTD_LISTEN", listen),
+    STR_KEY("AGENTD_RUNTIME_DIR", runtime_dir),
+    STR_KEY("AGENTD_BASE_DIR", base_dir),
+    STR_KEY("AGENTD_REPO_URL", repo_url),
+    STR_KEY("AGENTD_CLAUDE", claude),
+    STR_KEY("AGENTD_CLAUDE_ARGS", claude_args),
+    STR_KEY("AGENTD_PROMPT", prompt),
+    STR_KEY("AGENTD_AGENT_ENV", agent_env),
+    INT_KEY("AGENTD_MAX_SESSIONS", max_sessions, 1, 10000),
+    STR_KEY("AGENTD_ALLOWED_ORIGINS", allowed_origins),
+    INT_KEY("AGENTD_PERMISSION_TIMEOUT", permission_timeout, 1, 86400),
+    STR_KEY("AGENTD_TMUX", tmux),
+};
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1:8080");
+	snprintf(cfg->runtime_dir, sizeof(cfg->runtime_dir), "/run/agentd");
+	snprintf(cfg->base_dir, sizeof(cfg->base_dir), "/code");
+	snprintf(cfg->repo_url, sizeof(cfg->repo_url), "https://github.com/{owner}/{name}.git");
+	snprintf(cfg->claude, sizeof(cfg->claude), "claude");
+	snprintf(cfg->prompt, sizeof(cfg->prompt), "%s", CONFIG_DEFAULT_PROMPT);
+	snprintf(cfg->agent_env, sizeof(cfg->agent_env), "%s", CONFIG_DEFAULT_AGENT_ENV);
+	cfg->max_sessions = 16;
+	cfg->permission_timeout = 600;
+	snprintf(cfg->tmux, sizeof(cfg->tmux), "tmux");
+}
+
+static const struct config_key *config_find(const char *key)
+{
+	for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++)
+		if (strcmp(config_keys[i].name, key) == 0)
+			return &config_keys[i];
+	return NULL;
+}
+
+int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause)
+{
+	const struct config_key *k = config_find(key);
+	char *field, *end;
+	long v;
+
+	if (k == NULL)
+		return cause_fail(cause, EINVAL, "unknown configuration key %s", key);
+	field = (char *)cfg + k->offset;
+	if (k->kind == CONFIG_STR) {
+		if (strlen(value) >= k->size)
+			return cause_fail(cause, ENAMETOOLONG, "%s is longer than %zu bytes", key,
+					  k->size - 1);
+		if (strchr(value, '\n') != NULL)
+			return cause_fail(cause, EINVAL, "%s contains a newline", key);
+		memcpy(field, value, strlen(value) + 1);
+		return 0;
+	}
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (errno != 0 || end == value || *end != '\0' || v < k->min || v > (long)k->size)
+		return cause_fail(cause, EINVAL, "%s must be an integer in %d..%zu, not '%s'", key,
+				  k->min, k->size, value);
+	*(int *)(void *)field = (int)v;
+	return 0;
+}
+
+static char *config_trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
+		*--e = '\0';
+	return s;
+}
+
+/* Strips one level of matching single or double quotes, as systemd EnvironmentFile does. */
+static char *config_unquote(char *v)
+{
+	size_t n = strlen(v);
+
+	if (n >= 2 && (v[0] == '"' || v[0] == '\'') && v[n - 1] == v[0]) {
+		v[n - 1] = '\0';
+		return v + 1;
+	}
+	return v;
+}
+
+static int config_load_file(struct config *cfg, const char *path, bool must_exist,
+			    struct cause *cause)
+{
+	char line[CONFIG_VALUE_MAX + 128];
+	FILE *f;
+	long total = 0;
+	int lineno = 0, r = 0;
+
+	f = fopen(path, "re");
+	if (f == NULL) {
+		if (errno == ENOENT && !must_exist)
+			return 0;
+		return cause_fail(cause, errno, "cannot open %s: %s", path, strerror(errno));
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *s, *eq;
+		size_t len = strlen(line);
+
+		lineno++;
+		total += (long)len;
+		if (total > CONFIG_FILE_MAX) {
+			r = cause_fail(cause, EFBIG, "%s is larger than %d bytes", path,
+				       CONFIG_FILE_MAX);
+			goto out;
+		}
+		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+			r = cause_fail(cause, ENAMETOOLONG, "%s:%d: line too long", path, lineno);
+			goto out;
+		}
+		s = config_trim(line);
+		if (*s == '\0' || *s == '#')
+			continue;
+		eq = strchr(s, '=');
+		if (eq == NULL) {
+			r = cause_fail(cause, EINVAL, "%s:%d: expected KEY=value", path, lineno);
+			goto out;
+		}
+		*eq = '\0';
+		r = config_set(cfg, config_trim(s), config_unquote(config_trim(eq + 1)), cause);
+		if (r < 0) {
+			struct cause inner = *cause;
+			cause_set(cause, "%s:%d: %s", path, lineno, inner.msg);
+			goto out;
+		}
+	}
+out:
+	fclose(f);
+	return r;
+}
+
+int config_load(struct config *cfg, struct cause *cause)
+{
+	extern char **environ;
+	const char *file = getenv("AGENTD_CONFIG");
+	int r;
+
+	config_defaults(cfg);
+	r = config_load_file(cfg, file != NULL && *file != '\0' ? file : CONFIG_DEFAULT_FILE,
+			     file != NULL && *file != '\0', cause);
+	if (r < 0)
+		return r;
+	for (char **e = environ; *e != NULL; e++) {
+		char key[64];
+		const char *eq = strchr(*e, '=');
+		size_t klen;
+
+		if (strncmp(*e, "AGENTD_", 7) != 0 || eq == NULL)
+			continue;
+		klen = (size_t)(eq - *e);
+		if (klen >= sizeof(key))
+			return cause_fail(cause, EINVAL, "environment variable name too long");
+		memcpy(key, *e, klen);
+		key[klen] = '\0';
+		if (config_find(key) == NULL)
+			continue; /* AGENTD_* names used by tests and scripts, not by us */
+		r = config_set(cfg, key, eq + 1, cause);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int config_runtime_path(const struct config *cfg, const char *leaf, char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/%s", cfg->runtime_dir, leaf);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}

@@ -1,0 +1,54 @@
+/*
+ * The one configuration loader every agentd program uses: built-in defaults, then the file named
+ * by AGENTD_CONFIG (default /etc/agentd/agentd.conf; KEY=value lines, '#' comments), then the
+ * AGENTD_* environment. The result is read-only for the rest of the process and passed down as
+ * const struct config *.
+ */
+#ifndef AGENTD_CONFIG_H
+#define AGENTD_CONFIG_H
+
+#include "cause.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONFIG_PATH_MAX     1024
+#define CONFIG_VALUE_MAX    4096
+#define CONFIG_FILE_MAX     (64 * 1024)
+#define CONFIG_DEFAULT_FILE "/etc/agentd/agentd.conf"
+
+struct config {
+	char listen[256];                       /* AGENTD_LISTEN */
+	char runtime_dir[CONFIG_PATH_MAX];      /* AGENTD_RUNTIME_DIR */
+	char base_dir[CONFIG_PATH_MAX];         /* AGENTD_BASE_DIR */
+	char repo_url[CONFIG_VALUE_MAX];        /* AGENTD_REPO_URL, {owner} {name} replaced */
+	char claude[CONFIG_PATH_MAX];           /* AGENTD_CLAUDE */
+	char claude_args[CONFIG_VALUE_MAX];     /* AGENTD_CLAUDE_ARGS, split on blanks */
+	char prompt[CONFIG_VALUE_MAX];          /* AGENTD_PROMPT, {owner} {name} {issue} replaced */
+	char agent_env[CONFIG_VALUE_MAX];       /* AGENTD_AGENT_ENV, names split on blanks */
+	int max_sessions;                       /* AGENTD_MAX_SESSIONS */
+	char allowed_origins[CONFIG_VALUE_MAX]; /* AGENTD_ALLOWED_ORIGINS, split on blanks/commas */
+	int permission_timeout;                 /* AGENTD_PERMISSION_TIMEOUT, seconds */
+	char tmux[CONFIG_PATH_MAX];             /* AGENTD_TMUX: the tmux executable */
+};
+
+/*
+ * Fills cfg. Returns 0, or a negative errno with cause set: -EINVAL for a malformed line or value
+ * (cause names the key), -EFBIG for a file over CONFIG_FILE_MAX, -ENAMETOOLONG for a value over its
+ * field. A missing default file is not an error; a missing AGENTD_CONFIG file is (-ENOENT).
+ */
+int config_load(struct config *cfg, struct cause *cause);
+
+/*
+ * Applies one KEY=value setting (used by config_load for file lines and the environment).
+ * Unknown AGENTD_* keys are -EINVAL so typos are noticed.
+ */
+int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause);
+
+/* Fills cfg with the built-in defaults only. */
+void config_defaults(struct config *cfg);
+
+/* Path helpers: write "<runtime_dir>/<leaf>" into out. Return 0 or -ENAMETOOLONG. */
+int config_runtime_path(const struct config *cfg, const char *leaf, char *out, size_t outlen);
+
+#endif

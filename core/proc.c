@@ -1,0 +1,168 @@
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+int proc_which(const char *prog, char *out, size_t outlen)
+{
+	const char *path = getenv("PATH");
+	int saw_eacces = 0;
+
+	if (prog == NULL || prog[0] == '\0')
+		return -ENOENT;
+	if (strchr(prog, '/') != NULL) {
+		if (strlen(prog) >= outlen)
+			return -ENAMETOOLONG;
+		if (access(prog, X_OK) < 0)
+			return -errno;
+		snprintf(out, outlen, "%s", prog);
+		return 0;
+	}
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path != '\0') {
+		const char *colon = strchrnul(path, ':');
+		size_t dlen = (size_t)(colon - path);
+		struct stat sb;
+		int n;
+
+		n = snprintf(out, outlen, "%.*s/%s", (int)(dlen ? dlen : 1), dlen ? path : ".",
+			     prog);
+		if (n >= 0 && (size_t)n < outlen && stat(out, &sb) == 0 && S_ISREG(sb.st_mode)) {
+			if (access(out, X_OK) == 0)
+				return 0;
+			saw_eacces = 1;
+		}
+		path = *colon ? colon + 1 : colon;
+	}
+	return saw_eacces ? -EACCES : -ENOENT;
+}
+
+static int proc_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *at,
+		      const struct proc_opts *opts, int out_fd)
+{
+	sigset_t none, dfl;
+	short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+	int r;
+
+	if ((r = posix_spawn_file_actions_init(fa)) != 0)
+		return -r;
+	if ((r = posix_spawnattr_init(at)) != 0) {
+		posix_spawn_file_actions_destroy(fa);
+		return -r;
+	}
+	r = posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0);
+	if (r == 0 && out_fd >= 0) {
+		r = posix_spawn_file_actions_adddup2(fa, out_fd, 1);
+		if (r == 0)
+			r = posix_spawn_file_actions_adddup2(fa, out_fd, 2);
+	} else if (r == 0) {
+		r = posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY, 0);
+		if (r == 0)
+			r = posix_spawn_file_actions_addopen(fa, 2, "/dev/null", O_WRONLY, 0);
+	}
+	if (r == 0 && opts != NULL && opts->keep_fd >= 0)
+		r = posix_spawn_file_actions_adddup2(fa, opts->keep_fd, 3);
+	if (r == 0)
+		r = posix_spawn_file_actions_addclosefrom_np(
+		    fa, opts != NULL && opts->keep_fd >= 0 ? 4 : 3);
+	if (r == 0 && opts != NULL && opts->cwd != NULL)
+		r = posix_spawn_file_actions_addchdir_np(fa, opts->cwd);
+	sigemptyset(&none);
+	sigfillset(&dfl);
+	sigdelset(&dfl, SIGKILL);
+	sigdelset(&dfl, SIGSTOP);
+	if (opts != NULL && opts->new_session)
+		flags |= POSIX_SPAWN_SETSID;
+	if (r == 0)
+		r = posix_spawnattr_setsigmask(at, &none);
+	if (r == 0)
+		r = posix_spawnattr_setsigdefault(at, &dfl);
+	if (r == 0)
+		r = posix_spawnattr_setflags(at, flags);
+	if (r != 0) {
+		posix_spawn_file_actions_destroy(fa);
+		posix_spawnattr_destroy(at);
+		return -r;
+	}
+	return 0;
+}
+
+int proc_run(char *const argv[], const struct proc_opts *opts, char *out, size_t outlen,
+	     int *status)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	int pipefd[2] = {-1, -1};
+	size_t got = 0;
+	pid_t pid;
+	int r, st = 0;
+
+	if (out != NULL && outlen > 0) {
+		out[0] = '\0';
+		if (pipe2(pipefd, O_CLOEXEC) < 0)
+			return -errno;
+	}
+	r = proc_setup(&fa, &at, opts, pipefd[1]);
+	if (r < 0)
+		goto out;
+	r = posix_spawnp(&pid, argv[0], &fa, &at, argv,
+			 opts != NULL && opts->envp != NULL ? opts->envp : environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (r != 0) {
+		r = -r;
+		goto out;
+	}
+	if (pipefd[1] >= 0) {
+		close(pipefd[1]);
+		pipefd[1] = -1;
+		for (;;) {
+			char sink[4096];
+			char *dst = got + 1 < outlen ? out + got : sink;
+			size_t room = got + 1 < outlen ? outlen - 1 - got : sizeof(sink);
+			ssize_t n = read(pipefd[0], dst, room);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			if (dst != sink)
+				got += (size_t)n;
+		}
+		out[got] = '\0';
+	}
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			r = -errno;
+			goto out;
+		}
+	}
+	/* posix_spawnp reports a missing program as exit status 127 from the child. */
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127 && got == 0) {
+		char path[4096];
+		if (proc_which(argv[0], path, sizeof(path)) == -ENOENT) {
+			r = -ENOENT;
+			goto out;
+		}
+	}
+	if (status != NULL)
+		*status = st;
+	r = 0;
+out:
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	return r;
+}

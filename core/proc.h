@@ -1,0 +1,35 @@
+/*
+ * Starting programs without a shell and without leaking anything of ours into them: posix_spawn
+ * with argv, an empty signal mask, default dispositions, stdin from /dev/null and every fd >= 3
+ * closed (a tmux server must never inherit the FastCGI sockets; see integration notes §3.3).
+ */
+#ifndef AGENTD_PROC_H
+#define AGENTD_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define PROC_OUTPUT_MAX (256 * 1024)
+
+struct proc_opts {
+	char *const *envp; /* NULL: inherit environ */
+	const char *cwd;   /* NULL: inherit */
+	int keep_fd;       /* >= 0: passed to the child as fd 3 (e.g. a lock); -1: none */
+	bool new_session;  /* setsid() in the child */
+};
+
+/*
+ * Runs argv[0] (searched on PATH) and waits for it. stdout and stderr are captured together into
+ * out (NUL-terminated, truncated to outlen-1; out may be NULL to discard). *status gets the wait
+ * status. Returns 0 when the program ran (whatever its exit code), -ENOENT when it was not found,
+ * or another -errno.
+ */
+int proc_run(char *const argv[], const struct proc_opts *opts, char *out, size_t outlen,
+	     int *status);
+
+/* Resolves prog on PATH (or checks it when it contains '/'); writes the path into out.
+ * Returns 0, -ENOENT, -EACCES or -ENAMETOOLONG. */
+int proc_which(const char *prog, char *out, size_t outlen);
+
+#endif

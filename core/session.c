@@ -1,0 +1,384 @@
+#include "session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+static bool session_is_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool session_owner_valid(const char *s)
+{
+	size_t n;
+
+	if (s == NULL || !session_is_alnum(s[0]))
+		return false;
+	for (n = 1; s[n] != '\0'; n++)
+		if (n >= SESSION_OWNER_MAX || !(session_is_alnum(s[n]) || s[n] == '-'))
+			return false;
+	return true;
+}
+
+bool session_name_valid(const char *s)
+{
+	size_t n;
+
+	if (s == NULL || s[0] == '\0')
+		return false;
+	for (n = 0; s[n] != '\0'; n++) {
+		char c = s[n];
+
+		if (n >= SESSION_NAME_MAX ||
+		    !(session_is_alnum(c) || c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	return !(n >= 4 && strcmp(s + n - 4, ".git") == 0);
+}
+
+bool session_issue_valid(int64_t issue)
+{
+	return issue >= 1 && issue <= SESSION_ISSUE_MAX;
+}
+
+/* Parses a canonical decimal (no sign, no leading zero) in 1..SESSION_ISSUE_MAX. */
+static bool session_parse_issue(const char *s, long *out)
+{
+	long v = 0;
+
+	if (s[0] < '1' || s[0] > '9')
+		return false;
+	for (const char *p = s; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' || p - s >= 10)
+			return false;
+		v = v * 10 + (*p - '0');
+	}
+	if (!session_issue_valid(v))
+		return false;
+	*out = v;
+	return true;
+}
+
+bool session_id_valid(const char *id)
+{
+	char name[SESSION_NAME_MAX + 1];
+	const char *dash;
+	long issue;
+	size_t nlen;
+
+	if (id == NULL || strnlen(id, SESSION_ID_MAX + 1) > SESSION_ID_MAX)
+		return false;
+	dash = strrchr(id, '-');
+	if (dash == NULL || !session_parse_issue(dash + 1, &issue))
+		return false;
+	nlen = (size_t)(dash - id);
+	if (nlen == 0 || nlen > SESSION_NAME_MAX)
+		return false;
+	memcpy(name, id, nlen);
+	name[nlen] = '\0';
+	return session_name_valid(name);
+}
+
+int session_worktree_path(const char *base_dir, const char *name, long issue, char *out,
+			  size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/%s-issue-%ld", base_dir, name, issue);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+void session_tmux_name(const char *id, char *out, size_t outlen)
+{
+	size_t i;
+
+	for (i = 0; id[i] != '\0' && i + 1 < outlen; i++)
+		out[i] = (id[i] == '.' || id[i] == ':') ? '_' : id[i];
+	if (outlen > 0)
+		out[i] = '\0';
+}
+
+int session_uuid(char out[SESSION_UUID_LEN + 1])
+{
+	unsigned char b[16];
+	size_t got = 0;
+
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)n;
+	}
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	snprintf(out, SESSION_UUID_LEN + 1,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+		 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+		 b[15]);
+	return 0;
+}
+
+int session_init(struct session *s, const char *base_dir, const char *owner, const char *name,
+		 long issue)
+{
+	int n, r;
+
+	if (!session_owner_valid(owner) || !session_name_valid(name) || !session_issue_valid(issue))
+		return -EINVAL;
+	memset(s, 0, sizeof(*s));
+	snprintf(s->owner, sizeof(s->owner), "%s", owner);
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->issue = issue;
+	n = snprintf(s->id, sizeof(s->id), "%s-%ld", name, issue);
+	if (n < 0 || (size_t)n >= sizeof(s->id))
+		return -ENAMETOOLONG;
+	r = session_worktree_path(base_dir, name, issue, s->worktree, sizeof(s->worktree));
+	if (r < 0)
+		return r;
+	snprintf(s->branch, sizeof(s->branch), "feat/issue-%ld", issue);
+	session_tmux_name(s->id, s->tmux_name, sizeof(s->tmux_name));
+	s->state = SESSION_CREATING;
+	s->mode = SESSION_TERMINAL;
+	s->created_at = s->updated_at = s->last_activity = (int64_t)time(NULL);
+	return session_uuid(s->agent_session_id);
+}
+
+int session_render_prompt(const char *tmpl, const char *owner, const char *name, long issue,
+			  char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (const char *p = tmpl; *p != '\0';) {
+		char issue_s[24];
+		const char *sub = NULL;
+		size_t skip = 0, len;
+
+		if (strncmp(p, "{owner}", 7) == 0)
+			sub = owner, skip = 7;
+		else if (strncmp(p, "{name}", 6) == 0)
+			sub = name, skip = 6;
+		else if (strncmp(p, "{issue}", 7) == 0) {
+			snprintf(issue_s, sizeof(issue_s), "%ld", issue);
+			sub = issue_s, skip = 7;
+		}
+		if (sub == NULL) {
+			sub = p;
+			skip = 1;
+			len = 1;
+		} else {
+			len = strlen(sub);
+		}
+		if (o + len >= outlen)
+			return -ENAMETOOLONG;
+		memcpy(out + o, sub, len);
+		o += len;
+		p += skip;
+	}
+	if (outlen == 0)
+		return -ENAMETOOLONG;
+	out[o] = '\0';
+	return 0;
+}
+
+static const char *const session_state_names[] = {
+    [SESSION_CREATING] = "creating", [SESSION_RUNNING] = "running", [SESSION_ATTACHED] = "attached",
+    [SESSION_STOPPING] = "stopping", [SESSION_FAILED] = "failed",
+};
+
+static const char *const session_mode_names[] = {
+    [SESSION_TERMINAL] = "terminal",
+    [SESSION_STRUCTURED] = "structured",
+};
+
+const char *session_state_name(enum session_state st)
+{
+	return session_state_names[st];
+}
+
+int session_state_parse(const char *s, enum session_state *out)
+{
+	for (size_t i = 0; i < sizeof(session_state_names) / sizeof(session_state_names[0]); i++)
+		if (strcmp(s, session_state_names[i]) == 0) {
+			*out = (enum session_state)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *session_mode_name(enum session_mode m)
+{
+	return session_mode_names[m];
+}
+
+int session_mode_parse(const char *s, enum session_mode *out)
+{
+	for (size_t i = 0; i < sizeof(session_mode_names) / sizeof(session_mode_names[0]); i++)
+		if (strcmp(s, session_mode_names[i]) == 0) {
+			*out = (enum session_mode)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+void session_format_time(int64_t t, char *out, size_t outlen)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int session_parse_time(const char *s, int64_t *out)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (end == NULL || *end != '\0')
+		return -EINVAL;
+	*out = (int64_t)timegm(&tm);
+	return 0;
+}
+
+static void session_add_str(json_object *o, const char *key, const char *val)
+{
+	json_object_object_add(o, key, json_object_new_string(val));
+}
+
+static void session_add_time(json_object *o, const char *key, int64_t t)
+{
+	char buf[32];
+
+	session_format_time(t, buf, sizeof(buf));
+	session_add_str(o, key, buf);
+}
+
+json_object *session_to_json(const struct session *s, bool for_disk)
+{
+	json_object *o = json_object_new_object(), *repo = json_object_new_object();
+
+	if (o == NULL || repo == NULL) {
+		json_object_put(o);
+		json_object_put(repo);
+		return NULL;
+	}
+	session_add_str(o, "id", s->id);
+	session_add_str(repo, "owner", s->owner);
+	session_add_str(repo, "name", s->name);
+	json_object_object_add(o, "repo", repo); /* o takes the reference */
+	json_object_object_add(o, "issue", json_object_new_int64(s->issue));
+	session_add_str(o, "worktree", s->worktree);
+	session_add_str(o, "branch", s->branch);
+	session_add_str(o, "tmuxName", s->tmux_name);
+	session_add_str(o, "state", session_state_name(s->state));
+	session_add_str(o, "mode", session_mode_name(s->mode));
+	session_add_str(o, "agentSessionId", s->agent_session_id);
+	json_object_object_add(o, "clients", json_object_new_int(s->clients));
+	session_add_str(o, "prompt", s->prompt);
+	session_add_time(o, "createdAt", s->created_at);
+	session_add_time(o, "updatedAt", s->updated_at);
+	session_add_time(o, "lastActivity", s->last_activity);
+	if (s->state == SESSION_FAILED)
+		session_add_str(o, "error", s->error);
+	if (for_disk)
+		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
+	return o;
+}
+
+static const char *session_get_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static int session_copy_str(json_object *o, const char *key, char *out, size_t outlen,
+			    struct cause *cause)
+{
+	const char *v = session_get_str(o, key);
+
+	if (v == NULL)
+		return cause_fail(cause, EINVAL, "field %s is missing or not a string", key);
+	if (strlen(v) >= outlen)
+		return cause_fail(cause, EINVAL, "field %s is too long", key);
+	memcpy(out, v, strlen(v) + 1);
+	return 0;
+}
+
+static int session_get_time(json_object *o, const char *key, int64_t *out, struct cause *cause)
+{
+	const char *v = session_get_str(o, key);
+
+	if (v == NULL || session_parse_time(v, out) < 0)
+		return cause_fail(cause, EINVAL, "field %s is not a time", key);
+	return 0;
+}
+
+int session_from_json(struct session *s, json_object *obj, struct cause *cause)
+{
+	json_object *repo, *v;
+	char tmux_name[SESSION_ID_MAX + 1];
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	if (!json_object_is_type(obj, json_type_object))
+		return cause_fail(cause, EINVAL, "record is not a JSON object");
+	if (!json_object_object_get_ex(obj, "repo", &repo) ||
+	    !json_object_is_type(repo, json_type_object))
+		return cause_fail(cause, EINVAL, "field repo is missing");
+	if ((r = session_copy_str(repo, "owner", s->owner, sizeof(s->owner), cause)) < 0 ||
+	    (r = session_copy_str(repo, "name", s->name, sizeof(s->name), cause)) < 0 ||
+	    (r = session_copy_str(obj, "id", s->id, sizeof(s->id), cause)) < 0 ||
+	    (r = session_copy_str(obj, "worktree", s->worktree, sizeof(s->worktree), cause)) < 0 ||
+	    (r = session_copy_str(obj, "branch", s->branch, sizeof(s->branch), cause)) < 0 ||
+	    (r = session_copy_str(obj, "tmuxName", s->tmux_name, sizeof(s->tmux_name), cause)) <
+		0 ||
+	    (r = session_copy_str(obj, "agentSessionId", s->agent_session_id,
+				  sizeof(s->agent_session_id), cause)) < 0 ||
+	    (r = session_copy_str(obj, "prompt", s->prompt, sizeof(s->prompt), cause)) < 0)
+		return r;
+	if (!session_owner_valid(s->owner) || !session_name_valid(s->name))
+		return cause_fail(cause, EINVAL, "repo owner or name is invalid");
+	if (!json_object_object_get_ex(obj, "issue", &v) ||
+	    !json_object_is_type(v, json_type_int) ||
+	    !session_issue_valid(json_object_get_int64(v)))
+		return cause_fail(cause, EINVAL, "field issue is invalid");
+	s->issue = (long)json_object_get_int64(v);
+	if (!session_id_valid(s->id))
+		return cause_fail(cause, EINVAL, "field id is invalid");
+	session_tmux_name(s->id, tmux_name, sizeof(tmux_name));
+	if (strcmp(tmux_name, s->tmux_name) != 0)
+		return cause_fail(cause, EINVAL, "field tmuxName does not match id");
+	if (session_state_parse(session_get_str(obj, "state") ? session_get_str(obj, "state") : "",
+				&s->state) < 0)
+		return cause_fail(cause, EINVAL, "field state is invalid");
+	if (session_mode_parse(session_get_str(obj, "mode") ? session_get_str(obj, "mode") : "",
+			       &s->mode) < 0)
+		return cause_fail(cause, EINVAL, "field mode is invalid");
+	if (json_object_object_get_ex(obj, "clients", &v) && json_object_is_type(v, json_type_int))
+		s->clients = json_object_get_int(v);
+	if (s->clients < 0)
+		s->clients = 0;
+	if (json_object_object_get_ex(obj, "launched", &v))
+		s->launched = json_object_get_boolean(v);
+	if (session_get_str(obj, "error") != NULL)
+		snprintf(s->error, sizeof(s->error), "%s", session_get_str(obj, "error"));
+	if ((r = session_get_time(obj, "createdAt", &s->created_at, cause)) < 0 ||
+	    (r = session_get_time(obj, "updatedAt", &s->updated_at, cause)) < 0 ||
+	    (r = session_get_time(obj, "lastActivity", &s->last_activity, cause)) < 0)
+		return r;
+	return 0;
+}

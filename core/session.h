@@ -1,0 +1,109 @@
+/*
+ * The session record: what one agent session is, how its names are derived from
+ * (owner, name, issue), how input is validated (exactly the rules of API.md), and its JSON form.
+ * The JSON is both the API's session object and the on-disk record; fields that only the daemons
+ * use are written to disk but left out of the API form.
+ */
+#ifndef AGENTD_SESSION_H
+#define AGENTD_SESSION_H
+
+#include "cause.h"
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SESSION_OWNER_MAX  39
+#define SESSION_NAME_MAX   100
+#define SESSION_ISSUE_MAX  2147483647L
+#define SESSION_ID_MAX     (SESSION_NAME_MAX + 1 + 10)
+#define SESSION_PROMPT_MAX 8192 /* tmux carries a command in one 16 KiB message */
+#define SESSION_PATH_MAX   1200
+#define SESSION_ERROR_MAX  512
+#define SESSION_UUID_LEN   36
+#define SESSION_RECORD_MAX (64 * 1024)
+
+enum session_state {
+	SESSION_CREATING,
+	SESSION_RUNNING,
+	SESSION_ATTACHED,
+	SESSION_STOPPING,
+	SESSION_FAILED,
+};
+
+enum session_mode { SESSION_TERMINAL, SESSION_STRUCTURED };
+
+struct session {
+	char id[SESSION_ID_MAX + 1];
+	char owner[SESSION_OWNER_MAX + 1];
+	char name[SESSION_NAME_MAX + 1];
+	long issue;
+	char worktree[SESSION_PATH_MAX];
+	char branch[32];
+	char tmux_name[SESSION_ID_MAX + 1];
+	enum session_state state;
+	enum session_mode mode;
+	char agent_session_id[SESSION_UUID_LEN + 1];
+	int clients;
+	bool launched; /* claude has run once: later launches use --resume */
+	char prompt[SESSION_PROMPT_MAX + 1];
+	char error[SESSION_ERROR_MAX];
+	int64_t created_at, updated_at, last_activity; /* unix seconds */
+};
+
+/* Validators for API input. Return true when s is acceptable. */
+bool session_owner_valid(const char *s);
+bool session_name_valid(const char *s);
+bool session_issue_valid(int64_t issue);
+
+/*
+ * Validates an id taken from a URL path: it must be "<valid name>-<valid issue>" as produced by
+ * session_init. Returns true when well-formed.
+ */
+bool session_id_valid(const char *id);
+
+/*
+ * Fills every derived field of s from owner, name and issue (which must be valid): id, worktree
+ * under base_dir, branch, tmux_name; sets created_at/updated_at/last_activity to now, state
+ * CREATING, mode TERMINAL, a fresh agent_session_id. Returns 0 or -ENAMETOOLONG / -EINVAL.
+ */
+int session_init(struct session *s, const char *base_dir, const char *owner, const char *name,
+		 long issue);
+
+/* Writes "<name>-issue-<issue>" path of the worktree into out. Returns 0 or -ENAMETOOLONG. */
+int session_worktree_path(const char *base_dir, const char *name, long issue, char *out,
+			  size_t outlen);
+
+/* tmux forbids '.' and ':' in session names; they become '_'. out must hold strlen(id)+1. */
+void session_tmux_name(const char *id, char *out, size_t outlen);
+
+/* Fills prompt_template with {owner} {name} {issue} replaced into out. -ENAMETOOLONG if it is too
+ * long. */
+int session_render_prompt(const char *tmpl, const char *owner, const char *name, long issue,
+			  char *out, size_t outlen);
+
+/* Writes a random RFC 4122 version-4 UUID (36 chars + NUL) into out. Returns 0 or -errno. */
+int session_uuid(char out[SESSION_UUID_LEN + 1]);
+
+const char *session_state_name(enum session_state st);
+int session_state_parse(const char *s, enum session_state *out);
+const char *session_mode_name(enum session_mode m);
+int session_mode_parse(const char *s, enum session_mode *out);
+
+/* Formats unix seconds as "YYYY-MM-DDTHH:MM:SSZ" into out (at least 21 bytes). */
+void session_format_time(int64_t t, char *out, size_t outlen);
+
+/*
+ * Encodes s as a new JSON object (caller puts it). With for_disk, fields used only by the daemons
+ * (launched) are included. Returns NULL on allocation failure.
+ */
+json_object *session_to_json(const struct session *s, bool for_disk);
+
+/*
+ * Decodes a record written by session_to_json(for_disk). Every field is checked; returns 0 or
+ * -EINVAL with cause naming the bad field.
+ */
+int session_from_json(struct session *s, json_object *obj, struct cause *cause);
+
+#endif

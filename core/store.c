@@ -1,0 +1,272 @@
+#include "store.h"
+
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int store_path(const struct store *st, const char *id, const char *suffix, char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/%s%s", st->dir, id, suffix);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+static int store_mkdir(const char *path, struct cause *cause)
+{
+	if (mkdir(path, 0750) < 0 && errno != EEXIST)
+		return cause_fail(cause, errno, "cannot create %s: %s", path, strerror(errno));
+	return 0;
+}
+
+int store_init(struct store *st, const char *runtime_dir, struct cause *cause)
+{
+	int n = snprintf(st->dir, sizeof(st->dir), "%s/sessions", runtime_dir);
+	int r;
+
+	if (n < 0 || (size_t)n >= sizeof(st->dir))
+		return cause_fail(cause, ENAMETOOLONG, "runtime directory path is too long");
+	r = store_mkdir(runtime_dir, cause);
+	if (r < 0)
+		return r;
+	return store_mkdir(st->dir, cause);
+}
+
+static int store_lock_path(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+	}
+	return fd;
+}
+
+int store_lock(const struct store *st, const char *id)
+{
+	char path[SESSION_PATH_MAX];
+	int r = store_path(st, id, ".lock", path, sizeof(path));
+
+	return r < 0 ? r : store_lock_path(path);
+}
+
+int store_lock_all(const struct store *st)
+{
+	char path[SESSION_PATH_MAX];
+	int r = store_path(st, "", ".store.lock", path, sizeof(path));
+
+	return r < 0 ? r : store_lock_path(path);
+}
+
+void store_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* closing the only descriptor releases the flock */
+}
+
+static int store_read_path(const char *path, struct session *out, struct cause *cause)
+{
+	char *buf = NULL;
+	json_object *obj = NULL;
+	json_tokener *tok = NULL;
+	struct stat sb;
+	ssize_t got = 0;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : cause_fail(cause, errno, "%s", strerror(errno));
+	if (fstat(fd, &sb) < 0 || sb.st_size > SESSION_RECORD_MAX) {
+		r = cause_fail(cause, EINVAL, "record %s is too large", path);
+		goto out;
+	}
+	buf = malloc((size_t)sb.st_size + 1);
+	if (buf == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while (got < sb.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)(sb.st_size - got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	tok = json_tokener_new();
+	if (tok == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	obj = json_tokener_parse_ex(tok, buf, (int)got);
+	if (obj == NULL || json_tokener_get_parse_end(tok) != (size_t)got) {
+		r = cause_fail(cause, EINVAL, "record %s is not valid JSON", path);
+		goto out;
+	}
+	r = session_from_json(out, obj, cause);
+out:
+	json_object_put(obj);
+	json_tokener_free(tok);
+	free(buf);
+	close(fd);
+	return r;
+}
+
+int store_read(const struct store *st, const char *id, struct session *out, struct cause *cause)
+{
+	char path[SESSION_PATH_MAX];
+	int r = store_path(st, id, ".json", path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	r = store_read_path(path, out, cause);
+	if (r == 0 && strcmp(out->id, id) != 0)
+		return cause_fail(cause, EINVAL, "record %s holds id %s", path, out->id);
+	return r;
+}
+
+static int store_write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int store_write(const struct store *st, struct session *s, struct cause *cause)
+{
+	char path[SESSION_PATH_MAX], tmp[SESSION_PATH_MAX];
+	json_object *obj;
+	const char *text;
+	int fd = -1, r;
+
+	s->updated_at = (int64_t)time(NULL);
+	if ((r = store_path(st, s->id, ".json", path, sizeof(path))) < 0 ||
+	    (r = store_path(st, s->id, ".json.tmp", tmp, sizeof(tmp))) < 0)
+		return cause_fail(cause, -r, "record path is too long");
+	obj = session_to_json(s, true);
+	if (obj == NULL)
+		return cause_fail(cause, ENOMEM, "out of memory");
+	text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
+	/* The temp name is per session and writers hold the session lock: no two share it. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		r = cause_fail(cause, errno, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	r = store_write_all(fd, text, strlen(text));
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		cause_set(cause, "cannot write record %s: %s", path, strerror(-r));
+		unlink(tmp);
+	}
+out:
+	json_object_put(obj);
+	return r;
+}
+
+int store_remove(const struct store *st, const char *id)
+{
+	char path[SESSION_PATH_MAX];
+	int r = store_path(st, id, ".json", path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	if (unlink(path) < 0)
+		return -errno;
+	/* The lock file stays: removing it while another process waits on it would split the lock.
+	 */
+	return 0;
+}
+
+static int store_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct session *)a)->id, ((const struct session *)b)->id);
+}
+
+int store_list(const struct store *st, struct session **out, size_t *n)
+{
+	struct session *list = NULL;
+	size_t count = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	*out = NULL;
+	*n = 0;
+	d = opendir(st->dir);
+	if (d == NULL)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		char path[SESSION_PATH_MAX];
+		struct cause cause = {{0}};
+		size_t len = strlen(de->d_name);
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.')
+			continue;
+		if (count == STORE_MAX_RECORDS) {
+			r = -E2BIG;
+			break;
+		}
+		if (count == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct session *nl = realloc(list, ncap * sizeof(*nl));
+
+			if (nl == NULL) {
+				r = -ENOMEM;
+				break;
+			}
+			list = nl;
+			cap = ncap;
+		}
+		if (snprintf(path, sizeof(path), "%s/%s", st->dir, de->d_name) >= (int)sizeof(path))
+			continue;
+		r = store_read_path(path, &list[count], &cause);
+		if (r == -ENOENT) { /* removed between readdir and open */
+			r = 0;
+			continue;
+		}
+		if (r < 0) {
+			log_warn("skipping record %s: %s", path, cause.msg);
+			r = 0;
+			continue;
+		}
+		count++;
+	}
+	closedir(d);
+	if (r < 0) {
+		free(list);
+		return r;
+	}
+	qsort(list, count, sizeof(*list), store_cmp);
+	*out = list;
+	*n = count;
+	return 0;
+}

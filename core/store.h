@@ -1,0 +1,55 @@
+/*
+ * The record store: one JSON file per session in <runtime_dir>/sessions/<id>.json, written only as
+ * temp file + fsync + rename so a reader never sees half a record. Every read-modify-write holds
+ * the session's lock (flock on <id>.lock); readers never lock. Creation also takes the store-wide
+ * lock so the session count and the new record are decided together.
+ */
+#ifndef AGENTD_STORE_H
+#define AGENTD_STORE_H
+
+#include "cause.h"
+#include "session.h"
+
+#include <stddef.h>
+
+#define STORE_MAX_RECORDS 4096
+
+struct store {
+	char dir[SESSION_PATH_MAX]; /* <runtime_dir>/sessions */
+};
+
+/* Creates <runtime_dir>/sessions (mode 0750) if needed. Returns 0 or -errno with cause. */
+int store_init(struct store *st, const char *runtime_dir, struct cause *cause);
+
+/*
+ * Takes the exclusive lock of session id (blocking). Returns the lock fd (>= 0) to pass to
+ * store_unlock, or -errno. id must be session_id_valid.
+ */
+int store_lock(const struct store *st, const char *id);
+
+/* As store_lock, for the store-wide creation lock. */
+int store_lock_all(const struct store *st);
+
+/* Releases a lock taken by store_lock / store_lock_all. NULL-safe for fd < 0. */
+void store_unlock(int fd);
+
+/* Reads the record of id. Returns 0, -ENOENT, or -EINVAL (corrupt record, cause says why). */
+int store_read(const struct store *st, const char *id, struct session *out, struct cause *cause);
+
+/* Writes s atomically (updated_at set to now). Returns 0 or -errno with cause. */
+int store_write(const struct store *st, struct session *s, struct cause *cause);
+
+/* Removes the record of id (and its lock file). Returns 0 or -ENOENT. */
+int store_remove(const struct store *st, const char *id);
+
+/*
+ * Reads every record, sorted by id. *out is allocated (caller frees) and *n set. Corrupt records
+ * are skipped with a log line. Returns 0 or -errno (-E2BIG over STORE_MAX_RECORDS).
+ */
+int store_list(const struct store *st, struct session **out, size_t *n);
+
+/* Writes the per-session path "<dir>/<id><suffix>" into out. Returns 0 or -ENAMETOOLONG. */
+int store_path(const struct store *st, const char *id, const char *suffix, char *out,
+	       size_t outlen);
+
+#endif

@@ -1,0 +1,450 @@
+#include "tmux.h"
+
+#include "proc.h"
+
+#include <json-c/json.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TMUX_OUT_MAX           (4 * 1024 * 1024)
+#define TMUX_PROMPT_STORED_MAX 12000
+
+/* A tmux invocation under construction: argv words own their storage. */
+struct tmux_cmd {
+	char *argv[TMUX_ARGV_MAX + 1];
+	size_t argc;
+	int err;
+};
+
+static void tmux_cmd_finish(struct tmux_cmd *c)
+{
+	for (size_t i = 0; i < c->argc; i++)
+		free(c->argv[i]);
+	c->argc = 0;
+}
+
+/* Appends a word as is (for tmux's own flags and our fixed words). */
+static void tmux_raw(struct tmux_cmd *c, const char *w)
+{
+	if (c->err != 0)
+		return;
+	if (c->argc >= TMUX_ARGV_MAX) {
+		c->err = -E2BIG;
+		return;
+	}
+	c->argv[c->argc] = strdup(w);
+	if (c->argv[c->argc] == NULL) {
+		c->err = -ENOMEM;
+		return;
+	}
+	c->argv[++c->argc] = NULL;
+}
+
+/* Appends a word that may come from outside: escaped so it cannot end the tmux command. */
+static void tmux_word(struct tmux_cmd *c, const char *w)
+{
+	size_t len = strlen(w) + 2;
+	char *buf;
+
+	if (c->err != 0)
+		return;
+	if (len > TMUX_WORD_MAX) {
+		c->err = -ENAMETOOLONG;
+		return;
+	}
+	buf = malloc(len);
+	if (buf == NULL) {
+		c->err = -ENOMEM;
+		return;
+	}
+	tmux_escape_word(w, buf, len);
+	tmux_raw(c, buf);
+	free(buf);
+}
+
+static void tmux_target(struct tmux_cmd *c, const char *name, const char *suffix)
+{
+	char t[256];
+
+	if (snprintf(t, sizeof(t), "=%s%s", name, suffix) >= (int)sizeof(t)) {
+		c->err = -ENAMETOOLONG;
+		return;
+	}
+	tmux_raw(c, "-t");
+	tmux_word(c, t);
+}
+
+static void tmux_cmd_init(struct tmux_cmd *c, const struct tmux *t)
+{
+	memset(c, 0, sizeof(*c));
+	tmux_raw(c, t->bin);
+	tmux_raw(c, "-S");
+	tmux_raw(c, t->socket);
+	tmux_raw(c, "-f");
+	tmux_raw(c, t->conf);
+}
+
+static void tmux_trim(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+		s[--n] = '\0';
+}
+
+/*
+ * Runs the command. Returns 0 on exit status 0, 1 on another exit status (out holds tmux's
+ * message), or -errno when tmux could not be run.
+ */
+static int tmux_exec(struct tmux_cmd *c, char *out, size_t outlen, struct cause *cause)
+{
+	struct proc_opts opts = {.envp = NULL, .cwd = NULL, .keep_fd = -1, .new_session = true};
+	char small[1024];
+	int st = 0, r;
+
+	if (c->err != 0) {
+		r = cause_fail(cause, c->err, "tmux command too long");
+		goto out;
+	}
+	if (out == NULL) {
+		out = small;
+		outlen = sizeof(small);
+	}
+	r = proc_run(c->argv, &opts, out, outlen, &st);
+	if (r < 0) {
+		cause_set(cause, "cannot run %s: %s", c->argv[0], strerror(-r));
+		goto out;
+	}
+	tmux_trim(out);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		cause_set(cause, "tmux: %s", out[0] ? out : "failed");
+		r = 1;
+	}
+out:
+	tmux_cmd_finish(c);
+	return r;
+}
+
+int tmux_init(struct tmux *t, const struct config *cfg)
+{
+	int r;
+
+	if (snprintf(t->bin, sizeof(t->bin), "%s", cfg->tmux) >= (int)sizeof(t->bin))
+		return -ENAMETOOLONG;
+	if ((r = config_runtime_path(cfg, "tmux.sock", t->socket, sizeof(t->socket))) < 0)
+		return r;
+	return config_runtime_path(cfg, "tmux.conf", t->conf, sizeof(t->conf));
+}
+
+int tmux_write_conf(const struct tmux *t, struct cause *cause)
+{
+	char tmp[CONFIG_PATH_MAX + 8];
+	char text[512];
+	int fd, n, r = 0;
+
+	/* remain-on-exit keeps a dead agent's last screen; exit-empty off keeps the server (and so
+	 * the socket the bridge attaches to) alive with zero sessions. */
+	n = snprintf(text, sizeof(text),
+		     "set -g remain-on-exit on\n"
+		     "set -g status off\n"
+		     "set -g history-limit %d\n"
+		     "set -g exit-empty off\n"
+		     "set -g default-terminal tmux-256color\n"
+		     "set -g window-size latest\n",
+		     TMUX_HISTORY_LIMIT);
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", t->conf) >= (int)sizeof(tmp))
+		return cause_fail(cause, ENAMETOOLONG, "tmux config path too long");
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return cause_fail(cause, errno, "cannot write %s: %s", tmp, strerror(errno));
+	if (write(fd, text, (size_t)n) != n || fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, t->conf) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return cause_fail(cause, -r, "cannot write %s: %s", t->conf, strerror(-r));
+	}
+	return 0;
+}
+
+int tmux_start_server(const struct tmux *t, struct cause *cause)
+{
+	struct tmux_cmd c;
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "start-server");
+	r = tmux_exec(&c, NULL, 0, cause);
+	return r == 1 ? -EIO : r;
+}
+
+int tmux_escape_word(const char *in, char *out, size_t outlen)
+{
+	size_t n = strlen(in);
+	bool esc = n > 0 && in[n - 1] == ';';
+
+	if (n + (esc ? 1 : 0) + 1 > outlen)
+		return -ENAMETOOLONG;
+	if (esc) {
+		memcpy(out, in, n - 1);
+		out[n - 1] = '\\';
+		out[n] = ';';
+		out[n + 1] = '\0';
+	} else {
+		memcpy(out, in, n + 1);
+	}
+	return 0;
+}
+
+static void tmux_set_meta(struct tmux_cmd *c, const char *name, const char *key, const char *val)
+{
+	tmux_raw(c, ";");
+	tmux_raw(c, "set-option");
+	tmux_target(c, name, ":");
+	tmux_word(c, key);
+	tmux_word(c, val);
+}
+
+/* The prompt is free text: stored JSON-encoded so newlines and our field separator cannot break
+ * list-sessions lines. A prompt too long to fit tmux's command message is not stored. */
+static void tmux_set_prompt(struct tmux_cmd *c, const char *name, const char *prompt)
+{
+	json_object *js = json_object_new_string(prompt);
+	const char *enc =
+	    js != NULL ? json_object_to_json_string_ext(js, JSON_C_TO_STRING_PLAIN) : NULL;
+
+	if (enc != NULL && strlen(enc) <= TMUX_PROMPT_STORED_MAX)
+		tmux_set_meta(c, name, "@agentd_prompt", enc);
+	json_object_put(js);
+}
+
+static void tmux_decode_prompt(const char *enc, char *out, size_t outlen)
+{
+	json_object *js = enc[0] != '\0' ? json_tokener_parse(enc) : NULL;
+
+	out[0] = '\0';
+	if (js != NULL && json_object_is_type(js, json_type_string))
+		snprintf(out, outlen, "%s", json_object_get_string(js));
+	json_object_put(js);
+}
+
+int tmux_new_session(const struct tmux *t, const struct tmux_new *req, struct cause *cause)
+{
+	struct tmux_cmd c;
+	char out[4096];
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "new-session");
+	tmux_raw(&c, "-d");
+	tmux_raw(&c, "-s");
+	tmux_word(&c, req->name);
+	tmux_raw(&c, "-c");
+	tmux_word(&c, req->cwd);
+	tmux_raw(&c, "-x");
+	tmux_raw(&c, "200");
+	tmux_raw(&c, "-y");
+	tmux_raw(&c, "50");
+	for (size_t i = 0; req->env != NULL && req->env[i] != NULL; i++) {
+		tmux_raw(&c, "-e");
+		tmux_word(&c, req->env[i]);
+	}
+	tmux_raw(&c, "--");
+	for (size_t i = 0; req->argv[i] != NULL; i++)
+		tmux_word(&c, req->argv[i]);
+	if (req->meta != NULL) {
+		const struct tmux_meta *m = req->meta;
+
+		tmux_set_meta(&c, req->name, "@agentd_id", m->id);
+		tmux_set_meta(&c, req->name, "@agentd_owner", m->owner);
+		tmux_set_meta(&c, req->name, "@agentd_repo", m->repo);
+		tmux_set_meta(&c, req->name, "@agentd_issue", m->issue);
+		tmux_set_meta(&c, req->name, "@agentd_mode", m->mode);
+		tmux_set_meta(&c, req->name, "@agentd_agent_session", m->agent_session);
+		tmux_set_meta(&c, req->name, "@agentd_created", m->created);
+		tmux_set_prompt(&c, req->name, m->prompt);
+	}
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	if (r == 1)
+		return strstr(out, "duplicate session") != NULL ? -EEXIST : -EIO;
+	return r;
+}
+
+int tmux_has_session(const struct tmux *t, const char *name)
+{
+	struct tmux_cmd c;
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "has-session");
+	tmux_target(&c, name, "");
+	r = tmux_exec(&c, NULL, 0, NULL);
+	if (r < 0)
+		return r;
+	return r == 0 ? 1 : 0;
+}
+
+int tmux_kill_session(const struct tmux *t, const char *name, struct cause *cause)
+{
+	struct tmux_cmd c;
+	char out[1024];
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "kill-session");
+	tmux_target(&c, name, "");
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	if (r == 1) {
+		if (strstr(out, "can't find session") != NULL ||
+		    strstr(out, "no server running") != NULL ||
+		    strstr(out, "error connecting") != NULL)
+			return -ENOENT;
+		return -EIO;
+	}
+	return r;
+}
+
+int tmux_set_option(const struct tmux *t, const char *name, const char *key, const char *value,
+		    struct cause *cause)
+{
+	struct tmux_cmd c;
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "set-option");
+	tmux_target(&c, name, ":");
+	tmux_word(&c, key);
+	tmux_word(&c, value);
+	r = tmux_exec(&c, NULL, 0, cause);
+	return r == 1 ? -EIO : r;
+}
+
+int tmux_respawn(const struct tmux *t, const char *name, char *const *argv, struct cause *cause)
+{
+	struct tmux_cmd c;
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "respawn-pane");
+	tmux_raw(&c, "-k");
+	tmux_target(&c, name, ":");
+	tmux_raw(&c, "--");
+	for (size_t i = 0; argv[i] != NULL; i++)
+		tmux_word(&c, argv[i]);
+	r = tmux_exec(&c, NULL, 0, cause);
+	return r == 1 ? -EIO : r;
+}
+
+int tmux_server_running(const struct tmux *t)
+{
+	struct tmux_cmd c;
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "list-sessions");
+	tmux_raw(&c, "-F");
+	tmux_raw(&c, "#{session_name}");
+	r = tmux_exec(&c, NULL, 0, NULL);
+	if (r < 0)
+		return r;
+	return r == 0 ? 1 : 0;
+}
+
+/* Separates fields of one list-sessions line; tmux passes our format through unchanged. */
+#define TMUX_SEP "\x1f"
+
+static void tmux_field(char **cursor, char *out, size_t outlen)
+{
+	char *p = *cursor, *sep = strstr(p, TMUX_SEP);
+
+	if (sep != NULL)
+		*sep = '\0';
+	snprintf(out, outlen, "%s", p);
+	*cursor = sep != NULL ? sep + 1 : p + strlen(p);
+}
+
+int tmux_list(const struct tmux *t, struct tmux_info **out, size_t *n, struct cause *cause)
+{
+	static const char fmt[] =
+	    "#{session_name}" TMUX_SEP "#{session_path}" TMUX_SEP "#{window_activity}" TMUX_SEP
+	    "#{pane_dead}" TMUX_SEP "#{@agentd_id}" TMUX_SEP "#{@agentd_owner}" TMUX_SEP
+	    "#{@agentd_repo}" TMUX_SEP "#{@agentd_issue}" TMUX_SEP "#{@agentd_mode}" TMUX_SEP
+	    "#{@agentd_agent_session}" TMUX_SEP "#{@agentd_created}" TMUX_SEP "#{@agentd_prompt}";
+	struct tmux_info *list = NULL;
+	char prompt[TMUX_PROMPT_STORED_MAX + 1];
+	size_t count = 0;
+	struct tmux_cmd c;
+	char *buf, *line, *save = NULL;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	buf = malloc(TMUX_OUT_MAX);
+	if (buf == NULL)
+		return -ENOMEM;
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "list-sessions");
+	tmux_raw(&c, "-F");
+	tmux_raw(&c, fmt);
+	r = tmux_exec(&c, buf, TMUX_OUT_MAX, cause);
+	if (r == 1) {
+		/* No server (or no socket yet) is simply no sessions. */
+		r = (strstr(buf, "no server running") != NULL ||
+		     strstr(buf, "error connecting") != NULL)
+			? 0
+			: -EIO;
+		goto out;
+	}
+	if (r < 0)
+		goto out;
+	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		struct tmux_info *ti;
+		char num[32];
+
+		if (count == TMUX_LIST_MAX)
+			break;
+		ti = realloc(list, (count + 1) * sizeof(*list));
+		if (ti == NULL) {
+			r = -ENOMEM;
+			goto out;
+		}
+		list = ti;
+		ti = &list[count++];
+		memset(ti, 0, sizeof(*ti));
+		tmux_field(&line, ti->name, sizeof(ti->name));
+		tmux_field(&line, ti->path, sizeof(ti->path));
+		tmux_field(&line, num, sizeof(num));
+		ti->activity = strtol(num, NULL, 10);
+		tmux_field(&line, num, sizeof(num));
+		ti->pane_dead = num[0] == '1';
+		tmux_field(&line, ti->meta.id, sizeof(ti->meta.id));
+		tmux_field(&line, ti->meta.owner, sizeof(ti->meta.owner));
+		tmux_field(&line, ti->meta.repo, sizeof(ti->meta.repo));
+		tmux_field(&line, ti->meta.issue, sizeof(ti->meta.issue));
+		tmux_field(&line, ti->meta.mode, sizeof(ti->meta.mode));
+		tmux_field(&line, ti->meta.agent_session, sizeof(ti->meta.agent_session));
+		tmux_field(&line, ti->meta.created, sizeof(ti->meta.created));
+		tmux_field(&line, prompt, TMUX_PROMPT_STORED_MAX + 1);
+		tmux_decode_prompt(prompt, ti->meta.prompt, sizeof(ti->meta.prompt));
+	}
+	r = 0;
+out:
+	free(buf);
+	if (r < 0) {
+		free(list);
+		return r;
+	}
+	*out = list;
+	*n = count;
+	return 0;
+}

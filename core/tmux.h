@@ -1,0 +1,97 @@
+/*
+ * Control of agentd's private tmux server: one socket, one config file, argv only. Every word
+ * given to tmux goes through tmux_escape_word (tmux ends a command at any argument ending in ';'),
+ * and every target is exact: "=name" for sessions, "=name:" for panes. Session metadata lives in
+ * user options (@agentd_*), so records can be rebuilt from tmux alone.
+ */
+#ifndef AGENTD_TMUX_H
+#define AGENTD_TMUX_H
+
+#include "cause.h"
+#include "config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TMUX_ARGV_MAX      256
+#define TMUX_WORD_MAX      (16 * 1024)
+#define TMUX_HISTORY_LIMIT 50000
+#define TMUX_OPTION_COUNT  8
+#define TMUX_LIST_MAX      4096
+
+struct tmux {
+	char bin[CONFIG_PATH_MAX];
+	char socket[CONFIG_PATH_MAX]; /* <runtime_dir>/tmux.sock */
+	char conf[CONFIG_PATH_MAX];   /* <runtime_dir>/tmux.conf */
+};
+
+/* The user options agentd stores on each session. */
+struct tmux_meta {
+	char id[128];
+	char owner[64];
+	char repo[128];
+	char issue[16];
+	char mode[16];
+	char agent_session[64];
+	char created[32];
+	char prompt[8200]; /* raw text; stored JSON-encoded in tmux */
+};
+
+/* What tmux_list reports for one session. */
+struct tmux_info {
+	char name[128];
+	char path[1200]; /* the session's start directory */
+	long activity;   /* #{window_activity}: last output, unix seconds */
+	bool pane_dead;
+	struct tmux_meta meta;
+};
+
+/* One new-session request. */
+struct tmux_new {
+	const char *name;
+	const char *cwd;
+	char *const *env;  /* "KEY=value" words passed with -e; NULL-terminated or NULL */
+	char *const *argv; /* the pane's command, >= 2 words (tmux execs it without a shell) */
+	const struct tmux_meta *meta; /* stored as @agentd_* options in the same tmux call */
+};
+
+/* Fills t from cfg. Returns 0 or -ENAMETOOLONG. */
+int tmux_init(struct tmux *t, const struct config *cfg);
+
+/* Writes the server config file atomically (remain-on-exit, status off, history-limit, exit-empty
+ * off). Returns 0 or -errno with cause. */
+int tmux_write_conf(const struct tmux *t, struct cause *cause);
+
+/* Starts the server if it does not run (start-server). Returns 0 or -errno with cause. */
+int tmux_start_server(const struct tmux *t, struct cause *cause);
+
+/* Copies in to out, inserting '\' before a final ';'. Returns 0 or -ENAMETOOLONG. */
+int tmux_escape_word(const char *in, char *out, size_t outlen);
+
+/* Creates a detached session. Returns 0, -EEXIST (duplicate name), or -errno with cause (tmux's
+ * own message). */
+int tmux_new_session(const struct tmux *t, const struct tmux_new *req, struct cause *cause);
+
+/* Returns 1 if session name exists, 0 if not (or no server), -errno on failure to run tmux. */
+int tmux_has_session(const struct tmux *t, const char *name);
+
+/* Kills the session. Returns 0, -ENOENT if it did not exist, or -errno with cause. */
+int tmux_kill_session(const struct tmux *t, const char *name, struct cause *cause);
+
+/* Sets user option key (e.g. "@agentd_mode") on session name. Returns 0 or -errno with cause. */
+int tmux_set_option(const struct tmux *t, const char *name, const char *key, const char *value,
+		    struct cause *cause);
+
+/* Replaces the pane's process (respawn-pane -k) with argv. Returns 0 or -errno with cause. */
+int tmux_respawn(const struct tmux *t, const char *name, char *const *argv, struct cause *cause);
+
+/*
+ * Lists every session with its metadata. *out is allocated (caller frees), *n set. No server
+ * running is an empty list. Returns 0 or -errno with cause.
+ */
+int tmux_list(const struct tmux *t, struct tmux_info **out, size_t *n, struct cause *cause);
+
+/* Returns 1 if the server answers, 0 if no server runs, -errno if tmux cannot be run. */
+int tmux_server_running(const struct tmux *t);
+
+#endif

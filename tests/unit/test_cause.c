@@ -1,0 +1,6 @@
+#include <criterion/criterion.h>
+
+Test(cause, placeholder)
+{
+	cr_assert(1);
+}
