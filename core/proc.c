@@ -66,7 +66,7 @@ static int proc_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *at,
 		r = posix_spawn_file_actions_adddup2(fa, out_fd, 1);
 		if (r == 0)
 			r = posix_spawn_file_actions_adddup2(fa, out_fd, 2);
-	} else if (r == 0) {
+	} else if (r == 0 && !(opts != NULL && opts->keep_output)) {
 		r = posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY, 0);
 		if (r == 0)
 			r = posix_spawn_file_actions_addopen(fa, 2, "/dev/null", O_WRONLY, 0);

@@ -17,6 +17,7 @@ struct proc_opts {
 	const char *cwd;   /* NULL: inherit */
 	int keep_fd;       /* >= 0: passed to the child as fd 3 (e.g. a lock); -1: none */
 	bool new_session;  /* setsid() in the child */
+	bool keep_output;  /* stdout/stderr stay ours (when out is NULL), not /dev/null */
 };
 
 /*

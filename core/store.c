@@ -72,6 +72,14 @@ int store_lock_all(const struct store *st)
 	return r < 0 ? r : store_lock_path(path);
 }
 
+static int store_lock_all_view(const struct store *st)
+{
+	char path[SESSION_PATH_MAX];
+	int r = store_path(st, "", ".view.lock", path, sizeof(path));
+
+	return r < 0 ? r : store_lock_path(path);
+}
+
 void store_unlock(int fd)
 {
 	if (fd >= 0)
@@ -155,41 +163,81 @@ static int store_write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-int store_write(const struct store *st, struct session *s, struct cause *cause)
+static int store_write_file(const char *path, const char *text, mode_t mode, bool sync)
 {
-	char path[SESSION_PATH_MAX], tmp[SESSION_PATH_MAX];
-	json_object *obj;
-	const char *text;
-	int fd = -1, r;
+	char tmp[SESSION_PATH_MAX + 8];
+	int fd, r;
 
-	s->updated_at = (int64_t)time(NULL);
-	if ((r = store_path(st, s->id, ".json", path, sizeof(path))) < 0 ||
-	    (r = store_path(st, s->id, ".json.tmp", tmp, sizeof(tmp))) < 0)
-		return cause_fail(cause, -r, "record path is too long");
-	obj = session_to_json(s, true);
-	if (obj == NULL)
-		return cause_fail(cause, ENOMEM, "out of memory");
-	text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
-	/* The temp name is per session and writers hold the session lock: no two share it. */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0) {
-		r = cause_fail(cause, errno, "cannot write %s: %s", tmp, strerror(errno));
-		goto out;
-	}
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
 	r = store_write_all(fd, text, strlen(text));
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && sync && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
 	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
-	if (r < 0) {
-		cause_set(cause, "cannot write record %s: %s", path, strerror(-r));
+	if (r < 0)
 		unlink(tmp);
-	}
-out:
-	json_object_put(obj);
 	return r;
+}
+
+int store_rebuild_view(const struct store *st)
+{
+	char path[SESSION_PATH_MAX + 8];
+	struct session *list = NULL;
+	json_object *arr = NULL;
+	size_t n = 0;
+	int fd, r;
+
+	if (snprintf(path, sizeof(path), "%s.json", st->dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = store_lock_all_view(st);
+	if (fd < 0)
+		return fd;
+	r = store_list(st, &list, &n);
+	if (r < 0)
+		goto out;
+	arr = json_object_new_array_ext((int)n);
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(arr, session_to_json(&list[i], false));
+	/* Derived data: no fsync, it is rebuilt from the records whenever they change. */
+	r = store_write_file(path,
+			     json_object_to_json_string_ext(
+				 arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+			     0644, false);
+out:
+	json_object_put(arr);
+	free(list);
+	store_unlock(fd);
+	return r;
+}
+
+int store_write(const struct store *st, struct session *s, struct cause *cause)
+{
+	char path[SESSION_PATH_MAX];
+	json_object *obj;
+	int r;
+
+	s->updated_at = (int64_t)time(NULL);
+	if ((r = store_path(st, s->id, ".json", path, sizeof(path))) < 0)
+		return cause_fail(cause, -r, "record path is too long");
+	obj = session_to_json(s, true);
+	if (obj == NULL)
+		return cause_fail(cause, ENOMEM, "out of memory");
+	/* The temp name is per session and writers hold the session lock: no two share it. */
+	r = store_write_file(path,
+			     json_object_to_json_string_ext(
+				 obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+			     0640, true);
+	json_object_put(obj);
+	if (r < 0)
+		return cause_fail(cause, r, "cannot write record %s: %s", path, strerror(-r));
+	store_rebuild_view(st);
+	return 0;
 }
 
 int store_remove(const struct store *st, const char *id)

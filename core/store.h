@@ -3,6 +3,11 @@
  * temp file + fsync + rename so a reader never sees half a record. Every read-modify-write holds
  * the session's lock (flock on <id>.lock); readers never lock. Creation also takes the store-wide
  * lock so the session count and the new record are decided together.
+ *
+ * Every change also rebuilds <runtime_dir>/sessions.json, the JSON array GET /sessions answers
+ * (API form, sorted by id), under its own lock and after the record's rename, so the last rebuild
+ * always sees every change. nginx serves GET /sessions from that file directly: the list that
+ * clients poll costs no process hop.
  */
 #ifndef AGENTD_STORE_H
 #define AGENTD_STORE_H
@@ -47,6 +52,9 @@ int store_remove(const struct store *st, const char *id);
  * are skipped with a log line. Returns 0 or -errno (-E2BIG over STORE_MAX_RECORDS).
  */
 int store_list(const struct store *st, struct session **out, size_t *n);
+
+/* Rebuilds <runtime_dir>/sessions.json from the records. Returns 0 or -errno. */
+int store_rebuild_view(const struct store *st);
 
 /* Writes the per-session path "<dir>/<id><suffix>" into out. Returns 0 or -ENAMETOOLONG. */
 int store_path(const struct store *st, const char *id, const char *suffix, char *out,

@@ -9,6 +9,7 @@
 
 #include "cause.h"
 #include "config.h"
+#include "session.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,14 +28,14 @@ struct tmux {
 
 /* The user options agentd stores on each session. */
 struct tmux_meta {
-	char id[128];
-	char owner[64];
-	char repo[128];
+	char id[SESSION_ID_MAX + 1];
+	char owner[SESSION_OWNER_MAX + 1];
+	char repo[SESSION_NAME_MAX + 1];
 	char issue[16];
 	char mode[16];
-	char agent_session[64];
+	char agent_session[SESSION_UUID_LEN + 1];
 	char created[32];
-	char prompt[8200]; /* raw text; stored JSON-encoded in tmux */
+	char prompt[SESSION_PROMPT_MAX + 1]; /* raw text; stored JSON-encoded in tmux */
 };
 
 /* What tmux_list reports for one session. */

@@ -1,0 +1,386 @@
+/* The /sessions resource: create (asynchronous), list, get, delete. */
+#include "create.h"
+#include "log.h"
+#include "router.h"
+#include "worktree.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API_JSON_DEPTH 8
+
+struct create_input {
+	const char *owner, *name, *prompt;
+	long issue;
+	enum session_mode mode;
+};
+
+/* json-c accepts "\u0000" inside strings; a string must not hide a NUL. */
+static const char *api_get_string(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* Parses and validates the POST body. Returns 0 or -EINVAL with the reason in cause. */
+static int api_parse_create(json_object *root, struct create_input *in, struct cause *cause)
+{
+	json_object *repo, *v;
+
+	memset(in, 0, sizeof(*in));
+	if (!json_object_is_type(root, json_type_object))
+		return cause_fail(cause, EINVAL, "the body must be a JSON object");
+	if (!json_object_object_get_ex(root, "repo", &repo) ||
+	    !json_object_is_type(repo, json_type_object))
+		return cause_fail(cause, EINVAL, "repo must be an object {\"owner\",\"name\"}");
+	in->owner = api_get_string(repo, "owner");
+	in->name = api_get_string(repo, "name");
+	if (!session_owner_valid(in->owner))
+		return cause_fail(cause, EINVAL,
+				  "repo.owner must match ^[A-Za-z0-9][A-Za-z0-9-]{0,38}$");
+	if (!session_name_valid(in->name))
+		return cause_fail(cause, EINVAL,
+				  "repo.name must match ^[A-Za-z0-9._-]{1,100}$, not be . or .. "
+				  "and not end in .git");
+	if (!json_object_object_get_ex(root, "issue", &v) || !json_object_is_type(v, json_type_int))
+		return cause_fail(cause, EINVAL, "issue must be an integer");
+	errno = 0;
+	if (!session_issue_valid(json_object_get_int64(v)) || errno != 0)
+		return cause_fail(cause, EINVAL, "issue must be between 1 and 2147483647");
+	in->issue = (long)json_object_get_int64(v);
+	in->mode = SESSION_TERMINAL;
+	if (json_object_object_get_ex(root, "mode", &v)) {
+		const char *m = api_get_string(root, "mode");
+
+		if (m == NULL || session_mode_parse(m, &in->mode) < 0)
+			return cause_fail(cause, EINVAL,
+					  "mode must be \"terminal\" or \"structured\"");
+		if (in->mode != SESSION_TERMINAL)
+			return cause_fail(cause, EINVAL, "structured mode is not available yet");
+	}
+	if (json_object_object_get_ex(root, "prompt", &v)) {
+		in->prompt = api_get_string(root, "prompt");
+		if (in->prompt == NULL)
+			return cause_fail(cause, EINVAL,
+					  "prompt must be a string without NUL bytes");
+		if (strlen(in->prompt) > SESSION_PROMPT_MAX)
+			return cause_fail(cause, EINVAL, "prompt is longer than %d bytes",
+					  SESSION_PROMPT_MAX);
+	}
+	return 0;
+}
+
+static json_object *api_parse_body(struct request *req, struct cause *cause)
+{
+	json_tokener *tok = json_tokener_new_ex(API_JSON_DEPTH);
+	json_object *root;
+
+	if (tok == NULL) {
+		cause_set(cause, "out of memory");
+		return NULL;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	root = json_tokener_parse_ex(tok, req->body, (int)req->body_len);
+	if (root == NULL || json_tokener_get_parse_end(tok) != req->body_len) {
+		enum json_tokener_error e = json_tokener_get_error(tok);
+
+		cause_set(cause, "the body is not valid JSON: %s",
+			  root == NULL ? json_tokener_error_desc(e) : "trailing data");
+		json_object_put(root);
+		root = NULL;
+	}
+	json_tokener_free(tok);
+	return root;
+}
+
+/* Counts sessions that hold a slot (a failed session holds none). */
+static int api_count_active(const struct app *app, size_t *count)
+{
+	struct session *list;
+	size_t n;
+	int r = store_list(&app->store, &list, &n);
+
+	if (r < 0)
+		return r;
+	*count = 0;
+	for (size_t i = 0; i < n; i++)
+		if (list[i].state != SESSION_FAILED)
+			(*count)++;
+	free(list);
+	return 0;
+}
+
+static void api_reply_session(struct request *req, int status, const struct session *s)
+{
+	char loc[SESSION_ID_MAX + 64];
+
+	snprintf(loc, sizeof(loc), "Location: /sessions/%s\r\n", s->id);
+	request_reply(req, status, session_to_json(s, false), status == 201 ? loc : NULL);
+}
+
+/*
+ * Decides, under the store-wide lock and the session lock, whether this POST creates, repeats or
+ * conflicts. Fills s with the record to answer.
+ */
+static void api_create_locked(const struct app *app, struct request *req,
+			      const struct create_input *in, struct session *s)
+{
+	struct session old;
+	struct cause cause = {{0}};
+	size_t active;
+	int r;
+
+	r = store_read(&app->store, s->id, &old, &cause);
+	if (r == 0 && strcmp(old.owner, in->owner) != 0) {
+		request_error(req, 409, "id_conflict", "session %s already exists for %s/%s",
+			      old.id, old.owner, old.name);
+		return;
+	}
+	if (r == 0 && old.state != SESSION_FAILED) {
+		api_reply_session(req, 200, &old);
+		return;
+	}
+	if (r < 0 && r != -ENOENT) {
+		request_error(req, 500, "store_error", "cannot read session %s: %s", s->id,
+			      cause.msg);
+		return;
+	}
+	if (r == 0) {
+		/* Started over: keep the conversation if claude ever ran with it. */
+		if (old.launched) {
+			memcpy(s->agent_session_id, old.agent_session_id,
+			       sizeof(s->agent_session_id));
+			s->launched = true;
+		}
+		s->created_at = old.created_at;
+	}
+	if ((r = api_count_active(app, &active)) < 0) {
+		request_error(req, 500, "store_error", "cannot list sessions: %s", strerror(-r));
+		return;
+	}
+	if (active >= (size_t)app->cfg->max_sessions) {
+		request_error(req, 429, "too_many_sessions",
+			      "%zu sessions are active; the limit is %d (AGENTD_MAX_SESSIONS)",
+			      active, app->cfg->max_sessions);
+		return;
+	}
+	if ((r = store_write(&app->store, s, &cause)) < 0) {
+		request_error(req, 500, "store_error", "%s", cause.msg);
+		return;
+	}
+	if ((r = create_start(app, s, &cause)) < 0) {
+		log_error("cannot start the worker of %s: %s", s->id, cause.msg);
+		s->state = SESSION_FAILED;
+		snprintf(s->error, sizeof(s->error), "cannot start the creation worker: %.400s",
+			 cause.msg);
+		store_write(&app->store, s, NULL);
+	}
+	api_reply_session(req, 201, s);
+}
+
+static void api_sessions_create(const struct app *app, struct request *req,
+				const char *const args[ROUTER_MAX_ARGS])
+{
+	struct cause cause = {{0}};
+	struct create_input in;
+	struct session *s = NULL;
+	json_object *root = NULL;
+	int r, all_fd = -1, fd = -1;
+
+	if (!request_is_json(req)) {
+		request_error(req, 415, "unsupported_media_type",
+			      "send the body with Content-Type: application/json");
+		return;
+	}
+	r = request_read_body(req, APP_BODY_MAX);
+	if (r == -EFBIG) {
+		request_error(req, 413, "body_too_large", "request body is larger than 64 KiB");
+		return;
+	}
+	if (r < 0) {
+		request_error(req, 400, "bad_body", "the body could not be read");
+		return;
+	}
+	root = api_parse_body(req, &cause);
+	if (root == NULL || api_parse_create(root, &in, &cause) < 0) {
+		request_error(req, 400, "invalid_request", "%s", cause.msg);
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL || session_init(s, app->cfg->base_dir, in.owner, in.name, in.issue) < 0) {
+		request_error(req, 400, "invalid_request", "the session paths are too long");
+		goto out;
+	}
+	s->mode = in.mode;
+	if (in.prompt != NULL)
+		snprintf(s->prompt, sizeof(s->prompt), "%s", in.prompt);
+	else if (session_render_prompt(app->cfg->prompt, in.owner, in.name, in.issue, s->prompt,
+				       sizeof(s->prompt)) < 0) {
+		request_error(req, 500, "bad_config", "AGENTD_PROMPT renders too long a prompt");
+		goto out;
+	}
+	all_fd = store_lock_all(&app->store);
+	fd = all_fd >= 0 ? store_lock(&app->store, s->id) : -1;
+	if (fd < 0) {
+		request_error(req, 500, "store_error", "cannot lock the session store");
+		goto out;
+	}
+	api_create_locked(app, req, &in, s);
+out:
+	store_unlock(fd);
+	store_unlock(all_fd);
+	free(s);
+	json_object_put(root);
+}
+
+static void api_sessions_list(const struct app *app, struct request *req,
+			      const char *const args[ROUTER_MAX_ARGS])
+{
+	struct session *list;
+	json_object *arr;
+	size_t n;
+	int r = store_list(&app->store, &list, &n);
+
+	if (r < 0) {
+		request_error(req, 500, "store_error", "cannot list sessions: %s", strerror(-r));
+		return;
+	}
+	arr = json_object_new_array_ext((int)n);
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(arr, session_to_json(&list[i], false));
+	free(list);
+	request_reply(req, 200, arr, NULL);
+}
+
+/* Validates the id of a path: 400 when malformed. Returns true when the caller may go on. */
+static bool api_check_id(struct request *req, const char *id)
+{
+	if (session_id_valid(id))
+		return true;
+	request_error(req, 400, "invalid_id", "'%.120s' is not a session id (<name>-<issue>)", id);
+	return false;
+}
+
+static void api_sessions_get(const struct app *app, struct request *req,
+			     const char *const args[ROUTER_MAX_ARGS])
+{
+	struct cause cause = {{0}};
+	struct session *s;
+	int r;
+
+	if (!api_check_id(req, args[0]))
+		return;
+	s = malloc(sizeof(*s));
+	if (s == NULL) {
+		request_error(req, 500, "out_of_memory", "out of memory");
+		return;
+	}
+	r = store_read(&app->store, args[0], s, &cause);
+	if (r == -ENOENT)
+		request_error(req, 404, "not_found", "no session %s", args[0]);
+	else if (r < 0)
+		request_error(req, 500, "store_error", "%s", cause.msg);
+	else
+		request_reply(req, 200, session_to_json(s, false), NULL);
+	free(s);
+}
+
+/* Removes the worktree unless it holds uncommitted work (or force). Returns the answer object. */
+static json_object *api_remove_worktree(const struct app *app, const struct session *s, bool force)
+{
+	json_object *o = json_object_new_object();
+	struct cause cause = {{0}};
+	int lock, dirty, r;
+
+	json_object_object_add(o, "status", json_object_new_string("stopped"));
+	lock = worktree_lock(app->cfg->base_dir, s->owner, s->name);
+	dirty = worktree_is_dirty(s->worktree, &cause);
+	if (dirty == -ENOENT) {
+		json_object_object_add(o, "worktree", json_object_new_string("removed"));
+		goto out;
+	}
+	if (dirty != 0 && !force) {
+		json_object_object_add(o, "worktree", json_object_new_string("kept"));
+		json_object_object_add(
+		    o, "reason",
+		    json_object_new_string(dirty > 0 ? "uncommitted changes" : cause.msg));
+		goto out;
+	}
+	r = worktree_remove(s->worktree, &cause);
+	if (r < 0 && r != -ENOENT) {
+		log_error("cannot remove worktree %s: %s", s->worktree, cause.msg);
+		json_object_object_add(o, "worktree", json_object_new_string("kept"));
+		json_object_object_add(o, "reason", json_object_new_string(cause.msg));
+		goto out;
+	}
+	json_object_object_add(o, "worktree", json_object_new_string("removed"));
+out:
+	store_unlock(lock);
+	return o;
+}
+
+static void api_sessions_delete(const struct app *app, struct request *req,
+				const char *const args[ROUTER_MAX_ARGS])
+{
+	struct cause cause = {{0}};
+	struct session *s = NULL;
+	char force[8];
+	json_object *answer;
+	int fd = -1, r;
+
+	if (!api_check_id(req, args[0]))
+		return;
+	/* A running worker finishes first, so it cannot recreate what we remove. */
+	if (create_worker_wait(app, args[0], CREATE_WAIT_MS) < 0) {
+		request_error(req, 409, "still_creating",
+			      "session %s is still being created; try again", args[0]);
+		return;
+	}
+	s = malloc(sizeof(*s));
+	fd = s != NULL ? store_lock(&app->store, args[0]) : -ENOMEM;
+	if (fd < 0) {
+		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
+		goto out;
+	}
+	r = store_read(&app->store, args[0], s, &cause);
+	if (r == -ENOENT) {
+		request_error(req, 404, "not_found", "no session %s", args[0]);
+		goto out;
+	}
+	if (r < 0) {
+		request_error(req, 500, "store_error", "%s", cause.msg);
+		goto out;
+	}
+	s->state = SESSION_STOPPING;
+	store_write(&app->store, s, NULL);
+	r = tmux_kill_session(&app->tmux, s->tmux_name, &cause);
+	if (r < 0 && r != -ENOENT) {
+		request_error(req, 500, "tmux_error", "cannot stop tmux session %s: %s",
+			      s->tmux_name, cause.msg);
+		goto out;
+	}
+	answer = api_remove_worktree(app, s,
+				     request_query(req, "force", force, sizeof(force)) != NULL &&
+					 strcmp(force, "true") == 0);
+	store_remove(&app->store, s->id);
+	log_info("session %s deleted", s->id);
+	request_reply(req, 200, answer, NULL);
+out:
+	store_unlock(fd);
+	free(s);
+}
+
+const struct route api_sessions_routes[] = {
+    {"POST", "/sessions", api_sessions_create, true},
+    {"GET", "/sessions", api_sessions_list, false},
+    {"GET", "/sessions/*", api_sessions_get, false},
+    {"DELETE", "/sessions/*", api_sessions_delete, true},
+    {NULL, NULL, NULL, false},
+};

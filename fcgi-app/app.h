@@ -1,0 +1,26 @@
+/*
+ * What every part of agentd-api shares: the loaded configuration, the record store and the tmux
+ * server. Built once in main() and passed down read-only; the request threads share it.
+ */
+#ifndef AGENTD_APP_H
+#define AGENTD_APP_H
+
+#include "config.h"
+#include "store.h"
+#include "tmux.h"
+
+#define APP_BODY_MAX       (64 * 1024)
+#define APP_WORKER_THREADS 4
+
+struct app {
+	const struct config *cfg;
+	struct store store;
+	struct tmux tmux;
+	char self_exe[CONFIG_PATH_MAX]; /* this program, re-run as the creation worker */
+};
+
+/* Fills app from cfg: store dir, tmux paths, own executable path. Returns 0 or -errno with cause.
+ */
+int app_init(struct app *app, const struct config *cfg, struct cause *cause);
+
+#endif

@@ -1,0 +1,246 @@
+#include "create.h"
+
+#include "claude.h"
+#include "log.h"
+#include "proc.h"
+#include "worktree.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CREATE_ENV_MAX 64
+#define CREATE_POLL_MS 50
+#define CREATE_LOCK_FD 3 /* where the worker finds its lock (proc_opts.keep_fd) */
+
+static int create_lock_open(const struct app *app, const char *id)
+{
+	char path[SESSION_PATH_MAX];
+	int fd;
+
+	if (store_path(&app->store, id, ".worker", path, sizeof(path)) < 0)
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	return fd < 0 ? -errno : fd;
+}
+
+int create_worker_alive(const struct app *app, const char *id)
+{
+	int fd = create_lock_open(app, id), alive;
+
+	if (fd < 0)
+		return fd;
+	alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
+int create_worker_wait(const struct app *app, const char *id, int timeout_ms)
+{
+	struct timespec pause = {0, CREATE_POLL_MS * 1000000L};
+
+	for (int waited = 0; waited <= timeout_ms; waited += CREATE_POLL_MS) {
+		int r = create_worker_alive(app, id);
+
+		if (r <= 0)
+			return 0;
+		nanosleep(&pause, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+int create_start(const struct app *app, const struct session *s, struct cause *cause)
+{
+	char *argv[] = {(char *)app->self_exe, "--create", (char *)s->id, NULL};
+	struct proc_opts opts = {
+	    .envp = NULL, .cwd = "/", .keep_fd = -1, .new_session = true, .keep_output = true};
+	int fd, r, st = 0;
+
+	/* Taken here and handed over, so the worker is "alive" from the first instant. */
+	fd = create_lock_open(app, s->id);
+	if (fd < 0)
+		return cause_fail(cause, fd, "cannot open the worker lock: %s", strerror(-fd));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = cause_fail(cause, EBUSY, "a creation worker for %s is still running", s->id);
+		goto out;
+	}
+	opts.keep_fd = fd;
+	r = proc_run(argv, &opts, NULL, 0, &st);
+	if (r < 0)
+		cause_set(cause, "cannot run %s: %s", app->self_exe, strerror(-r));
+	else if (st != 0)
+		r = cause_fail(cause, ECHILD, "the creation worker exited with status %d", st);
+out:
+	close(fd);
+	return r;
+}
+
+/* Builds "-e NAME=value" words for the variables of AGENTD_AGENT_ENV that are set. */
+static size_t create_agent_env(const struct config *cfg, char *words[CREATE_ENV_MAX + 1], char *buf,
+			       size_t buflen)
+{
+	size_t n = 0, used = 0;
+
+	for (const char *p = cfg->agent_env; *p != '\0' && n < CREATE_ENV_MAX;) {
+		char name[128];
+		size_t len;
+		const char *val;
+		int w;
+
+		p += strspn(p, " \t,");
+		len = strcspn(p, " \t,");
+		if (len == 0 || len >= sizeof(name)) {
+			p += len;
+			continue;
+		}
+		memcpy(name, p, len);
+		name[len] = '\0';
+		p += len;
+		val = getenv(name);
+		if (val == NULL)
+			continue;
+		w = snprintf(buf + used, buflen - used, "%s=%s", name, val);
+		if (w < 0 || (size_t)w >= buflen - used)
+			break;
+		words[n++] = buf + used;
+		used += (size_t)w + 1;
+	}
+	words[n] = NULL;
+	return n;
+}
+
+int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
+{
+	char path[CONFIG_PATH_MAX];
+	char *env[CREATE_ENV_MAX + 1];
+	char envbuf[16384];
+	struct claude_argv *cargv = NULL;
+	struct tmux_meta *meta = NULL;
+	struct tmux_new req;
+	int r;
+
+	r = proc_which(app->cfg->claude, path, sizeof(path));
+	if (r < 0)
+		return cause_fail(
+		    cause, r,
+		    "the agent executable '%s' was not found (%s); install the claude "
+		    "CLI or set AGENTD_CLAUDE",
+		    app->cfg->claude, strerror(-r));
+	cargv = malloc(sizeof(*cargv));
+	meta = calloc(1, sizeof(*meta));
+	if (cargv == NULL || meta == NULL) {
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((r = claude_terminal_argv(app->cfg, s, cargv)) < 0) {
+		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
+		goto out;
+	}
+	snprintf(meta->id, sizeof(meta->id), "%s", s->id);
+	snprintf(meta->owner, sizeof(meta->owner), "%s", s->owner);
+	snprintf(meta->repo, sizeof(meta->repo), "%s", s->name);
+	snprintf(meta->issue, sizeof(meta->issue), "%ld", s->issue);
+	snprintf(meta->mode, sizeof(meta->mode), "%s", session_mode_name(s->mode));
+	snprintf(meta->agent_session, sizeof(meta->agent_session), "%s", s->agent_session_id);
+	session_format_time(s->created_at, meta->created, sizeof(meta->created));
+	snprintf(meta->prompt, sizeof(meta->prompt), "%s", s->prompt);
+	create_agent_env(app->cfg, env, envbuf, sizeof(envbuf));
+	req = (struct tmux_new){s->tmux_name, s->worktree, env, cargv->argv, meta};
+	if ((r = tmux_start_server(&app->tmux, cause)) < 0)
+		goto out;
+	r = tmux_new_session(&app->tmux, &req, cause);
+	if (r == -EEXIST)
+		cause_set(cause, "a tmux session named %s already exists", s->tmux_name);
+out:
+	free(cargv);
+	free(meta);
+	return r;
+}
+
+/* Updates the record under its lock, unless it was deleted meanwhile. */
+static void create_finish(const struct app *app, const char *id, int result, const char *why)
+{
+	struct session *s = malloc(sizeof(*s));
+	int fd = store_lock(&app->store, id);
+
+	if (s == NULL || fd < 0 || store_read(&app->store, id, s, NULL) < 0)
+		goto out;
+	if (result == 0) {
+		s->state = SESSION_RUNNING;
+		s->launched = true;
+		s->error[0] = '\0';
+		log_info("session %s is running", id);
+	} else {
+		s->state = SESSION_FAILED;
+		snprintf(s->error, sizeof(s->error), "%s", why);
+		log_error("session %s failed: %s", id, why);
+	}
+	s->last_activity = (int64_t)time(NULL);
+	store_write(&app->store, s, NULL);
+out:
+	store_unlock(fd);
+	free(s);
+}
+
+static int create_run(const struct app *app, const struct session *s, struct cause *cause)
+{
+	const struct config *cfg = app->cfg;
+	char url[WORKTREE_URL_MAX];
+	struct cause fetch = {{0}};
+	int lock, r;
+
+	if (session_render_prompt(cfg->repo_url, s->owner, s->name, s->issue, url, sizeof(url)) < 0)
+		return cause_fail(cause, ENAMETOOLONG, "AGENTD_REPO_URL renders too long a URL");
+	lock = worktree_lock(cfg->base_dir, s->owner, s->name);
+	if (lock < 0)
+		return cause_fail(cause, lock, "cannot lock the repository %s/%s under %s: %s",
+				  s->owner, s->name, cfg->base_dir, strerror(-lock));
+	r = worktree_ensure_repo(cfg->base_dir, s->owner, s->name, url, &fetch);
+	if (r == 1)
+		log_warn("%s: continuing with the last fetched state: %s", s->id, fetch.msg);
+	if (r < 0) {
+		*cause = fetch;
+		goto out;
+	}
+	r = worktree_add(cfg->base_dir, s->owner, s->name, s->worktree, s->branch, cause);
+out:
+	store_unlock(lock);
+	if (r < 0)
+		return r;
+	return create_tmux_session(app, s, cause);
+}
+
+int create_worker_main(const struct app *app, const char *id)
+{
+	struct cause cause = {{0}};
+	struct session *s;
+	pid_t pid;
+	int r;
+
+	/* Detach: the request thread waits only for this first process. Fork is safe here: this
+	 * process was just exec'd and has one thread. */
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid > 0)
+		_exit(0);
+	if (!session_id_valid(id))
+		return 2;
+	s = malloc(sizeof(*s));
+	if (s == NULL || store_read(&app->store, id, s, &cause) < 0) {
+		log_error("worker for %s: cannot read the record: %s", id, cause.msg);
+		free(s);
+		return 1;
+	}
+	worktree_global_init();
+	r = create_run(app, s, &cause);
+	create_finish(app, id, r, cause.msg);
+	free(s);
+	close(CREATE_LOCK_FD); /* releases the worker lock */
+	return r < 0 ? 1 : 0;
+}

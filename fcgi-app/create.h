@@ -1,0 +1,36 @@
+/*
+ * Session creation. The request thread records the session as `creating` and starts a detached
+ * worker (this program re-run with --create <id>, via posix_spawn); the worker clones or fetches,
+ * adds the worktree, starts tmux with claude, and moves the record to `running` or to `failed`
+ * with a reason a person can act on. The worker holds an flock on <id>.worker for its whole life,
+ * so anyone can tell whether it still runs (create_worker_alive).
+ */
+#ifndef AGENTD_CREATE_H
+#define AGENTD_CREATE_H
+
+#include "app.h"
+
+#define CREATE_WAIT_MS 30000 /* how long DELETE waits for a running worker */
+
+/*
+ * Starts the worker for s (whose record is written and whose session lock the caller holds).
+ * Returns 0 or -errno with cause.
+ */
+int create_start(const struct app *app, const struct session *s, struct cause *cause);
+
+/* The worker's main: never returns to a request loop. Returns the process exit code. */
+int create_worker_main(const struct app *app, const char *id);
+
+/* Returns 1 while the worker of id holds its lock, 0 when none does, -errno on error. */
+int create_worker_alive(const struct app *app, const char *id);
+
+/* Waits up to timeout_ms for the worker of id to finish. Returns 0, or -ETIMEDOUT. */
+int create_worker_wait(const struct app *app, const char *id, int timeout_ms);
+
+/*
+ * Starts claude for s in a new tmux session (s->worktree must exist). Shared by the worker and
+ * recovery. Returns 0 or -errno with cause.
+ */
+int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause);
+
+#endif

@@ -1,0 +1,73 @@
+/* agentd-api: the REST side of agent-daemon, a FastCGI program behind nginx. */
+#include "app.h"
+#include "create.h"
+#include "log.h"
+#include "recovery.h"
+#include "server.h"
+#include "worktree.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: agentd-api [--init | --create ID | --help | --version]\n"
+    "\n"
+    "Serves the agent-daemon REST API over FastCGI on $AGENTD_RUNTIME_DIR/api.sock\n"
+    "(nginx forwards /sessions, /worktrees, /branches and /healthz to it). Stops on SIGTERM.\n"
+    "\n"
+    "  --init       write $AGENTD_RUNTIME_DIR/tmux.conf, start the tmux server unless it runs,\n"
+    "               recover session records from tmux, and exit\n"
+    "  --create ID  (internal) the detached worker that finishes creating session ID\n"
+    "\n"
+    "Configuration: defaults, then $AGENTD_CONFIG (default /etc/agentd/agentd.conf, KEY=value\n"
+    "lines), then AGENTD_* environment variables; see README.md.\n";
+
+/* Makes the runtime usable: tmux config, tmux server, records reconciled with tmux. */
+static int prepare(const struct app *app, struct cause *cause)
+{
+	int r;
+
+	if ((r = tmux_write_conf(&app->tmux, cause)) < 0 ||
+	    (r = tmux_start_server(&app->tmux, cause)) < 0)
+		return r;
+	return recovery_run(app, cause);
+}
+
+int main(int argc, char **argv)
+{
+	struct cause cause = {{0}};
+	struct config cfg;
+	struct app app;
+	int r;
+
+	log_init("agentd-api");
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+		puts("agentd-api " AGENTD_VERSION);
+		return 0;
+	}
+	if ((r = config_load(&cfg, &cause)) < 0 || (r = app_init(&app, &cfg, &cause)) < 0) {
+		log_error("%s", cause.msg);
+		return 1;
+	}
+	if (argc == 3 && strcmp(argv[1], "--create") == 0)
+		return create_worker_main(&app, argv[2]);
+	if (argc > 2 || (argc == 2 && strcmp(argv[1], "--init") != 0)) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	worktree_global_init();
+	if ((r = prepare(&app, &cause)) < 0) {
+		log_error("%s", cause.msg);
+		return 1;
+	}
+	if (argc == 2)
+		return 0;
+	r = server_run(&app, &cause);
+	if (r < 0)
+		log_error("%s", cause.msg);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,175 @@
+#include "request.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *request_param(FCGX_Request *f, const char *name)
+{
+	const char *v = FCGX_GetParam(name, f->envp);
+
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+void request_init(struct request *req, FCGX_Request *fcgi)
+{
+	const char *v;
+
+	memset(req, 0, sizeof(*req));
+	req->fcgi = fcgi;
+	req->method = (v = request_param(fcgi, "REQUEST_METHOD")) ? v : "GET";
+	req->path = (v = request_param(fcgi, "DOCUMENT_URI")) ? v : "/";
+	req->query = (v = request_param(fcgi, "QUERY_STRING")) ? v : "";
+	req->origin = request_param(fcgi, "HTTP_ORIGIN");
+	req->host = (v = request_param(fcgi, "AGENTD_HOST")) ? v : request_param(fcgi, "HTTP_HOST");
+	req->scheme = (v = request_param(fcgi, "AGENTD_SCHEME")) ? v : "http";
+	req->content_type = request_param(fcgi, "CONTENT_TYPE");
+}
+
+void request_finish(struct request *req)
+{
+	free(req->body);
+	req->body = NULL;
+}
+
+int request_read_body(struct request *req, size_t max)
+{
+	const char *cl = request_param(req->fcgi, "CONTENT_LENGTH");
+	unsigned long long n = 0;
+	size_t got = 0;
+	char *end;
+
+	if (cl != NULL) {
+		errno = 0;
+		n = strtoull(cl, &end, 10);
+		if (errno != 0 || *end != '\0')
+			return -EINVAL;
+	}
+	if (n > max)
+		return -EFBIG;
+	req->body = malloc((size_t)n + 1);
+	if (req->body == NULL)
+		return -ENOMEM;
+	while (got < n) {
+		int k = FCGX_GetStr(req->body + got, (int)(n - got), req->fcgi->in);
+
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	req->body[got] = '\0';
+	req->body_len = got;
+	return got == n ? 0 : -EIO;
+}
+
+bool request_is_json(const struct request *req)
+{
+	const char *ct = req->content_type;
+	size_t n = strlen("application/json");
+
+	if (ct == NULL || strncasecmp(ct, "application/json", n) != 0)
+		return false;
+	return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+}
+
+const char *request_query(const struct request *req, const char *key, char *out, size_t outlen)
+{
+	size_t klen = strlen(key);
+
+	for (const char *p = req->query; *p != '\0';) {
+		size_t len = strcspn(p, "&");
+
+		if (len > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+			size_t vlen = len - klen - 1;
+
+			if (vlen >= outlen)
+				return NULL;
+			memcpy(out, p + klen + 1, vlen);
+			out[vlen] = '\0';
+			return out;
+		}
+		if (len == klen && strncmp(p, key, klen) == 0) {
+			if (outlen == 0)
+				return NULL;
+			out[0] = '\0';
+			return out;
+		}
+		p += len;
+		if (*p == '&')
+			p++;
+	}
+	return NULL;
+}
+
+static const char *request_reason(int status)
+{
+	switch (status) {
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 204:
+		return "No Content";
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 409:
+		return "Conflict";
+	case 413:
+		return "Payload Too Large";
+	case 415:
+		return "Unsupported Media Type";
+	case 429:
+		return "Too Many Requests";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Unknown";
+	}
+}
+
+void request_reply(struct request *req, int status, json_object *body, const char *extra_headers)
+{
+	const char *text = body != NULL
+			       ? json_object_to_json_string_ext(
+				     body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+			       : NULL;
+
+	FCGX_FPrintF(req->fcgi->out,
+		     "Status: %d %s\r\n"
+		     "Content-Type: application/json\r\n"
+		     "Cache-Control: no-store\r\n"
+		     "%s\r\n",
+		     status, request_reason(status), extra_headers ? extra_headers : "");
+	if (text != NULL) {
+		FCGX_PutStr(text, (int)strlen(text), req->fcgi->out);
+		FCGX_PutChar('\n', req->fcgi->out);
+	}
+	json_object_put(body);
+}
+
+void request_error(struct request *req, int status, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	json_object *o = json_object_new_object();
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	json_object_object_add(o, "code", json_object_new_string(code));
+	request_reply(req, status, o, NULL);
+}

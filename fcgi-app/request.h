@@ -1,0 +1,52 @@
+/*
+ * One FastCGI request as the handlers see it, and the only place that writes HTTP responses:
+ * statuses, JSON bodies and the API's error shape {"error": "<sentence>", "code": "<snake_case>"}.
+ */
+#ifndef AGENTD_REQUEST_H
+#define AGENTD_REQUEST_H
+
+#include <fcgiapp.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct request {
+	FCGX_Request *fcgi;
+	const char *method;       /* REQUEST_METHOD */
+	const char *path;         /* DOCUMENT_URI: decoded and normalised by nginx */
+	const char *query;        /* QUERY_STRING, "" if none */
+	const char *origin;       /* HTTP_ORIGIN or NULL */
+	const char *host;         /* AGENTD_HOST (Host with port) or HTTP_HOST */
+	const char *scheme;       /* AGENTD_SCHEME or "http" */
+	const char *content_type; /* CONTENT_TYPE or NULL */
+	char *body;               /* owned; NUL-terminated; NULL until request_read_body */
+	size_t body_len;
+};
+
+/* Fills req from the FastCGI parameters. Borrowed strings live until FCGX_Finish_r. */
+void request_init(struct request *req, FCGX_Request *fcgi);
+
+/* Frees what request_read_body allocated. */
+void request_finish(struct request *req);
+
+/*
+ * Reads the body (at most max bytes). Returns 0, -EFBIG when CONTENT_LENGTH exceeds max, -EIO when
+ * the client sent less than announced, -ENOMEM.
+ */
+int request_read_body(struct request *req, size_t max);
+
+/* True when Content-Type is application/json (parameters such as charset allowed). */
+bool request_is_json(const struct request *req);
+
+/* Returns the value of query parameter key (copied into out) or NULL. */
+const char *request_query(const struct request *req, const char *key, char *out, size_t outlen);
+
+/* Writes status + JSON body; takes ownership of body (json_object_put). extra_headers may be NULL
+ * or "Name: value\r\n..." lines. */
+void request_reply(struct request *req, int status, json_object *body, const char *extra_headers);
+
+/* Writes the error shape with status, code and a printf-formatted sentence. */
+void request_error(struct request *req, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * The route table: each resource file exports its routes; router_dispatch picks the handler by
+ * method and path shape and answers 404 / 405 itself.
+ */
+#ifndef AGENTD_ROUTER_H
+#define AGENTD_ROUTER_H
+
+#include "app.h"
+#include "request.h"
+
+/* A path pattern: literal segments, and "*" for one segment captured into args. */
+#define ROUTER_MAX_ARGS 2
+
+typedef void (*route_handler_cb)(const struct app *app, struct request *req,
+				 const char *const args[ROUTER_MAX_ARGS]);
+
+struct route {
+	const char *method;
+	const char *pattern; /* e.g. "/sessions/ * /mode" without blanks */
+	route_handler_cb handler;
+	bool changes_state; /* the Origin rule applies */
+};
+
+extern const struct route api_sessions_routes[];
+extern const struct route api_misc_routes[];
+
+/* Answers req. */
+void router_dispatch(const struct app *app, struct request *req);
+
+#endif
