@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 struct claude_builder {
 	struct claude_argv *out;
@@ -70,4 +71,53 @@ int claude_terminal_argv(const struct config *cfg, const struct session *s, stru
 	if (!s->launched && s->prompt[0] != '\0')
 		return claude_push(&b, s->prompt, strlen(s->prompt));
 	return 0;
+}
+
+int claude_structured_argv(const struct config *cfg, const struct session *s, const char *host_bin,
+			   bool has_transcript, struct claude_argv *out)
+{
+	static const char *const fixed[] = {"-p",
+					    "--input-format",
+					    "stream-json",
+					    "--output-format",
+					    "stream-json",
+					    "--verbose",
+					    "--permission-prompt-tool",
+					    "stdio"};
+	struct claude_builder b = {out, 0, 0};
+	int r;
+
+	out->argv[0] = NULL;
+	if ((r = claude_push(&b, host_bin, strlen(host_bin))) < 0 ||
+	    (r = claude_push(&b, s->id, strlen(s->id))) < 0 || (r = claude_push(&b, "--", 2)) < 0 ||
+	    (r = claude_push(&b, cfg->claude, strlen(cfg->claude))) < 0)
+		return r;
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if ((r = claude_push(&b, fixed[i], strlen(fixed[i]))) < 0)
+			return r;
+	r = claude_pushf(&b, has_transcript ? "--resume=" : "--session-id=", s->agent_session_id);
+	if (r < 0)
+		return r;
+	return claude_push_extra(&b, cfg->claude_args);
+}
+
+bool claude_has_transcript(const struct session *s, const char *home, const char *config_dir)
+{
+	char dir[CONFIG_PATH_MAX], mangled[SESSION_PATH_MAX], path[CONFIG_PATH_MAX * 2];
+	size_t i;
+
+	if (config_dir != NULL && config_dir[0] != '\0')
+		snprintf(dir, sizeof(dir), "%s", config_dir);
+	else if (home != NULL && home[0] != '\0')
+		snprintf(dir, sizeof(dir), "%s/.claude", home);
+	else
+		return false;
+	for (i = 0; s->worktree[i] != '\0' && i + 1 < sizeof(mangled); i++)
+		mangled[i] =
+		    (s->worktree[i] == '/' || s->worktree[i] == '.') ? '-' : s->worktree[i];
+	mangled[i] = '\0';
+	if (snprintf(path, sizeof(path), "%s/projects/%s/%s.jsonl", dir, mangled,
+		     s->agent_session_id) >= (int)sizeof(path))
+		return false;
+	return access(path, F_OK) == 0;
 }

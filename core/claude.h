@@ -24,4 +24,20 @@ struct claude_argv {
 int claude_terminal_argv(const struct config *cfg, const struct session *s,
 			 struct claude_argv *out);
 
+/*
+ * Builds the structured-mode argv for s into out: host_bin <id> -- claude -p --input-format
+ * stream-json --output-format stream-json --verbose --permission-prompt-tool stdio
+ * (--resume=<uuid> when has_transcript, else --session-id=<uuid>) [extra args]. agentd-host runs
+ * in the pane and starts claude from the words after "--".
+ * Returns 0, -E2BIG or -ENAMETOOLONG.
+ */
+int claude_structured_argv(const struct config *cfg, const struct session *s, const char *host_bin,
+			   bool has_transcript, struct claude_argv *out);
+
+/*
+ * Tells whether claude has a transcript for s: $CLAUDE_CONFIG_DIR or $HOME/.claude, then
+ * projects/<worktree with '/' and '.' as '-'>/<uuid>.jsonl. home and config_dir may be NULL.
+ */
+bool claude_has_transcript(const struct session *s, const char *home, const char *config_dir);
+
 #endif

@@ -30,6 +30,7 @@ struct config {
 	char allowed_origins[CONFIG_VALUE_MAX]; /* AGENTD_ALLOWED_ORIGINS, split on blanks/commas */
 	int permission_timeout;                 /* AGENTD_PERMISSION_TIMEOUT, seconds */
 	char tmux[CONFIG_PATH_MAX];             /* AGENTD_TMUX: the tmux executable */
+	char host[CONFIG_PATH_MAX]; /* AGENTD_HOST_BIN: agentd-host ("" = beside agentd-api) */
 };
 
 /*

@@ -345,6 +345,27 @@ int tmux_respawn(const struct tmux *t, const char *name, char *const *argv, stru
 	return r == 1 ? -EIO : r;
 }
 
+int tmux_pane_pid(const struct tmux *t, const char *name, struct cause *cause)
+{
+	struct tmux_cmd c;
+	char out[256];
+	long pid;
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "display-message");
+	tmux_raw(&c, "-p");
+	tmux_target(&c, name, ":");
+	tmux_raw(&c, "#{pane_pid}");
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	if (r == 1)
+		return -ENOENT;
+	if (r < 0)
+		return r;
+	pid = strtol(out, NULL, 10);
+	return pid > 0 ? (int)pid : cause_fail(cause, EIO, "tmux gave no pane pid for %s", name);
+}
+
 int tmux_server_running(const struct tmux *t)
 {
 	struct tmux_cmd c;

@@ -92,6 +92,9 @@ int tmux_respawn(const struct tmux *t, const char *name, char *const *argv, stru
  */
 int tmux_list(const struct tmux *t, struct tmux_info **out, size_t *n, struct cause *cause);
 
+/* Reads the pid of the session's pane process. Returns the pid (> 0) or -errno with cause. */
+int tmux_pane_pid(const struct tmux *t, const char *name, struct cause *cause);
+
 /* Returns 1 if the server answers, 0 if no server runs, -errno if tmux cannot be run. */
 int tmux_server_running(const struct tmux *t);
 

@@ -1,8 +1,33 @@
 #include "app.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Installed, agentd-host sits beside agentd-api; in a build tree it is in ../ptybridge/. */
+static void app_find_host(struct app *app)
+{
+	static const char *const rel[] = {"agentd-host", "../ptybridge/agentd-host"};
+	char dir[CONFIG_PATH_MAX];
+	char *slash;
+
+	if (app->cfg->host[0] != '\0') {
+		snprintf(app->host_bin, sizeof(app->host_bin), "%s", app->cfg->host);
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s", app->self_exe);
+	slash = strrchr(dir, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		if (snprintf(app->host_bin, sizeof(app->host_bin), "%s/%s", dir, rel[i]) <
+			(int)sizeof(app->host_bin) &&
+		    access(app->host_bin, X_OK) == 0)
+			return;
+	}
+	snprintf(app->host_bin, sizeof(app->host_bin), "agentd-host");
+}
 
 int app_init(struct app *app, const struct config *cfg, struct cause *cause)
 {
@@ -20,5 +45,6 @@ int app_init(struct app *app, const struct config *cfg, struct cause *cause)
 		return cause_fail(cause, errno, "cannot find my own executable: %s",
 				  strerror(errno));
 	app->self_exe[n] = '\0';
+	app_find_host(app);
 	return 0;
 }

@@ -17,6 +17,7 @@ struct app {
 	struct store store;
 	struct tmux tmux;
 	char self_exe[CONFIG_PATH_MAX]; /* this program, re-run as the creation worker */
+	char host_bin[CONFIG_PATH_MAX]; /* agentd-host: AGENTD_HOST_BIN, or found beside us */
 };
 
 /* Fills app from cfg: store dir, tmux paths, own executable path. Returns 0 or -errno with cause.

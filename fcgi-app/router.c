@@ -6,7 +6,8 @@
 
 #define ROUTER_SEGMENT_MAX 256
 
-static const struct route *const router_tables[] = {api_sessions_routes, api_misc_routes};
+static const struct route *const router_tables[] = {api_sessions_routes, api_mode_routes,
+						    api_misc_routes};
 
 /*
  * Matches path against pattern; captured segments are copied into bufs. Returns true on match.

@@ -23,6 +23,7 @@ struct route {
 
 extern const struct route api_sessions_routes[];
 extern const struct route api_misc_routes[];
+extern const struct route api_mode_routes[];
 
 /* Answers req. */
 void router_dispatch(const struct app *app, struct request *req);

@@ -1,0 +1,150 @@
+/*
+ * POST /sessions/<id>/mode: restarts only the agent process, in the same tmux pane and worktree,
+ * with the same conversation (--resume when claude has a transcript). Under the session lock, and
+ * the old process is gone before the answer, so two claude processes never run for one session.
+ */
+#include "claude.h"
+#include "log.h"
+#include "proc.h"
+#include "router.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MODE_EXIT_WAIT_MS 5000
+#define MODE_POLL_MS      20
+
+/* Waits for pid to exit; past the deadline its process group is killed. */
+static void mode_reap_old(pid_t pid)
+{
+	struct timespec pause = {0, MODE_POLL_MS * 1000000L};
+
+	for (int waited = 0; waited < MODE_EXIT_WAIT_MS; waited += MODE_POLL_MS) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return;
+		nanosleep(&pause, NULL);
+	}
+	log_warn("pane process %d outlived respawn-pane; killing its process group", (int)pid);
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+}
+
+static int mode_switch(const struct app *app, struct session *s, enum session_mode mode,
+		       struct cause *cause)
+{
+	struct claude_argv *argv = malloc(sizeof(*argv));
+	struct session copy = *s;
+	pid_t old;
+	int r = 0;
+
+	char path[CONFIG_PATH_MAX];
+
+	if (argv == NULL)
+		return cause_fail(cause, ENOMEM, "out of memory");
+	/* Check before killing anything: a missing program would leave a dead pane. */
+	if (mode == SESSION_STRUCTURED && (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
+		cause_set(cause, "agentd-host (%s) was not found: %s", app->host_bin, strerror(-r));
+		goto out;
+	}
+	if ((r = proc_which(app->cfg->claude, path, sizeof(path))) < 0) {
+		cause_set(cause, "the agent executable %s was not found: %s", app->cfg->claude,
+			  strerror(-r));
+		goto out;
+	}
+	copy.launched = claude_has_transcript(s, getenv("HOME"), getenv("CLAUDE_CONFIG_DIR"));
+	copy.mode = mode;
+	r = mode == SESSION_STRUCTURED
+		? claude_structured_argv(app->cfg, &copy, app->host_bin, copy.launched, argv)
+		: claude_terminal_argv(app->cfg, &copy, argv);
+	if (r < 0) {
+		cause_set(cause, "cannot build the command line: %s", strerror(-r));
+		goto out;
+	}
+	old = tmux_pane_pid(&app->tmux, s->tmux_name, cause);
+	if ((r = tmux_respawn(&app->tmux, s->tmux_name, argv->argv, cause)) < 0)
+		goto out;
+	if (old > 0)
+		mode_reap_old(old);
+	tmux_set_option(&app->tmux, s->tmux_name, "@agentd_mode", session_mode_name(mode), NULL);
+	s->mode = mode;
+	s->launched = true;
+	r = store_write(&app->store, s, cause);
+out:
+	free(argv);
+	return r;
+}
+
+static void api_mode_post(const struct app *app, struct request *req,
+			  const char *const args[ROUTER_MAX_ARGS])
+{
+	struct cause cause = {{0}};
+	struct session *s = NULL;
+	enum session_mode mode;
+	json_object *root = NULL, *v;
+	int fd = -1, r;
+
+	if (!session_id_valid(args[0])) {
+		request_error(req, 400, "invalid_id", "'%.120s' is not a session id", args[0]);
+		return;
+	}
+	if (!request_is_json(req)) {
+		request_error(req, 415, "unsupported_media_type",
+			      "send the body with Content-Type: application/json");
+		return;
+	}
+	if ((r = request_read_body(req, APP_BODY_MAX)) < 0) {
+		request_error(req, r == -EFBIG ? 413 : 400, "bad_body",
+			      "the body could not be read");
+		return;
+	}
+	root = json_tokener_parse(req->body);
+	if (root == NULL || !json_object_object_get_ex(root, "mode", &v) ||
+	    !json_object_is_type(v, json_type_string) ||
+	    session_mode_parse(json_object_get_string(v), &mode) < 0) {
+		request_error(
+		    req, 400, "invalid_request",
+		    "the body must be {\"mode\": \"terminal\"} or {\"mode\": \"structured\"}");
+		goto out;
+	}
+	s = malloc(sizeof(*s));
+	fd = s != NULL ? store_lock(&app->store, args[0]) : -ENOMEM;
+	if (fd < 0) {
+		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
+		goto out;
+	}
+	r = store_read(&app->store, args[0], s, &cause);
+	if (r == -ENOENT) {
+		request_error(req, 404, "not_found", "no session %s", args[0]);
+		goto out;
+	}
+	if (r < 0) {
+		request_error(req, 500, "store_error", "%s", cause.msg);
+		goto out;
+	}
+	if (s->state != SESSION_RUNNING && s->state != SESSION_ATTACHED) {
+		request_error(req, 409, "not_running",
+			      "session %s is %s; only a running session can switch mode", s->id,
+			      session_state_name(s->state));
+		goto out;
+	}
+	if (s->mode != mode && mode_switch(app, s, mode, &cause) < 0) {
+		request_error(req, 500, "mode_switch_failed", "cannot switch %s to %s mode: %s",
+			      s->id, session_mode_name(mode), cause.msg);
+		goto out;
+	}
+	if (s->mode == mode)
+		log_info("session %s is in %s mode", s->id, session_mode_name(mode));
+	request_reply(req, 200, session_to_json(s, false), NULL);
+out:
+	store_unlock(fd);
+	free(s);
+	json_object_put(root);
+}
+
+const struct route api_mode_routes[] = {
+    {"POST", "/sessions/*/mode", api_mode_post, true},
+    {NULL, NULL, NULL, false},
+};
