@@ -1,0 +1,37 @@
+/* agentd-host: the process a structured session's tmux pane runs instead of claude. */
+#include "config.h"
+#include "host.h"
+#include "log.h"
+#include "session.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: agentd-host SESSION-ID -- CLAUDE [ARGS...]\n"
+    "\n"
+    "Runs claude in stream-json mode for a structured agentd session: keeps its output in\n"
+    "$AGENTD_RUNTIME_DIR/sessions/SESSION-ID/events.log, serves it on host.sock there (the\n"
+    "bridge relays it as SSE / WebSocket), and prints a readable transcript. agentd-api starts\n"
+    "it with tmux respawn-pane; SIGTERM or SIGHUP ends claude's process group and the host.\n";
+
+int main(int argc, char **argv)
+{
+	struct cause cause = {{0}};
+	struct config cfg;
+
+	log_init("agentd-host");
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (argc < 4 || strcmp(argv[2], "--") != 0 || !session_id_valid(argv[1])) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (config_load(&cfg, &cause) < 0) {
+		log_error("%s", cause.msg);
+		return 1;
+	}
+	return host_run(&cfg, argv[1], argv + 3);
+}
