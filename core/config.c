@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#define CONFIG_KEY_MAX 128
 
 #define CONFIG_DEFAULT_PROMPT                                                                      \
 	"Work on {owner}/{name}#{issue}. Start by running: gh issue view {issue} -R "              \
@@ -124,9 +127,11 @@ static char *config_unquote(char *v)
 static int config_load_file(struct config *cfg, const char *path, bool must_exist,
 			    struct cause *cause)
 {
-	char line[CONFIG_VALUE_MAX + 128];
+	char *line = NULL;
+	size_t cap = 0;
+	struct stat sb;
+	ssize_t n;
 	FILE *f;
-	long total = 0;
 	int lineno = 0, r = 0;
 
 	f = fopen(path, "re");
@@ -135,18 +140,25 @@ static int config_load_file(struct config *cfg, const char *path, bool must_exis
 			return 0;
 		return cause_fail(cause, errno, "cannot open %s: %s", path, strerror(errno));
 	}
-	while (fgets(line, sizeof(line), f) != NULL) {
+	/* Bounding the file bounds every line getline can return. */
+	if (fstat(fileno(f), &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		r = cause_fail(cause, EINVAL, "%s is not a regular file", path);
+		goto out;
+	}
+	if (sb.st_size > CONFIG_FILE_MAX) {
+		r = cause_fail(cause, EFBIG, "%s is larger than %d bytes", path, CONFIG_FILE_MAX);
+		goto out;
+	}
+	while ((n = getline(&line, &cap, f)) > 0) {
 		char *s, *eq;
-		size_t len = strlen(line);
 
 		lineno++;
-		total += (long)len;
-		if (total > CONFIG_FILE_MAX) {
-			r = cause_fail(cause, EFBIG, "%s is larger than %d bytes", path,
-				       CONFIG_FILE_MAX);
+		if (strlen(line) != (size_t)n) {
+			r = cause_fail(cause, EINVAL, "%s:%d: line contains a NUL byte", path,
+				       lineno);
 			goto out;
 		}
-		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+		if ((size_t)n > CONFIG_VALUE_MAX + CONFIG_KEY_MAX) {
 			r = cause_fail(cause, ENAMETOOLONG, "%s:%d: line too long", path, lineno);
 			goto out;
 		}
@@ -166,7 +178,10 @@ static int config_load_file(struct config *cfg, const char *path, bool must_exis
 			goto out;
 		}
 	}
+	if (r == 0 && ferror(f))
+		r = cause_fail(cause, EIO, "cannot read %s", path);
 out:
+	free(line);
 	fclose(f);
 	return r;
 }

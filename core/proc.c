@@ -16,13 +16,19 @@ extern char **environ;
 int proc_which(const char *prog, char *out, size_t outlen)
 {
 	const char *path = getenv("PATH");
-	int saw_eacces = 0;
+	int saw_eacces = 0, saw_toolong = 0;
 
 	if (prog == NULL || prog[0] == '\0')
 		return -ENOENT;
 	if (strchr(prog, '/') != NULL) {
+		struct stat sb;
+
 		if (strlen(prog) >= outlen)
 			return -ENAMETOOLONG;
+		if (stat(prog, &sb) < 0)
+			return -errno;
+		if (!S_ISREG(sb.st_mode))
+			return -EACCES;
 		if (access(prog, X_OK) < 0)
 			return -errno;
 		snprintf(out, outlen, "%s", prog);
@@ -38,14 +44,18 @@ int proc_which(const char *prog, char *out, size_t outlen)
 
 		n = snprintf(out, outlen, "%.*s/%s", (int)(dlen ? dlen : 1), dlen ? path : ".",
 			     prog);
-		if (n >= 0 && (size_t)n < outlen && stat(out, &sb) == 0 && S_ISREG(sb.st_mode)) {
+		if (n < 0 || (size_t)n >= outlen) {
+			saw_toolong = 1;
+		} else if (stat(out, &sb) == 0 && S_ISREG(sb.st_mode)) {
 			if (access(out, X_OK) == 0)
 				return 0;
 			saw_eacces = 1;
 		}
 		path = *colon ? colon + 1 : colon;
 	}
-	return saw_eacces ? -EACCES : -ENOENT;
+	if (saw_eacces)
+		return -EACCES;
+	return saw_toolong ? -ENAMETOOLONG : -ENOENT;
 }
 
 static int proc_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *at,

@@ -127,6 +127,22 @@ int session_uuid(char out[SESSION_UUID_LEN + 1])
 	return 0;
 }
 
+static bool session_uuid_valid(const char *u)
+{
+	if (strlen(u) != SESSION_UUID_LEN)
+		return false;
+	for (size_t i = 0; i < SESSION_UUID_LEN; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		char c = u[i];
+
+		if (dash ? c != '-'
+			 : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+			     (c >= 'A' && c <= 'F')))
+			return false;
+	}
+	return true;
+}
+
 int session_init(struct session *s, const char *base_dir, const char *owner, const char *name,
 		 long issue)
 {
@@ -357,8 +373,16 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	    !session_issue_valid(json_object_get_int64(v)))
 		return cause_fail(cause, EINVAL, "field issue is invalid");
 	s->issue = (long)json_object_get_int64(v);
-	if (!session_id_valid(s->id))
-		return cause_fail(cause, EINVAL, "field id is invalid");
+	{
+		char want[SESSION_ID_MAX + 1];
+
+		snprintf(want, sizeof(want), "%s-%ld", s->name, s->issue);
+		if (!session_id_valid(s->id) || strcmp(want, s->id) != 0)
+			return cause_fail(cause, EINVAL,
+					  "field id does not match repo name and issue");
+	}
+	if (!session_uuid_valid(s->agent_session_id))
+		return cause_fail(cause, EINVAL, "field agentSessionId is not a UUID");
 	session_tmux_name(s->id, tmux_name, sizeof(tmux_name));
 	if (strcmp(tmux_name, s->tmux_name) != 0)
 		return cause_fail(cause, EINVAL, "field tmuxName does not match id");
@@ -368,14 +392,20 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	if (session_mode_parse(session_get_str(obj, "mode") ? session_get_str(obj, "mode") : "",
 			       &s->mode) < 0)
 		return cause_fail(cause, EINVAL, "field mode is invalid");
-	if (json_object_object_get_ex(obj, "clients", &v) && json_object_is_type(v, json_type_int))
-		s->clients = json_object_get_int(v);
-	if (s->clients < 0)
-		s->clients = 0;
-	if (json_object_object_get_ex(obj, "launched", &v))
+	if (json_object_object_get_ex(obj, "clients", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) > INT32_MAX)
+			return cause_fail(cause, EINVAL, "field clients is not a count");
+		/* A negative count (a crashed writer's arithmetic) reads as none attached. */
+		s->clients = json_object_get_int64(v) < 0 ? 0 : json_object_get_int(v);
+	}
+	if (json_object_object_get_ex(obj, "launched", &v)) {
+		if (!json_object_is_type(v, json_type_boolean))
+			return cause_fail(cause, EINVAL, "field launched is not a boolean");
 		s->launched = json_object_get_boolean(v);
-	if (session_get_str(obj, "error") != NULL)
-		snprintf(s->error, sizeof(s->error), "%s", session_get_str(obj, "error"));
+	}
+	if (json_object_object_get_ex(obj, "error", &v) &&
+	    (r = session_copy_str(obj, "error", s->error, sizeof(s->error), cause)) < 0)
+		return r;
 	if ((r = session_get_time(obj, "createdAt", &s->created_at, cause)) < 0 ||
 	    (r = session_get_time(obj, "updatedAt", &s->updated_at, cause)) < 0 ||
 	    (r = session_get_time(obj, "lastActivity", &s->last_activity, cause)) < 0)

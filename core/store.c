@@ -59,7 +59,7 @@ static int store_lock_path(const char *path)
 int store_lock(const struct store *st, const char *id)
 {
 	char path[SESSION_PATH_MAX];
-	int r = store_path(st, id, ".lock", path, sizeof(path));
+	int r = session_id_valid(id) ? store_path(st, id, ".lock", path, sizeof(path)) : -EINVAL;
 
 	return r < 0 ? r : store_lock_path(path);
 }
@@ -129,7 +129,8 @@ static int store_read_path(const char *path, struct session *out, struct cause *
 	r = session_from_json(out, obj, cause);
 out:
 	json_object_put(obj);
-	json_tokener_free(tok);
+	if (tok != NULL)
+		json_tokener_free(tok); /* json-c's free is not NULL-safe */
 	free(buf);
 	close(fd);
 	return r;
@@ -138,10 +139,10 @@ out:
 int store_read(const struct store *st, const char *id, struct session *out, struct cause *cause)
 {
 	char path[SESSION_PATH_MAX];
-	int r = store_path(st, id, ".json", path, sizeof(path));
+	int r = session_id_valid(id) ? store_path(st, id, ".json", path, sizeof(path)) : -EINVAL;
 
 	if (r < 0)
-		return r;
+		return cause_fail(cause, r, "invalid session id");
 	r = store_read_path(path, out, cause);
 	if (r == 0 && strcmp(out->id, id) != 0)
 		return cause_fail(cause, EINVAL, "record %s holds id %s", path, out->id);
@@ -223,6 +224,8 @@ int store_write(const struct store *st, struct session *s, struct cause *cause)
 	int r;
 
 	s->updated_at = (int64_t)time(NULL);
+	if (!session_id_valid(s->id))
+		return cause_fail(cause, EINVAL, "invalid session id");
 	if ((r = store_path(st, s->id, ".json", path, sizeof(path))) < 0)
 		return cause_fail(cause, -r, "record path is too long");
 	obj = session_to_json(s, true);
@@ -243,7 +246,7 @@ int store_write(const struct store *st, struct session *s, struct cause *cause)
 int store_remove(const struct store *st, const char *id)
 {
 	char path[SESSION_PATH_MAX];
-	int r = store_path(st, id, ".json", path, sizeof(path));
+	int r = session_id_valid(id) ? store_path(st, id, ".json", path, sizeof(path)) : -EINVAL;
 
 	if (r < 0)
 		return r;
@@ -300,6 +303,11 @@ int store_list(const struct store *st, struct session **out, size_t *n)
 		if (r == -ENOENT) { /* removed between readdir and open */
 			r = 0;
 			continue;
+		}
+		if (r == 0 && (strlen(list[count].id) != len - 5 ||
+			       strncmp(list[count].id, de->d_name, len - 5) != 0)) {
+			r = -EINVAL;
+			cause_set(&cause, "it holds session %s", list[count].id);
 		}
 		if (r < 0) {
 			log_warn("skipping record %s: %s", path, cause.msg);

@@ -217,14 +217,14 @@ static void tmux_set_meta(struct tmux_cmd *c, const char *name, const char *key,
 
 /* The prompt is free text: stored JSON-encoded so newlines and our field separator cannot break
  * list-sessions lines. A prompt too long to fit tmux's command message is not stored. */
-static void tmux_set_prompt(struct tmux_cmd *c, const char *name, const char *prompt)
+static void tmux_set_prompt(struct tmux_cmd *c, const char *prompt)
 {
 	json_object *js = json_object_new_string(prompt);
 	const char *enc =
 	    js != NULL ? json_object_to_json_string_ext(js, JSON_C_TO_STRING_PLAIN) : NULL;
 
-	if (enc != NULL && strlen(enc) <= TMUX_PROMPT_STORED_MAX)
-		tmux_set_meta(c, name, "@agentd_prompt", enc);
+	tmux_word(c, "@agentd_prompt");
+	tmux_word(c, enc != NULL && strlen(enc) <= TMUX_PROMPT_STORED_MAX ? enc : "");
 	json_object_put(js);
 }
 
@@ -272,12 +272,20 @@ int tmux_new_session(const struct tmux *t, const struct tmux_new *req, struct ca
 		tmux_set_meta(&c, req->name, "@agentd_mode", m->mode);
 		tmux_set_meta(&c, req->name, "@agentd_agent_session", m->agent_session);
 		tmux_set_meta(&c, req->name, "@agentd_created", m->created);
-		tmux_set_prompt(&c, req->name, m->prompt);
 	}
 	r = tmux_exec(&c, out, sizeof(out), cause);
 	if (r == 1)
 		return strstr(out, "duplicate session") != NULL ? -EEXIST : -EIO;
-	return r;
+	if (r < 0 || req->meta == NULL || req->meta->prompt[0] == '\0')
+		return r;
+	/* tmux carries one command in a 16 KiB message: the prompt, already in the argv, would not
+	 * fit twice, so it is stored by a second command. */
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "set-option");
+	tmux_target(&c, req->name, ":");
+	tmux_set_prompt(&c, req->meta->prompt);
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	return r == 1 ? -EIO : r;
 }
 
 int tmux_has_session(const struct tmux *t, const char *name)
