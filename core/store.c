@@ -254,6 +254,7 @@ int store_remove(const struct store *st, const char *id)
 		return -errno;
 	/* The lock file stays: removing it while another process waits on it would split the lock.
 	 */
+	store_rebuild_view(st);
 	return 0;
 }
 

@@ -242,8 +242,16 @@ int tmux_new_session(const struct tmux *t, const struct tmux_new *req, struct ca
 {
 	struct tmux_cmd c;
 	char out[4096];
+	struct stat sb;
 	int r;
 
+	/* tmux silently falls back to its own cwd for a missing directory: the agent must never run
+	 * outside its worktree. */
+	if (stat(req->cwd, &sb) < 0)
+		return cause_fail(cause, errno, "cannot use %s as the session directory: %s",
+				  req->cwd, strerror(errno));
+	if (!S_ISDIR(sb.st_mode))
+		return cause_fail(cause, ENOTDIR, "%s is not a directory", req->cwd);
 	tmux_cmd_init(&c, t);
 	tmux_raw(&c, "new-session");
 	tmux_raw(&c, "-d");
@@ -284,8 +292,9 @@ int tmux_new_session(const struct tmux *t, const struct tmux_new *req, struct ca
 	tmux_raw(&c, "set-option");
 	tmux_target(&c, req->name, ":");
 	tmux_set_prompt(&c, req->meta->prompt);
-	r = tmux_exec(&c, out, sizeof(out), cause);
-	return r == 1 ? -EIO : r;
+	/* Metadata only: the record holds the prompt too; recovery without it reads "". */
+	tmux_exec(&c, out, sizeof(out), NULL);
+	return 0;
 }
 
 int tmux_has_session(const struct tmux *t, const char *name)
@@ -315,6 +324,7 @@ int tmux_kill_session(const struct tmux *t, const char *name, struct cause *caus
 	if (r == 1) {
 		if (strstr(out, "can't find session") != NULL ||
 		    strstr(out, "no server running") != NULL ||
+		    strstr(out, "no current target") != NULL ||
 		    strstr(out, "error connecting") != NULL)
 			return -ENOENT;
 		return -EIO;

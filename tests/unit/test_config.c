@@ -1,6 +1,574 @@
+/*
+ * config: defaults (DESIGN.md's table), the KEY=value file (comments, quotes, CRLF, errors with
+ * line numbers, size limits) and the AGENTD_* environment on top. config_load reads the real
+ * process environment; Criterion runs each test in its own process, so setenv stays local.
+ */
+#include "config.h"
+
 #include <criterion/criterion.h>
 
-Test(config, placeholder)
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char tmpdir[64];
+static char conf_path[128];
+
+static void write_conf(const char *text);
+static void janitor(const char *dir);
+
+/* Removes every AGENTD_* variable the runner may have exported, so each test starts clean. */
+static void clear_agentd_env(void)
 {
-	cr_assert(1);
+	for (;;) {
+		char name[256];
+		char **e;
+
+		for (e = environ; *e != NULL; e++)
+			if (strncmp(*e, "AGENTD_", 7) == 0)
+				break;
+		if (*e == NULL)
+			return;
+		snprintf(name, sizeof(name), "%.*s", (int)(strchrnul(*e, '=') - *e), *e);
+		cr_assert_eq(unsetenv(name), 0);
+	}
+}
+
+static void setup(void)
+{
+	clear_agentd_env();
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/agentd-config-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	janitor(tmpdir);
+	snprintf(conf_path, sizeof(conf_path), "%s/agentd.conf", tmpdir);
+	cr_assert_eq(setenv("AGENTD_CONFIG", conf_path, 1), 0);
+	write_conf(""); /* tests that need another file overwrite it */
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/*
+ * Removes dir once this test process ends, however it ends: Criterion skips .fini when a test
+ * crashes. A grandchild (so that it is nobody's child to wait for) holds the read end of a pipe
+ * whose write end only this process has, and cleans up at EOF.
+ */
+static void janitor(const char *dir)
+{
+	int p[2], status;
+	pid_t pid;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char ch;
+
+		if (fork() != 0)
+			_exit(0);
+		for (int fd = 0; fd < 1024; fd++)
+			if (fd != p[0])
+				close(fd);
+		while (read(p[0], &ch, 1) < 0 && errno == EINTR)
+			;
+		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		_exit(0);
+	}
+	close(p[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+}
+
+static void teardown(void)
+{
+	unlink(conf_path);
+	rmdir(tmpdir);
+}
+
+TestSuite(config, .init = setup, .fini = teardown);
+
+/* Writes len bytes of text as the config file. */
+static void write_conf_len(const char *text, size_t len)
+{
+	int fd = open(conf_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	cr_assert_geq(fd, 0);
+	while (len > 0) {
+		ssize_t n = write(fd, text, len);
+
+		cr_assert_gt(n, 0);
+		text += n;
+		len -= (size_t)n;
+	}
+	cr_assert_eq(close(fd), 0);
+}
+
+static void write_conf(const char *text)
+{
+	write_conf_len(text, strlen(text));
+}
+
+/* Loads and expects success. */
+static void load_ok(struct config *cfg)
+{
+	struct cause c = {{0}};
+	int r = config_load(cfg, &c);
+
+	cr_assert_eq(r, 0, "config_load: %d (%s)", r, c.msg);
+}
+
+/* Loads and expects err, with every want[] string in the cause. */
+static void load_fails(int err, const char *want1, const char *want2)
+{
+	struct config cfg;
+	struct cause c = {{0}};
+	int r = config_load(&cfg, &c);
+
+	cr_assert_eq(r, err, "config_load: %d, want %d (cause: %s)", r, err, c.msg);
+	if (want1 != NULL)
+		cr_assert_not_null(strstr(c.msg, want1), "cause '%s' lacks '%s'", c.msg, want1);
+	if (want2 != NULL)
+		cr_assert_not_null(strstr(c.msg, want2), "cause '%s' lacks '%s'", c.msg, want2);
+}
+
+static void assert_defaults(const struct config *cfg)
+{
+	cr_assert_str_eq(cfg->listen, "127.0.0.1:8080");
+	cr_assert_str_eq(cfg->runtime_dir, "/run/agentd");
+	cr_assert_str_eq(cfg->base_dir, "/code");
+	cr_assert_str_eq(cfg->repo_url, "https://github.com/{owner}/{name}.git");
+	cr_assert_str_eq(cfg->claude, "claude");
+	cr_assert_str_eq(cfg->claude_args, "");
+	cr_assert_str_eq(cfg->prompt, "Work on {owner}/{name}#{issue}. Start by running: gh issue "
+				      "view {issue} -R {owner}/{name}");
+	cr_assert_str_eq(cfg->agent_env, "HOME PATH LANG ANTHROPIC_API_KEY ANTHROPIC_BASE_URL "
+					 "CLAUDE_CONFIG_DIR GH_TOKEN GITHUB_TOKEN");
+	cr_assert_eq(cfg->max_sessions, 16);
+	cr_assert_str_eq(cfg->allowed_origins, "");
+	cr_assert_eq(cfg->permission_timeout, 600);
+	cr_assert_str_eq(cfg->tmux, "tmux");
+}
+
+Test(config, defaults_match_design_table)
+{
+	struct config cfg;
+
+	memset(&cfg, 0x5a, sizeof(cfg));
+	config_defaults(&cfg);
+	assert_defaults(&cfg);
+}
+
+Test(config, empty_file_gives_defaults)
+{
+	struct config cfg;
+
+	write_conf("");
+	load_ok(&cfg);
+	assert_defaults(&cfg);
+}
+
+Test(config, missing_default_file_is_not_an_error)
+{
+	struct config cfg;
+	struct stat sb;
+
+	if (stat(CONFIG_DEFAULT_FILE, &sb) == 0)
+		cr_skip_test("%s exists on this machine", CONFIG_DEFAULT_FILE);
+	cr_assert_eq(unsetenv("AGENTD_CONFIG"), 0);
+	load_ok(&cfg);
+	assert_defaults(&cfg);
+	cr_assert_eq(setenv("AGENTD_CONFIG", "", 1), 0); /* empty means the default too */
+	load_ok(&cfg);
+	assert_defaults(&cfg);
+}
+
+Test(config, missing_named_file_is_enoent)
+{
+	cr_assert_eq(unlink(conf_path), 0);
+	load_fails(-ENOENT, conf_path, NULL);
+}
+
+Test(config, unreadable_file_is_an_error)
+{
+	struct config cfg;
+	struct cause c = {{0}};
+
+	/* A directory opens but cannot be read: that must not pass as an empty file. */
+	cr_assert_eq(setenv("AGENTD_CONFIG", tmpdir, 1), 0);
+	cr_assert_lt(config_load(&cfg, &c), 0, "reading a directory as config succeeded");
+}
+
+Test(config, file_parsing)
+{
+	struct config cfg;
+
+	write_conf("# agentd configuration\n"
+		   "\n"
+		   "   \t\n"
+		   "  # an indented comment\n"
+		   "AGENTD_LISTEN=0.0.0.0:9000\n"
+		   "  AGENTD_RUNTIME_DIR = /tmp/rt  \n"
+		   "AGENTD_BASE_DIR=\"/srv/code with space\"\n"
+		   "AGENTD_REPO_URL='file:///srv/git/{owner}/{name}.git'\n"
+		   "AGENTD_CLAUDE=\t/usr/local/bin/claude\t\n"
+		   "AGENTD_CLAUDE_ARGS=\"--model=sonnet --verbose\"\n"
+		   "AGENTD_PROMPT=Fix #{issue} # not a comment; 'x' \"y\"\n"
+		   "AGENTD_AGENT_ENV=HOME PATH\n"
+		   "AGENTD_MAX_SESSIONS=4\n"
+		   "AGENTD_ALLOWED_ORIGINS=https://a.example, https://b.example\n"
+		   "AGENTD_PERMISSION_TIMEOUT=30\n"
+		   "AGENTD_TMUX=/usr/bin/tmux\n");
+	load_ok(&cfg);
+	cr_assert_str_eq(cfg.listen, "0.0.0.0:9000");
+	cr_assert_str_eq(cfg.runtime_dir, "/tmp/rt");
+	cr_assert_str_eq(cfg.base_dir, "/srv/code with space");
+	cr_assert_str_eq(cfg.repo_url, "file:///srv/git/{owner}/{name}.git");
+	cr_assert_str_eq(cfg.claude, "/usr/local/bin/claude");
+	cr_assert_str_eq(cfg.claude_args, "--model=sonnet --verbose");
+	cr_assert_str_eq(cfg.prompt, "Fix #{issue} # not a comment; 'x' \"y\"");
+	cr_assert_str_eq(cfg.agent_env, "HOME PATH");
+	cr_assert_eq(cfg.max_sessions, 4);
+	cr_assert_str_eq(cfg.allowed_origins, "https://a.example, https://b.example");
+	cr_assert_eq(cfg.permission_timeout, 30);
+	cr_assert_str_eq(cfg.tmux, "/usr/bin/tmux");
+}
+
+Test(config, quotes)
+{
+	struct config cfg;
+
+	write_conf("AGENTD_CLAUDE_ARGS=\"\"\n"
+		   "AGENTD_PROMPT=\"a\"b\"\n"
+		   "AGENTD_REPO_URL=\"mismatched'\n"
+		   "AGENTD_BASE_DIR='\"inner\"'\n"
+		   "AGENTD_LISTEN=\"\n"
+		   "AGENTD_TMUX=\"\"\"\"\n");
+	load_ok(&cfg);
+	cr_assert_str_eq(cfg.claude_args, "");
+	cr_assert_str_eq(cfg.prompt, "a\"b", "one level of quotes is stripped");
+	cr_assert_str_eq(cfg.repo_url, "\"mismatched'", "mismatched quotes stay");
+	cr_assert_str_eq(cfg.base_dir, "\"inner\"");
+	cr_assert_str_eq(cfg.listen, "\"", "a lone quote is a value");
+	cr_assert_str_eq(cfg.tmux, "\"\"");
+}
+
+Test(config, crlf_lines)
+{
+	struct config cfg;
+
+	write_conf("# windows editor\r\n"
+		   "\r\n"
+		   "AGENTD_LISTEN=127.0.0.1:8181\r\n"
+		   "AGENTD_BASE_DIR=\"/srv/x\"\r\n"
+		   "AGENTD_MAX_SESSIONS=8\r\n"
+		   "AGENTD_TMUX=tmux-next"); /* and no final newline */
+	load_ok(&cfg);
+	cr_assert_str_eq(cfg.listen, "127.0.0.1:8181");
+	cr_assert_str_eq(cfg.base_dir, "/srv/x");
+	cr_assert_eq(cfg.max_sessions, 8);
+	cr_assert_str_eq(cfg.tmux, "tmux-next");
+}
+
+Test(config, later_line_wins)
+{
+	struct config cfg;
+
+	write_conf("AGENTD_MAX_SESSIONS=2\nAGENTD_MAX_SESSIONS=3\n");
+	load_ok(&cfg);
+	cr_assert_eq(cfg.max_sessions, 3);
+}
+
+Test(config, non_utf8_value_kept_verbatim)
+{
+	struct config cfg;
+
+	write_conf("AGENTD_PROMPT=\xff\xfe caf\xc3\xa9 $HOME `x` ;\n");
+	load_ok(&cfg);
+	cr_assert_str_eq(cfg.prompt, "\xff\xfe caf\xc3\xa9 $HOME `x` ;");
+}
+
+Test(config, unknown_key_names_line)
+{
+	write_conf("# ok\nAGENTD_LISTEN=x\nAGENTD_LISTNE=y\n");
+	load_fails(-EINVAL, ":3:", "AGENTD_LISTNE");
+}
+
+Test(config, unknown_non_agentd_key)
+{
+	write_conf("\n\n\n\nPATH=/usr/bin\n");
+	load_fails(-EINVAL, ":5:", "PATH");
+}
+
+Test(config, lowercase_key_is_unknown)
+{
+	write_conf("agentd_listen=x\n");
+	load_fails(-EINVAL, ":1:", "agentd_listen");
+}
+
+Test(config, line_without_equals)
+{
+	write_conf("AGENTD_LISTEN=x\nexport AGENTD_BASE_DIR\n");
+	load_fails(-EINVAL, ":2:", NULL);
+}
+
+Test(config, empty_key)
+{
+	write_conf("=value\n");
+	load_fails(-EINVAL, ":1:", NULL);
+}
+
+Test(config, too_long_line)
+{
+	size_t n = CONFIG_VALUE_MAX + 1000;
+	char *text = malloc(n + 64);
+
+	cr_assert_not_null(text);
+	strcpy(text, "AGENTD_LISTEN=a\n# fine\n#");
+	memset(text + strlen(text), 'x', n);
+	text[24 + n] = '\0';
+	strcat(text, "\nAGENTD_TMUX=t\n");
+	write_conf(text);
+	load_fails(-ENAMETOOLONG, ":3:", "too long");
+	free(text);
+}
+
+Test(config, value_longer_than_field)
+{
+	/* listen holds 255 bytes; 256 is over. Every value limit is the field's size. */
+	char text[512];
+	struct config cfg;
+
+	snprintf(text, sizeof(text), "AGENTD_LISTEN=%0255d\n", 0);
+	write_conf(text);
+	load_ok(&cfg);
+	cr_assert_eq(strlen(cfg.listen), 255);
+	snprintf(text, sizeof(text), "AGENTD_LISTEN=%0256d\n", 0);
+	write_conf(text);
+	load_fails(-ENAMETOOLONG, ":1:", "AGENTD_LISTEN");
+}
+
+Test(config, longest_value_fits)
+{
+	struct config cfg;
+	size_t n = CONFIG_VALUE_MAX - 1;
+	char *text = malloc(n + 64);
+
+	cr_assert_not_null(text);
+	strcpy(text, "AGENTD_PROMPT=");
+	memset(text + 14, 'p', n);
+	strcpy(text + 14 + n, "\r\n");
+	write_conf(text);
+	load_ok(&cfg);
+	cr_assert_eq(strlen(cfg.prompt), n);
+	free(text);
+}
+
+Test(config, oversize_file)
+{
+	/* Only comments, so nothing but the size can fail it. */
+	size_t n = CONFIG_FILE_MAX + 1;
+	char *text = malloc(n);
+
+	cr_assert_not_null(text);
+	for (size_t i = 0; i < n; i++)
+		text[i] = (i % 64 == 63) ? '\n' : '#';
+	write_conf_len(text, n);
+	load_fails(-EFBIG, NULL, NULL);
+	/* Exactly CONFIG_FILE_MAX bytes is still accepted. */
+	write_conf_len(text, CONFIG_FILE_MAX);
+	{
+		struct config cfg;
+		load_ok(&cfg);
+	}
+	free(text);
+}
+
+Test(config, ten_megabyte_file)
+{
+	size_t n = 10 * 1024 * 1024;
+	char *text = malloc(n);
+
+	cr_assert_not_null(text);
+	for (size_t i = 0; i < n; i++)
+		text[i] = (i % 100 == 99) ? '\n' : '#';
+	write_conf_len(text, n);
+	load_fails(-EFBIG, NULL, NULL);
+	free(text);
+}
+
+Test(config, nul_byte_rejected)
+{
+	/* A NUL must not hide the rest of a line: here it would turn a commented-out line into a
+	 * setting, once the line is longer than the reader's buffer and gets read in two parts. */
+	static const char head[] = "#";
+	size_t pad = CONFIG_VALUE_MAX + 200;
+	const char *tail = "AGENTD_CLAUDE=/tmp/evil\n";
+	size_t n = sizeof(head) - 1 + 1 + pad + strlen(tail);
+	char *text = malloc(n);
+	struct config cfg;
+	struct cause c = {{0}};
+	int r;
+
+	cr_assert_not_null(text);
+	memcpy(text, head, sizeof(head) - 1);
+	text[1] = '\0';
+	memset(text + 2, ' ', pad);
+	/* Put the setting where the second read starts. */
+	memcpy(text + CONFIG_VALUE_MAX + 127, tail, strlen(tail));
+	n = CONFIG_VALUE_MAX + 127 + strlen(tail);
+	write_conf_len(text, n);
+	r = config_load(&cfg, &c);
+	cr_assert_str_neq(cfg.claude, "/tmp/evil", "a setting was smuggled behind a NUL");
+	cr_assert_lt(r, 0, "a file with a NUL byte was accepted");
+	free(text);
+}
+
+Test(config, nul_byte_in_value_rejected)
+{
+	static const char text[] = "AGENTD_CLAUDE=/usr/bin/claude\0 --evil\n";
+	struct config cfg;
+	struct cause c = {{0}};
+
+	write_conf_len(text, sizeof(text) - 1);
+	cr_assert_lt(config_load(&cfg, &c), 0, "value silently cut at a NUL: '%s'", cfg.claude);
+}
+
+Test(config, environment_overrides_file)
+{
+	struct config cfg;
+
+	write_conf("AGENTD_MAX_SESSIONS=4\nAGENTD_LISTEN=1.1.1.1:1\nAGENTD_PROMPT=from file\n");
+	cr_assert_eq(setenv("AGENTD_MAX_SESSIONS", "7", 1), 0);
+	cr_assert_eq(setenv("AGENTD_PROMPT", "from env {issue}", 1), 0);
+	cr_assert_eq(setenv("AGENTD_CLAUDE_ARGS", "--model=opus", 1), 0);
+	load_ok(&cfg);
+	cr_assert_eq(cfg.max_sessions, 7);
+	cr_assert_str_eq(cfg.prompt, "from env {issue}");
+	cr_assert_str_eq(cfg.listen, "1.1.1.1:1", "the file still applies where env is silent");
+	cr_assert_str_eq(cfg.claude_args, "--model=opus");
+	cr_assert_eq(cfg.permission_timeout, 600, "defaults where both are silent");
+}
+
+Test(config, environment_value_taken_literally)
+{
+	struct config cfg;
+
+	/* No trimming or unquoting for the environment: the shell already did that. */
+	cr_assert_eq(setenv("AGENTD_BASE_DIR", "'/srv/q' ", 1), 0);
+	cr_assert_eq(setenv("AGENTD_ALLOWED_ORIGINS", "", 1), 0);
+	load_ok(&cfg);
+	cr_assert_str_eq(cfg.base_dir, "'/srv/q' ");
+	cr_assert_str_eq(cfg.allowed_origins, "");
+}
+
+Test(config, unknown_agentd_env_ignored)
+{
+	struct config cfg;
+
+	cr_assert_eq(setenv("AGENTD_TEST_SOMETHING", "1", 1), 0);
+	cr_assert_eq(setenv("AGENTD_", "x", 1), 0);
+	load_ok(&cfg);
+	assert_defaults(&cfg);
+}
+
+Test(config, bad_env_int)
+{
+	cr_assert_eq(setenv("AGENTD_MAX_SESSIONS", "many", 1), 0);
+	load_fails(-EINVAL, "AGENTD_MAX_SESSIONS", "many");
+}
+
+Test(config, env_value_too_long)
+{
+	char *v = malloc(CONFIG_PATH_MAX + 1);
+
+	cr_assert_not_null(v);
+	memset(v, 'r', CONFIG_PATH_MAX);
+	v[CONFIG_PATH_MAX] = '\0';
+	cr_assert_eq(setenv("AGENTD_RUNTIME_DIR", v, 1), 0);
+	load_fails(-ENAMETOOLONG, "AGENTD_RUNTIME_DIR", NULL);
+	free(v);
+}
+
+Test(config, bad_ints)
+{
+	const char *bad[] = {"",           "abc", "12x",  "0",   "-1",
+			     "10001",      "1e3", "0x10", "3.5", "99999999999999999999",
+			     "2147483648", "--1"};
+	struct config cfg;
+
+	config_defaults(&cfg);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cause c = {{0}};
+
+		cr_assert_eq(config_set(&cfg, "AGENTD_MAX_SESSIONS", bad[i], &c), -EINVAL,
+			     "'%s' accepted", bad[i]);
+		cr_assert_not_null(strstr(c.msg, "AGENTD_MAX_SESSIONS"));
+	}
+	cr_assert_eq(cfg.max_sessions, 16, "a rejected value leaves the field alone");
+	cr_assert_eq(config_set(&cfg, "AGENTD_PERMISSION_TIMEOUT", "86401", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PERMISSION_TIMEOUT", "0", NULL), -EINVAL);
+}
+
+Test(config, int_bounds)
+{
+	struct config cfg;
+
+	config_defaults(&cfg);
+	cr_assert_eq(config_set(&cfg, "AGENTD_MAX_SESSIONS", "1", NULL), 0);
+	cr_assert_eq(cfg.max_sessions, 1);
+	cr_assert_eq(config_set(&cfg, "AGENTD_MAX_SESSIONS", "10000", NULL), 0);
+	cr_assert_eq(cfg.max_sessions, 10000);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PERMISSION_TIMEOUT", "1", NULL), 0);
+	cr_assert_eq(cfg.permission_timeout, 1);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PERMISSION_TIMEOUT", "86400", NULL), 0);
+	cr_assert_eq(cfg.permission_timeout, 86400);
+}
+
+Test(config, bad_int_in_file_names_line)
+{
+	write_conf("\nAGENTD_PERMISSION_TIMEOUT=soon\n");
+	load_fails(-EINVAL, ":2:", "AGENTD_PERMISSION_TIMEOUT");
+}
+
+Test(config, set_rejects_newline)
+{
+	struct config cfg;
+
+	config_defaults(&cfg);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PROMPT", "a\nb", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_NOPE", "x", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "", "x", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_CLAUDE", "/opt/c", NULL), 0);
+	cr_assert_str_eq(cfg.claude, "/opt/c");
+}
+
+Test(config, env_newline_rejected)
+{
+	cr_assert_eq(setenv("AGENTD_PROMPT", "line1\nline2", 1), 0);
+	load_fails(-EINVAL, "AGENTD_PROMPT", NULL);
+}
+
+Test(config, runtime_path)
+{
+	struct config cfg;
+	char out[32];
+
+	config_defaults(&cfg);
+	cr_assert_eq(config_runtime_path(&cfg, "tmux.sock", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "/run/agentd/tmux.sock");
+	/* "/run/agentd/x" is 13 characters. */
+	cr_assert_eq(config_runtime_path(&cfg, "x", out, 14), 0);
+	cr_assert_eq(config_runtime_path(&cfg, "x", out, 13), -ENAMETOOLONG);
 }

@@ -1,6 +1,903 @@
+/*
+ * session: the validators (exactly API.md's rules), naming, prompt rendering, UUIDs, and the JSON
+ * record (round trip, strict decoding, the API form).
+ */
+#include "session.h"
+
 #include <criterion/criterion.h>
 
-Test(session, placeholder)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BIG (10 * 1024 * 1024)
+
+/* A heap string of n copies of c (caller frees). */
+static char *repeat(char c, size_t n)
 {
-	cr_assert(1);
+	char *s = malloc(n + 1);
+
+	cr_assert_not_null(s);
+	memset(s, c, n);
+	s[n] = '\0';
+	return s;
+}
+
+/* ---- owner ---- */
+
+Test(session, owner_valid)
+{
+	const char *ok[] = {"a", "Z", "0", "cardano-foundation", "a-", "a--b", "A1-b2-C3", "9-9"};
+	char *max = repeat('o', SESSION_OWNER_MAX);
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		cr_assert(session_owner_valid(ok[i]), "owner '%s' should be valid", ok[i]);
+	cr_assert(session_owner_valid(max), "39 characters is the maximum");
+	max[0] = '-';
+	cr_assert_not(session_owner_valid(max));
+	free(max);
+}
+
+Test(session, owner_invalid)
+{
+	const char *bad[] = {"",    "-a",  "a_b", "a.b", "a/b",   "../x",     "a;b",
+			     "a b", " a",  "a ",  "a\n", "a\xff", "\xc3\xa9", "a'b",
+			     "a\"", "a$b", "a:b", "é",   "a\x1f", "a\\b"};
+	char *over = repeat('o', SESSION_OWNER_MAX + 1);
+	char *huge = repeat('a', BIG);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_not(session_owner_valid(bad[i]), "owner '%s' should be invalid", bad[i]);
+	cr_assert_not(session_owner_valid(NULL));
+	cr_assert_not(session_owner_valid(over), "40 characters is too long");
+	cr_assert_not(session_owner_valid(huge));
+	free(over);
+	free(huge);
+}
+
+/* ---- name ---- */
+
+Test(session, name_valid)
+{
+	const char *ok[] = {"a",          "socket.io", "cardano-utxo-csmt",
+			    "_",          "-",         "...",
+			    ".a",         "a.",        "a..b",
+			    "git",        "a.gi",      "a.git.x",
+			    ".gitignore", "x-3",       "A_b.C-d"};
+	char *max = repeat('n', SESSION_NAME_MAX);
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		cr_assert(session_name_valid(ok[i]), "name '%s' should be valid", ok[i]);
+	cr_assert(session_name_valid(max), "100 characters is the maximum");
+	free(max);
+}
+
+Test(session, name_invalid)
+{
+	const char *bad[] = {"",    ".",     "..",   ".git", "a.git", "foo.git",  "a/b", "../etc",
+			     "a b", "a;b",   "a\n",  "a\t",  "a\xff", "\xc3\xa9", "a:b", "a'b",
+			     "a\"", "$HOME", "a\\b", "a*",   "a\x1f", "~a",       "a@b"};
+	char *over = repeat('n', SESSION_NAME_MAX + 1);
+	char *huge = repeat('n', BIG);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_not(session_name_valid(bad[i]), "name '%s' should be invalid", bad[i]);
+	cr_assert_not(session_name_valid(NULL));
+	cr_assert_not(session_name_valid(over), "101 characters is too long");
+	cr_assert_not(session_name_valid(huge));
+	/* 100 characters that end in ".git" are still refused. */
+	memcpy(over + SESSION_NAME_MAX - 4, ".git", 5);
+	cr_assert_not(session_name_valid(over));
+	free(over);
+	free(huge);
+}
+
+/* ---- issue ---- */
+
+Test(session, issue_range)
+{
+	cr_assert(session_issue_valid(1));
+	cr_assert(session_issue_valid(42));
+	cr_assert(session_issue_valid(2147483647));
+	cr_assert_not(session_issue_valid(0));
+	cr_assert_not(session_issue_valid(-1));
+	cr_assert_not(session_issue_valid(2147483648LL));
+	cr_assert_not(session_issue_valid(INT64_MAX));
+	cr_assert_not(session_issue_valid(INT64_MIN));
+	cr_assert_not(session_issue_valid(4294967297LL), "no 32-bit wrap to 1");
+}
+
+/* ---- id ---- */
+
+Test(session, id_valid)
+{
+	const char *ok[] = {"socket.io-3",  "a-1",   "cardano-utxo-csmt-42",
+			    "x-2147483647", "a-b-3", "x--3",
+			    "_-9",          "...-1"};
+	char id[SESSION_ID_MAX + 2];
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		cr_assert(session_id_valid(ok[i]), "id '%s' should be valid", ok[i]);
+	/* The longest: a 100-character name and a 10-digit issue. */
+	memset(id, 'n', SESSION_NAME_MAX);
+	snprintf(id + SESSION_NAME_MAX, sizeof(id) - SESSION_NAME_MAX, "-2147483647");
+	cr_assert_eq(strlen(id), SESSION_ID_MAX);
+	cr_assert(session_id_valid(id));
+}
+
+Test(session, id_invalid)
+{
+	const char *bad[] = {
+	    "x-0",           "x-01",  "-3",        "x-",         "a/b-3",  "x-2147483648",
+	    "x-99999999999", "x-+3",  "x- 3",      "x-3 ",       " x-3",   "x-3\n",
+	    ".-3",           "..-3",  "foo.git-3", "3",          "",       "x",
+	    "x-1-",          "x-3;",  "x-3\xff",   "x-\xd9\xa3", "../x-3", "x/../y-3",
+	    "x y-3",         "x-1e3", "x-0x1",     "x-3a",       "x;y-3",  "x-00",
+	    "x-4294967297"};
+	char id[SESSION_ID_MAX + 8];
+	char *huge = repeat('a', BIG);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_not(session_id_valid(bad[i]), "id '%s' should be invalid", bad[i]);
+	cr_assert_not(session_id_valid(NULL));
+	/* A 101-character name. */
+	memset(id, 'n', SESSION_NAME_MAX + 1);
+	snprintf(id + SESSION_NAME_MAX + 1, sizeof(id) - SESSION_NAME_MAX - 1, "-1");
+	cr_assert_not(session_id_valid(id));
+	/* 10 MB with a valid-looking tail. */
+	memcpy(huge + BIG - 2, "-1", 2);
+	cr_assert_not(session_id_valid(huge));
+	free(huge);
+}
+
+Test(session, id_matches_what_init_produces)
+{
+	const char *names[] = {"a", "socket.io", "x-", "...", "A_b.C-d", "git"};
+	const long issues[] = {1, 9, 10, 2147483647};
+	struct session s;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		for (size_t j = 0; j < sizeof(issues) / sizeof(issues[0]); j++) {
+			cr_assert_eq(session_init(&s, "/code", "o", names[i], issues[j]), 0);
+			cr_assert(session_id_valid(s.id), "id '%s' from init must validate", s.id);
+		}
+}
+
+/* ---- naming ---- */
+
+Test(session, init_derives_names)
+{
+	struct session s;
+	time_t before = time(NULL);
+
+	memset(&s, 0x5a, sizeof(s));
+	cr_assert_eq(session_init(&s, "/code", "cardano-foundation", "cardano-utxo-csmt", 42), 0);
+	cr_assert_str_eq(s.id, "cardano-utxo-csmt-42");
+	cr_assert_str_eq(s.owner, "cardano-foundation");
+	cr_assert_str_eq(s.name, "cardano-utxo-csmt");
+	cr_assert_eq(s.issue, 42);
+	cr_assert_str_eq(s.worktree, "/code/cardano-utxo-csmt-issue-42");
+	cr_assert_str_eq(s.branch, "feat/issue-42");
+	cr_assert_str_eq(s.tmux_name, "cardano-utxo-csmt-42");
+	cr_assert_eq(s.state, SESSION_CREATING);
+	cr_assert_eq(s.mode, SESSION_TERMINAL);
+	cr_assert_eq(s.clients, 0);
+	cr_assert_not(s.launched);
+	cr_assert_str_eq(s.prompt, "");
+	cr_assert_str_eq(s.error, "");
+	cr_assert(s.created_at >= before && s.created_at <= time(NULL));
+	cr_assert_eq(s.updated_at, s.created_at);
+	cr_assert_eq(s.last_activity, s.created_at);
+	cr_assert_eq(strlen(s.agent_session_id), SESSION_UUID_LEN);
+}
+
+Test(session, tmux_name_replaces_dot_and_colon)
+{
+	struct session s;
+	char out[64];
+
+	cr_assert_eq(session_init(&s, "/code", "socketio", "socket.io", 3), 0);
+	cr_assert_str_eq(s.id, "socket.io-3");
+	cr_assert_str_eq(s.tmux_name, "socket_io-3");
+	cr_assert_str_eq(s.worktree, "/code/socket.io-issue-3");
+
+	session_tmux_name("a.b:c..d::", out, sizeof(out));
+	cr_assert_str_eq(out, "a_b_c__d__");
+	session_tmux_name("", out, sizeof(out));
+	cr_assert_str_eq(out, "");
+	/* A short buffer is filled and terminated, never overrun. */
+	memset(out, '#', sizeof(out));
+	session_tmux_name("a.b.c.d", out, 4);
+	cr_assert_str_eq(out, "a_b");
+	cr_assert_eq(out[4], '#');
+	memset(out, '#', sizeof(out));
+	session_tmux_name("abc", out, 0);
+	cr_assert_eq(out[0], '#', "outlen 0 writes nothing");
+}
+
+Test(session, init_rejects_invalid_input)
+{
+	struct session s;
+
+	cr_assert_eq(session_init(&s, "/code", "-bad", "n", 1), -EINVAL);
+	cr_assert_eq(session_init(&s, "/code", "o", "..", 1), -EINVAL);
+	cr_assert_eq(session_init(&s, "/code", "o", "x.git", 1), -EINVAL);
+	cr_assert_eq(session_init(&s, "/code", "o", "a/b", 1), -EINVAL);
+	cr_assert_eq(session_init(&s, "/code", "o", "n", 0), -EINVAL);
+	cr_assert_eq(session_init(&s, "/code", "o", "n", 2147483648L), -EINVAL);
+	cr_assert_eq(session_init(&s, "/code", NULL, "n", 1), -EINVAL);
+	cr_assert_eq(session_init(&s, "/code", "o", NULL, 1), -EINVAL);
+}
+
+Test(session, init_long_base_dir)
+{
+	struct session s;
+	char *base = repeat('b', SESSION_PATH_MAX);
+
+	base[0] = '/';
+	cr_assert_eq(session_init(&s, base, "o", "n", 1), -ENAMETOOLONG);
+	free(base);
+}
+
+Test(session, worktree_path)
+{
+	char out[64];
+
+	cr_assert_eq(session_worktree_path("/srv/wt", "socket.io", 7, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "/srv/wt/socket.io-issue-7");
+	/* "/b/n-issue-1" is 12 characters: 13 bytes fit, 12 do not. */
+	cr_assert_eq(session_worktree_path("/b", "n", 1, out, 13), 0);
+	cr_assert_str_eq(out, "/b/n-issue-1");
+	cr_assert_eq(session_worktree_path("/b", "n", 1, out, 12), -ENAMETOOLONG);
+}
+
+/* ---- prompt ---- */
+
+Test(session, render_default_prompt)
+{
+	char out[SESSION_PROMPT_MAX + 1];
+
+	cr_assert_eq(session_render_prompt("Work on {owner}/{name}#{issue}. Start by running: gh "
+					   "issue view {issue} -R {owner}/{name}",
+					   "cardano-foundation", "cardano-utxo-csmt", 42, out,
+					   sizeof(out)),
+		     0);
+	cr_assert_str_eq(out,
+			 "Work on cardano-foundation/cardano-utxo-csmt#42. Start by running: gh "
+			 "issue view 42 -R cardano-foundation/cardano-utxo-csmt");
+}
+
+Test(session, render_edge_cases)
+{
+	char out[256];
+
+	cr_assert_eq(session_render_prompt("", "o", "n", 1, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "");
+	cr_assert_eq(
+	    session_render_prompt("{issue}{issue}{name}", "o", "n", 2147483647, out, sizeof(out)),
+	    0);
+	cr_assert_str_eq(out, "21474836472147483647n");
+	cr_assert_eq(session_render_prompt("{foo} {owner {Owner} {{owner}} {}", "o", "n", 1, out,
+					   sizeof(out)),
+		     0);
+	cr_assert_str_eq(out, "{foo} {owner {Owner} {o} {}");
+	cr_assert_eq(
+	    session_render_prompt("\xff\xfe;'\"$HOME\n{name}", "o", "n", 1, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "\xff\xfe;'\"$HOME\nn");
+}
+
+Test(session, render_too_long)
+{
+	char out[SESSION_PROMPT_MAX + 1];
+	char small[8];
+	char *tmpl = repeat('t', SESSION_PROMPT_MAX + 1);
+
+	cr_assert_eq(session_render_prompt(tmpl, "o", "n", 1, out, sizeof(out)), -ENAMETOOLONG);
+	tmpl[SESSION_PROMPT_MAX] = '\0'; /* exactly the maximum fits */
+	cr_assert_eq(session_render_prompt(tmpl, "o", "n", 1, out, sizeof(out)), 0);
+	cr_assert_eq(strlen(out), SESSION_PROMPT_MAX);
+	/* Growth by substitution: a short template that expands past the buffer. */
+	free(tmpl);
+	tmpl = malloc(SESSION_PROMPT_MAX);
+	cr_assert_not_null(tmpl);
+	tmpl[0] = '\0';
+	for (int i = 0; i < 1000; i++) /* 7000 bytes that grow to 10000 */
+		strcat(tmpl, "{issue}");
+	cr_assert_eq(session_render_prompt(tmpl, "o", "n", 2147483647, out, sizeof(out)),
+		     -ENAMETOOLONG);
+	/* "abcdefg" is 7 characters: 8 bytes fit, fewer do not, 0 is refused. */
+	cr_assert_eq(session_render_prompt("abcdefg", "o", "n", 1, small, 8), 0);
+	cr_assert_str_eq(small, "abcdefg");
+	cr_assert_eq(session_render_prompt("abcdefg", "o", "n", 1, small, 7), -ENAMETOOLONG);
+	cr_assert_eq(session_render_prompt("{name}", "o", "nnnnnnnn", 1, small, 8), -ENAMETOOLONG);
+	cr_assert_eq(session_render_prompt("", "o", "n", 1, small, 0), -ENAMETOOLONG);
+	free(tmpl);
+}
+
+/* ---- uuid ---- */
+
+static bool is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+static void assert_uuid_v4(const char *u)
+{
+	cr_assert_eq(strlen(u), SESSION_UUID_LEN, "'%s'", u);
+	for (size_t i = 0; i < SESSION_UUID_LEN; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23)
+			cr_assert_eq(u[i], '-', "'%s' position %zu", u, i);
+		else
+			cr_assert(is_hex(u[i]), "'%s' position %zu is not lowercase hex", u, i);
+	}
+	cr_assert_eq(u[14], '4', "version nibble of '%s'", u);
+	cr_assert(strchr("89ab", u[19]) != NULL, "variant nibble of '%s'", u);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
+Test(session, uuid_v4_and_unique)
+{
+	enum { N = 2000 };
+	char(*u)[SESSION_UUID_LEN + 1] = calloc(N, sizeof(*u));
+	unsigned seen_variant[4] = {0};
+
+	cr_assert_not_null(u);
+	for (size_t i = 0; i < N; i++) {
+		memset(u[i], 'Z', sizeof(u[i]));
+		cr_assert_eq(session_uuid(u[i]), 0);
+		assert_uuid_v4(u[i]);
+		seen_variant[strchr("89ab", u[i][19]) - "89ab"]++;
+	}
+	qsort(u, N, sizeof(*u), cmp_str);
+	for (size_t i = 1; i < N; i++)
+		cr_assert_str_neq(u[i - 1], u[i], "duplicate uuid");
+	/* Random variant bits: all four values show up in 2000 draws. */
+	for (int v = 0; v < 4; v++)
+		cr_assert_gt(seen_variant[v], 0);
+	free(u);
+}
+
+/* ---- names of enums, time format ---- */
+
+Test(session, state_and_mode_names_round_trip)
+{
+	enum session_state st;
+	enum session_mode m;
+	const char *states[] = {"creating", "running", "attached", "stopping", "failed"};
+
+	for (int i = SESSION_CREATING; i <= SESSION_FAILED; i++) {
+		cr_assert_str_eq(session_state_name((enum session_state)i), states[i]);
+		cr_assert_eq(session_state_parse(states[i], &st), 0);
+		cr_assert_eq((int)st, i);
+	}
+	cr_assert_eq(session_state_parse("RUNNING", &st), -EINVAL);
+	cr_assert_eq(session_state_parse("running ", &st), -EINVAL);
+	cr_assert_eq(session_state_parse("", &st), -EINVAL);
+	cr_assert_eq(session_state_parse("gone", &st), -EINVAL);
+
+	cr_assert_str_eq(session_mode_name(SESSION_TERMINAL), "terminal");
+	cr_assert_str_eq(session_mode_name(SESSION_STRUCTURED), "structured");
+	cr_assert_eq(session_mode_parse("structured", &m), 0);
+	cr_assert_eq(m, SESSION_STRUCTURED);
+	cr_assert_eq(session_mode_parse("terminal", &m), 0);
+	cr_assert_eq(m, SESSION_TERMINAL);
+	cr_assert_eq(session_mode_parse("Terminal", &m), -EINVAL);
+	cr_assert_eq(session_mode_parse("", &m), -EINVAL);
+}
+
+Test(session, format_time)
+{
+	char out[32];
+
+	session_format_time(0, out, sizeof(out));
+	cr_assert_str_eq(out, "1970-01-01T00:00:00Z");
+	session_format_time(1773397800, out, sizeof(out));
+	cr_assert_str_eq(out, "2026-03-13T10:30:00Z");
+	session_format_time(4102444799LL, out, sizeof(out));
+	cr_assert_str_eq(out, "2099-12-31T23:59:59Z");
+}
+
+/* ---- JSON ---- */
+
+/* A session with every field set to something other than its default. */
+static void full_session(struct session *s)
+{
+	cr_assert_eq(session_init(s, "/srv/code", "cardano-foundation", "socket.io", 2147483647),
+		     0);
+	s->state = SESSION_FAILED;
+	s->mode = SESSION_STRUCTURED;
+	s->clients = 3;
+	s->launched = true;
+	snprintf(s->prompt, sizeof(s->prompt), "%s",
+		 "line1\nline2\t\"quoted\" 'single' \\ back\x1f unit-sep \x01 ; end; \xc3\xa9 "
+		 "\xe2\x82\xac");
+	snprintf(s->error, sizeof(s->error), "%s", "clone failed: \"repository not found\"");
+	s->created_at = 1773397800;
+	s->updated_at = 1773397801;
+	s->last_activity = 1773397872;
+}
+
+static void assert_same_session(const struct session *a, const struct session *b)
+{
+	cr_assert_str_eq(a->id, b->id);
+	cr_assert_str_eq(a->owner, b->owner);
+	cr_assert_str_eq(a->name, b->name);
+	cr_assert_eq(a->issue, b->issue);
+	cr_assert_str_eq(a->worktree, b->worktree);
+	cr_assert_str_eq(a->branch, b->branch);
+	cr_assert_str_eq(a->tmux_name, b->tmux_name);
+	cr_assert_eq(a->state, b->state);
+	cr_assert_eq(a->mode, b->mode);
+	cr_assert_str_eq(a->agent_session_id, b->agent_session_id);
+	cr_assert_eq(a->clients, b->clients);
+	cr_assert_eq(a->launched, b->launched);
+	cr_assert_str_eq(a->prompt, b->prompt);
+	cr_assert_str_eq(a->error, b->error);
+	cr_assert_eq(a->created_at, b->created_at);
+	cr_assert_eq(a->updated_at, b->updated_at);
+	cr_assert_eq(a->last_activity, b->last_activity);
+}
+
+/* Serialises and parses again, as the store does on disk. */
+static json_object *reparse(json_object *o)
+{
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	json_object *back = json_tokener_parse(text);
+
+	cr_assert_not_null(back, "re-parse of %s", text);
+	return back;
+}
+
+Test(session, json_round_trip_every_field)
+{
+	struct session a, b;
+	struct cause c = {{0}};
+	json_object *o, *back;
+
+	full_session(&a);
+	o = session_to_json(&a, true);
+	cr_assert_not_null(o);
+	back = reparse(o);
+	cr_assert_eq(session_from_json(&b, back, &c), 0, "cause: %s", c.msg);
+	assert_same_session(&a, &b);
+
+	/* And the defaults of a fresh session (not failed, not launched, empty prompt). */
+	json_object_put(o);
+	json_object_put(back);
+	cr_assert_eq(session_init(&a, "/code", "o", "n", 1), 0);
+	o = session_to_json(&a, true);
+	back = reparse(o);
+	cr_assert_eq(session_from_json(&b, back, &c), 0, "cause: %s", c.msg);
+	assert_same_session(&a, &b);
+	json_object_put(o);
+	json_object_put(back);
+}
+
+Test(session, json_round_trip_every_state_and_mode)
+{
+	struct session a, b;
+	struct cause c = {{0}};
+
+	for (int st = SESSION_CREATING; st <= SESSION_FAILED; st++)
+		for (int m = SESSION_TERMINAL; m <= SESSION_STRUCTURED; m++) {
+			json_object *o, *back;
+
+			full_session(&a);
+			a.state = (enum session_state)st;
+			a.mode = (enum session_mode)m;
+			if (st != SESSION_FAILED)
+				a.error[0] = '\0';
+			o = session_to_json(&a, true);
+			back = reparse(o);
+			cr_assert_eq(session_from_json(&b, back, &c), 0, "cause: %s", c.msg);
+			assert_same_session(&a, &b);
+			json_object_put(o);
+			json_object_put(back);
+		}
+}
+
+Test(session, json_round_trip_largest_prompt)
+{
+	struct session *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct cause c = {{0}};
+	json_object *o, *back;
+
+	cr_assert(a != NULL && b != NULL);
+	full_session(a);
+	/* Control characters escape to six bytes each: the worst case for record size. */
+	memset(a->prompt, '\x01', SESSION_PROMPT_MAX);
+	a->prompt[SESSION_PROMPT_MAX] = '\0';
+	o = session_to_json(a, true);
+	cr_assert_lt(strlen(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)),
+		     SESSION_RECORD_MAX, "the largest record fits SESSION_RECORD_MAX");
+	back = reparse(o);
+	cr_assert_eq(session_from_json(b, back, &c), 0, "cause: %s", c.msg);
+	assert_same_session(a, b);
+	json_object_put(o);
+	json_object_put(back);
+	free(a);
+	free(b);
+}
+
+static void collect_keys(json_object *o, char *out, size_t outlen)
+{
+	out[0] = '\0';
+	json_object_object_foreach(o, key, val)
+	{
+		(void)val;
+		strncat(out, key, outlen - strlen(out) - 2);
+		strcat(out, ",");
+	}
+}
+
+Test(session, api_form_fields_and_types)
+{
+	struct session s;
+	json_object *o, *v, *repo;
+	char keys[512];
+
+	full_session(&s);
+	s.state = SESSION_RUNNING;
+	o = session_to_json(&s, false);
+	cr_assert_not_null(o);
+	collect_keys(o, keys, sizeof(keys));
+	cr_assert_str_eq(keys, "id,repo,issue,worktree,branch,tmuxName,state,mode,agentSessionId,"
+			       "clients,prompt,createdAt,updatedAt,lastActivity,");
+	cr_assert(json_object_object_get_ex(o, "issue", &v));
+	cr_assert(json_object_is_type(v, json_type_int));
+	cr_assert_eq(json_object_get_int64(v), 2147483647);
+	cr_assert(json_object_object_get_ex(o, "clients", &v));
+	cr_assert(json_object_is_type(v, json_type_int));
+	cr_assert_eq(json_object_get_int(v), 3);
+	cr_assert(json_object_object_get_ex(o, "repo", &repo));
+	collect_keys(repo, keys, sizeof(keys));
+	cr_assert_str_eq(keys, "owner,name,");
+	cr_assert(json_object_object_get_ex(repo, "owner", &v));
+	cr_assert_str_eq(json_object_get_string(v), "cardano-foundation");
+	cr_assert(json_object_object_get_ex(o, "tmuxName", &v));
+	cr_assert_str_eq(json_object_get_string(v), "socket_io-2147483647");
+	cr_assert(json_object_object_get_ex(o, "state", &v));
+	cr_assert_str_eq(json_object_get_string(v), "running");
+	cr_assert(json_object_object_get_ex(o, "mode", &v));
+	cr_assert_str_eq(json_object_get_string(v), "structured");
+	cr_assert(json_object_object_get_ex(o, "createdAt", &v));
+	cr_assert_str_eq(json_object_get_string(v), "2026-03-13T10:30:00Z");
+	cr_assert(json_object_object_get_ex(o, "lastActivity", &v));
+	cr_assert_str_eq(json_object_get_string(v), "2026-03-13T10:31:12Z");
+	cr_assert(json_object_object_get_ex(o, "prompt", &v));
+	cr_assert_str_eq(json_object_get_string(v), s.prompt);
+	json_object_put(o);
+}
+
+Test(session, api_form_omits_launched_and_error_unless_failed)
+{
+	struct session s;
+	json_object *o, *v;
+
+	full_session(&s); /* launched = true, error text set */
+	for (int st = SESSION_CREATING; st <= SESSION_FAILED; st++) {
+		s.state = (enum session_state)st;
+		o = session_to_json(&s, false);
+		cr_assert_not(json_object_object_get_ex(o, "launched", NULL),
+			      "the API form never has launched");
+		if (st == SESSION_FAILED) {
+			cr_assert(json_object_object_get_ex(o, "error", &v));
+			cr_assert_str_eq(json_object_get_string(v), s.error);
+		} else {
+			cr_assert_not(json_object_object_get_ex(o, "error", NULL),
+				      "error only when failed (state %d)", st);
+		}
+		json_object_put(o);
+
+		o = session_to_json(&s, true);
+		cr_assert(json_object_object_get_ex(o, "launched", &v), "the disk form has it");
+		cr_assert(json_object_is_type(v, json_type_boolean));
+		cr_assert(json_object_get_boolean(v));
+		cr_assert_eq(json_object_object_get_ex(o, "error", NULL), st == SESSION_FAILED);
+		json_object_put(o);
+	}
+}
+
+/* A valid disk record (caller puts it). */
+static json_object *base_record(void)
+{
+	struct session s;
+
+	full_session(&s);
+	return session_to_json(&s, true);
+}
+
+static void expect_rejected(json_object *o, const char *what, const char *in_cause)
+{
+	struct session s;
+	struct cause c = {{0}};
+	int r = session_from_json(&s, o, &c);
+
+	cr_assert_eq(r, -EINVAL, "%s: got %d, want -EINVAL", what, r);
+	cr_assert_neq(c.msg[0], '\0', "%s: cause is empty", what);
+	if (in_cause != NULL)
+		cr_assert_not_null(strstr(c.msg, in_cause), "%s: cause '%s' lacks '%s'", what,
+				   c.msg, in_cause);
+	/* A NULL cause is allowed and gives the same answer. */
+	cr_assert_eq(session_from_json(&s, o, NULL), -EINVAL, "%s with NULL cause", what);
+}
+
+Test(session, from_json_missing_fields)
+{
+	const char *top[] = {"id",        "repo",      "issue",       "worktree",       "branch",
+			     "tmuxName",  "state",     "mode",        "agentSessionId", "prompt",
+			     "createdAt", "updatedAt", "lastActivity"};
+	const char *inner[] = {"owner", "name"};
+
+	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++) {
+		json_object *o = base_record();
+
+		json_object_object_del(o, top[i]);
+		expect_rejected(o, top[i], top[i]);
+		json_object_put(o);
+	}
+	for (size_t i = 0; i < sizeof(inner) / sizeof(inner[0]); i++) {
+		json_object *o = base_record(), *repo;
+
+		cr_assert(json_object_object_get_ex(o, "repo", &repo));
+		json_object_object_del(repo, inner[i]);
+		expect_rejected(o, inner[i], inner[i]);
+		json_object_put(o);
+	}
+}
+
+Test(session, from_json_wrong_types)
+{
+	const char *strings[] = {"id",        "worktree",  "branch",         "tmuxName",
+				 "state",     "mode",      "agentSessionId", "prompt",
+				 "createdAt", "updatedAt", "lastActivity"};
+	json_object *o, *repo;
+
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+		o = base_record();
+		json_object_object_add(o, strings[i], json_object_new_int(5));
+		expect_rejected(o, strings[i], strings[i]);
+		json_object_put(o);
+		o = base_record();
+		json_object_object_add(o, strings[i], NULL); /* JSON null */
+		expect_rejected(o, strings[i], strings[i]);
+		json_object_put(o);
+	}
+	/* issue: a string, a double, a boolean, null, an array. */
+	o = base_record();
+	json_object_object_add(o, "issue", json_object_new_string("2147483647"));
+	expect_rejected(o, "issue as string", "issue");
+	json_object_object_add(o, "issue", json_object_new_double(2147483647.0));
+	expect_rejected(o, "issue as double", "issue");
+	json_object_object_add(o, "issue", json_object_new_boolean(1));
+	expect_rejected(o, "issue as boolean", "issue");
+	json_object_object_add(o, "issue", NULL);
+	expect_rejected(o, "issue as null", "issue");
+	json_object_object_add(o, "issue", json_object_new_array());
+	expect_rejected(o, "issue as array", "issue");
+	json_object_put(o);
+	/* repo: a string; owner and name: numbers. */
+	o = base_record();
+	json_object_object_add(o, "repo", json_object_new_string("cardano-foundation/socket.io"));
+	expect_rejected(o, "repo as string", "repo");
+	json_object_put(o);
+	o = base_record();
+	cr_assert(json_object_object_get_ex(o, "repo", &repo));
+	json_object_object_add(repo, "owner", json_object_new_int(1));
+	expect_rejected(o, "owner as int", "owner");
+	json_object_put(o);
+	/* The record itself: not an object. */
+	o = json_object_new_array();
+	expect_rejected(o, "array record", NULL);
+	json_object_put(o);
+	o = json_object_new_string("{}");
+	expect_rejected(o, "string record", NULL);
+	json_object_put(o);
+	expect_rejected(NULL, "NULL record", NULL);
+}
+
+Test(session, from_json_optional_fields_wrong_types)
+{
+	json_object *o;
+
+	/* "launched": "false" must not silently become true (that would --resume a session whose
+	 * first launch never happened); wrong types are rejected like those of required fields. */
+	o = base_record();
+	json_object_object_add(o, "launched", json_object_new_string("false"));
+	expect_rejected(o, "launched as string", "launched");
+	json_object_put(o);
+	o = base_record();
+	json_object_object_add(o, "clients", json_object_new_string("3"));
+	expect_rejected(o, "clients as string", "clients");
+	json_object_put(o);
+	o = base_record();
+	json_object_object_add(o, "clients", json_object_new_double(3.0));
+	expect_rejected(o, "clients as double", "clients");
+	json_object_put(o);
+	o = base_record();
+	json_object_object_add(o, "clients", json_object_new_int64(1LL << 40));
+	expect_rejected(o, "clients beyond int", "clients");
+	json_object_put(o);
+	o = base_record();
+	json_object_object_add(o, "launched", json_object_new_int(1));
+	expect_rejected(o, "launched as int", "launched");
+	json_object_put(o);
+	o = base_record();
+	json_object_object_add(o, "error", json_object_new_int(5));
+	expect_rejected(o, "error as int", "error");
+	json_object_put(o);
+	o = base_record();
+	{
+		char *long_error = repeat('e', SESSION_ERROR_MAX);
+
+		json_object_object_add(o, "error", json_object_new_string(long_error));
+		expect_rejected(o, "error too long", "error");
+		free(long_error);
+	}
+	json_object_put(o);
+}
+
+Test(session, from_json_bad_values)
+{
+	struct {
+		const char *key, *value, *in_cause;
+	} cases[] = {
+	    {"id", "x-0", "id"},
+	    {"id", "x-01", "id"},
+	    {"id", "-3", "id"},
+	    {"id", "a/b-3", "id"},
+	    {"id", "../../etc/passwd-1", "id"},
+	    {"id", "", "id"},
+	    {"state", "bogus", "state"},
+	    {"state", "Running", "state"},
+	    {"mode", "tui", "mode"},
+	    {"createdAt", "yesterday", "createdAt"},
+	    {"createdAt", "2026-03-13T10:30:00Zjunk", "createdAt"},
+	    {"createdAt", "2026-03-13 10:30:00Z", "createdAt"},
+	    {"updatedAt", "2026-13-13T10:30:00Z", "updatedAt"},
+	    {"lastActivity", "", "lastActivity"},
+	};
+	json_object *o, *repo;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		o = base_record();
+		json_object_object_add(o, cases[i].key, json_object_new_string(cases[i].value));
+		/* Keep tmuxName consistent with a changed id, so only the id itself is wrong. */
+		if (strcmp(cases[i].key, "id") == 0)
+			json_object_object_add(o, "tmuxName",
+					       json_object_new_string(cases[i].value));
+		expect_rejected(o, cases[i].value, cases[i].in_cause);
+		json_object_put(o);
+	}
+	/* Out-of-range issues. */
+	const int64_t issues[] = {0, -1, 2147483648LL, INT64_MAX};
+	for (size_t i = 0; i < sizeof(issues) / sizeof(issues[0]); i++) {
+		o = base_record();
+		json_object_object_add(o, "issue", json_object_new_int64(issues[i]));
+		expect_rejected(o, "issue out of range", "issue");
+		json_object_put(o);
+	}
+	/* Invalid owner and name. */
+	o = base_record();
+	cr_assert(json_object_object_get_ex(o, "repo", &repo));
+	json_object_object_add(repo, "owner", json_object_new_string("-evil"));
+	expect_rejected(o, "owner -evil", "owner");
+	json_object_put(o);
+	o = base_record();
+	cr_assert(json_object_object_get_ex(o, "repo", &repo));
+	json_object_object_add(repo, "name", json_object_new_string(".."));
+	expect_rejected(o, "name ..", "name");
+	json_object_put(o);
+}
+
+Test(session, from_json_oversize_fields)
+{
+	struct {
+		const char *key;
+		size_t len;
+	} cases[] = {{"prompt", SESSION_PROMPT_MAX + 1},
+		     {"worktree", SESSION_PATH_MAX},
+		     {"branch", 32},
+		     {"agentSessionId", SESSION_UUID_LEN + 1},
+		     {"tmuxName", SESSION_ID_MAX + 1},
+		     {"id", BIG}};
+	json_object *o;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *v = repeat('x', cases[i].len);
+
+		o = base_record();
+		json_object_object_add(o, cases[i].key, json_object_new_string(v));
+		expect_rejected(o, cases[i].key, cases[i].key);
+		json_object_put(o);
+		free(v);
+	}
+}
+
+Test(session, from_json_tmux_name_mismatch)
+{
+	json_object *o = base_record();
+
+	/* id socket.io-2147483647 must have tmuxName socket_io-2147483647. */
+	json_object_object_add(o, "tmuxName", json_object_new_string("socket.io-2147483647"));
+	expect_rejected(o, "tmuxName with a dot", "tmuxName");
+	json_object_object_add(o, "tmuxName", json_object_new_string("other-1"));
+	expect_rejected(o, "tmuxName of another id", "tmuxName");
+	json_object_object_add(o, "tmuxName", json_object_new_string(""));
+	expect_rejected(o, "empty tmuxName", "tmuxName");
+	json_object_put(o);
+}
+
+Test(session, from_json_id_must_match_name_and_issue)
+{
+	/* id is derived from (name, issue): a record claiming another id is corrupt. */
+	json_object *o = base_record();
+
+	json_object_object_add(o, "id", json_object_new_string("other-7"));
+	json_object_object_add(o, "tmuxName", json_object_new_string("other-7"));
+	expect_rejected(o, "id of another name and issue", "id");
+	json_object_put(o);
+}
+
+Test(session, from_json_agent_session_id_must_be_uuid)
+{
+	/* It becomes --session-id=/--resume= of claude: only a UUID is acceptable. */
+	const char *bad[] = {"", "not-a-uuid", "--dangerously-skip-permissions",
+			     "0B7C2F4E-8A55-4A43-9A6B-2D0F4F0D9C12x"};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_object *o = base_record();
+
+		json_object_object_add(o, "agentSessionId", json_object_new_string(bad[i]));
+		expect_rejected(o, bad[i], "agentSessionId");
+		json_object_put(o);
+	}
+}
+
+Test(session, from_json_lenient_where_documented)
+{
+	struct session s;
+	struct cause c = {{0}};
+	json_object *o = base_record();
+
+	/* clients and launched are optional; a negative count is clamped; an error text is read
+	 * whatever the state. */
+	json_object_object_del(o, "launched");
+	json_object_object_del(o, "clients");
+	cr_assert_eq(session_from_json(&s, o, &c), 0, "cause: %s", c.msg);
+	cr_assert_not(s.launched);
+	cr_assert_eq(s.clients, 0);
+	json_object_object_add(o, "clients", json_object_new_int(-5));
+	cr_assert_eq(session_from_json(&s, o, &c), 0, "cause: %s", c.msg);
+	cr_assert_eq(s.clients, 0);
+	json_object_object_add(o, "unknownField", json_object_new_string("ignored"));
+	cr_assert_eq(session_from_json(&s, o, &c), 0, "unknown fields are ignored: %s", c.msg);
+	json_object_put(o);
+}
+
+Test(session, from_json_parses_hostile_text)
+{
+	/* Records come from disk: feed raw JSON text, including broken and hostile documents. */
+	const char *docs[] = {
+	    "{}",
+	    "[]",
+	    "null",
+	    "{\"repo\":{\"owner\":\"o\",\"name\":\"n\"},\"id\":\"n-1\"}",
+	    "{\"id\":\"n-1\",\"id\":\"m-1\"}",
+	};
+
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		json_object *o = json_tokener_parse(docs[i]);
+		struct session s;
+		struct cause c = {{0}};
+
+		cr_assert_eq(session_from_json(&s, o, &c), -EINVAL, "doc %s", docs[i]);
+		json_object_put(o);
+	}
 }
