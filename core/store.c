@@ -322,7 +322,8 @@ int store_list(const struct store *st, struct session **out, size_t *n)
 		free(list);
 		return r;
 	}
-	qsort(list, count, sizeof(*list), store_cmp);
+	if (count > 1)
+		qsort(list, count, sizeof(*list), store_cmp); /* list is NULL when empty */
 	*out = list;
 	*n = count;
 	return 0;

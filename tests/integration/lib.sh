@@ -1,0 +1,519 @@
+# Shared harness of the integration tests (sourced by tests/integration/test_*.sh).
+#
+# Each script gets a private temp dir $T with its own bare git remotes, runtime dir, base dir,
+# HOME and tmux server, and starts the whole stack (deploy/up: nginx + agentd-api + agentd-bridge)
+# on a free loopback port. Checks never stop the script: each prints "ok - ..." or
+# "not ok - ...: expected ..., got ...", and the exit trap stops everything, scans the logs for
+# sanitizer reports, prints the logs when something failed, removes $T and sets the exit code.
+#
+#   source "$(dirname "$0")/lib.sh"
+#   make_remote acme widgets
+#   start_stack [VAR=value ...]          extra environment for deploy/up
+#   api POST /sessions '{"repo":...}'    -> $STATUS, $BODY, $HEADERS
+#   assert_status "create" 201
+#
+# Environment: AGENTD_TEST_BUILD_DIR (default <repo>/build-asan), ITEST_KEEP=1 keeps $T.
+# shellcheck shell=bash disable=SC2034
+
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD_DIR=${AGENTD_TEST_BUILD_DIR:-$REPO/build-asan}
+FAKE_CLAUDE=$REPO/tests/fakes/claude
+export LC_ALL=C.UTF-8
+
+T=$(mktemp -d /tmp/agentd-it.XXXXXX)
+# nginx workers may run as another user (www-data): they must reach the sockets under $T/run.
+chmod 0755 "$T"
+mkdir -p "$T/remotes" "$T/run" "$T/code" "$T/home" "$T/logs" "$T/san" "$T/work"
+: >"$T/agentd.conf" # keeps a host /etc/agentd/agentd.conf out of the test
+TMUX_SOCK=$T/run/tmux.sock
+UP_PID=
+PORT=
+BASE_URL=
+STATUS=
+BODY=
+HEADERS=
+CHECKS=0
+FAILURES=0
+FAILED_CHECKS=()
+STACK_ENV=()
+
+# Sanitizer reports of every daemon process (including detached workers whose stderr is
+# /dev/null) go to $T/san/*.<pid>; leaks at daemon exit are not what these tests judge.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1}:detect_leaks=0:log_path=$T/san/asan"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}:log_path=$T/san/ubsan"
+
+# The git CLI used by the tests themselves: no user config, a fixed identity.
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+export GIT_AUTHOR_NAME=itest GIT_AUTHOR_EMAIL=itest@example.invalid
+export GIT_COMMITTER_NAME=itest GIT_COMMITTER_EMAIL=itest@example.invalid
+
+log() { printf '# %s\n' "$*"; }
+
+# ------------------------------------------------------------------------------------------------
+# checks
+
+pass() {
+	CHECKS=$((CHECKS + 1))
+	printf 'ok - %s\n' "$1"
+}
+
+# fail DESC [DETAIL...]
+fail() {
+	local desc=$1
+	shift
+	CHECKS=$((CHECKS + 1))
+	FAILURES=$((FAILURES + 1))
+	FAILED_CHECKS+=("$desc")
+	printf 'not ok - %s\n' "$desc"
+	local d
+	for d in "$@"; do printf '%s\n' "$d" | sed 's/^/#     /' | head -c 4000; done
+}
+
+# assert_eq DESC EXPECTED ACTUAL
+assert_eq() {
+	if [ "$2" == "$3" ]; then pass "$1"; else fail "$1" "expected: $2" "got:      $3"; fi
+}
+
+assert_ne() {
+	if [ "$2" != "$3" ]; then pass "$1"; else fail "$1" "expected anything but: $2"; fi
+}
+
+# assert_match DESC EXTENDED_REGEX ACTUAL
+assert_match() {
+	if [[ $3 =~ $2 ]]; then pass "$1"; else fail "$1" "expected to match: $2" "got: $3"; fi
+}
+
+# assert_status DESC EXPECTED_STATUS   (on $STATUS, shows $BODY when wrong)
+assert_status() {
+	if [ "$STATUS" == "$2" ]; then
+		pass "$1"
+	else
+		fail "$1" "expected status $2, got $STATUS" "body: ${BODY:0:600}"
+	fi
+}
+
+# assert_jq DESC FILTER [JSON]   FILTER must yield true (default JSON: $BODY)
+assert_jq() {
+	local json=${3-$BODY} out
+	out=$(printf '%s' "$json" | jq -e "$2" 2>&1)
+	if [ $? -eq 0 ] && [ "$out" == true ]; then
+		pass "$1"
+	else
+		fail "$1" "expected true from jq: $2" "got: $out" "json: ${json:0:600}"
+	fi
+}
+
+# assert_json DESC FILTER EXPECTED [JSON]   compares jq -c output of FILTER with EXPECTED
+assert_json() {
+	local json=${4-$BODY} out
+	out=$(printf '%s' "$json" | jq -c "$2" 2>&1)
+	if [ "$out" == "$3" ]; then
+		pass "$1"
+	else
+		fail "$1" "expected $2 == $3" "got: $out" "json: ${json:0:600}"
+	fi
+}
+
+# assert_error_body DESC   $BODY is {"error": "<non-empty string>", "code": "<snake_case>"}
+assert_error_body() {
+	assert_jq "$1" '(.error | type == "string" and length > 0) and
+		(.code | type == "string" and test("^[a-z][a-z0-9_]*$"))'
+}
+
+# check DESC COMMAND...   passes when the command succeeds
+check() {
+	local desc=$1 out
+	shift
+	if out=$("$@" 2>&1); then pass "$desc"; else fail "$desc" "command failed: $*" "$out"; fi
+}
+
+# check_not DESC COMMAND...   passes when the command fails
+check_not() {
+	local desc=$1 out
+	shift
+	if out=$("$@" 2>&1); then fail "$desc" "command succeeded: $*" "$out"; else pass "$desc"; fi
+}
+
+# ------------------------------------------------------------------------------------------------
+# git fixtures
+
+# make_remote OWNER NAME: a bare remote at $T/remotes/OWNER/NAME.git with two commits on main.
+make_remote() {
+	local owner=$1 name=$2 bare=$T/remotes/$1/$2.git work=$T/work/seed-$1-$2
+	mkdir -p "$(dirname "$bare")"
+	git init -q --bare -b main "$bare" || return 1
+	git init -q -b main "$work" || return 1
+	(
+		cd "$work" &&
+			printf '# %s/%s\n' "$owner" "$name" >README.md &&
+			git add README.md && git commit -q -m "initial commit" &&
+			printf 'int main(void) { return 0; }\n' >main.c &&
+			git add main.c && git commit -q -m "add main.c" &&
+			git push -q "$bare" main
+	) || return 1
+	rm -rf "$work"
+}
+
+# remote_commit OWNER NAME BRANCH: adds one commit on BRANCH of the remote (creating it from main).
+remote_commit() {
+	local work=$T/work/rc-$RANDOM
+	git clone -q "$T/remotes/$1/$2.git" "$work" || return 1
+	(
+		cd "$work" && git checkout -q -B "$3" "origin/${3}" 2>/dev/null ||
+			git checkout -q -b "$3"
+		date +%s%N >>upstream.txt && git add upstream.txt &&
+			git commit -q -m "upstream change" && git push -q origin "$3"
+	) || return 1
+	rm -rf "$work"
+}
+
+bare_clone() { printf '%s/code/.repos/%s/%s.git' "$T" "$1" "$2"; }
+
+# ------------------------------------------------------------------------------------------------
+# the stack
+
+free_port() {
+	python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# start_stack [VAR=value ...]: starts deploy/up (own process group) and waits for /healthz 200.
+# The extra variables are remembered for restart_stack. Returns non-zero (after a failed check)
+# when the stack does not come up.
+start_stack() {
+	[ $# -gt 0 ] && STACK_ENV=("$@")
+	if [ ! -x "$REPO/deploy/up" ]; then
+		fail "deploy/up exists" "$REPO/deploy/up is missing or not executable"
+		return 1
+	fi
+	if [ ! -x "$BUILD_DIR/fcgi-app/agentd-api" ]; then
+		fail "agentd-api is built" "$BUILD_DIR/fcgi-app/agentd-api is missing (run tests/run)"
+		return 1
+	fi
+	[ -n "$PORT" ] || PORT=$(free_port)
+	BASE_URL=http://127.0.0.1:$PORT
+	echo "=== start_stack $(date +%T) port $PORT ${STACK_ENV[*]}" >>"$T/logs/up.log"
+	(
+		cd "$T" || exit 1
+		# setsid: deploy/up leads its own process group (and session), so the harness can
+		# signal it and everything it leaves behind without touching anything else.
+		exec setsid env AGENTD_NO_INSTALL=1 AGENTD_BUILD_DIR="$BUILD_DIR" \
+			AGENTD_CONFIG="$T/agentd.conf" AGENTD_LISTEN="127.0.0.1:$PORT" \
+			AGENTD_RUNTIME_DIR="$T/run" AGENTD_BASE_DIR="$T/code" \
+			AGENTD_REPO_URL="file://$T/remotes/{owner}/{name}.git" \
+			AGENTD_CLAUDE="$FAKE_CLAUDE" HOME="$T/home" "${STACK_ENV[@]}" \
+			"$REPO/deploy/up"
+	) </dev/null >>"$T/logs/up.log" 2>&1 &
+	UP_PID=$!
+	if wait_healthy 90; then
+		log "stack up on $BASE_URL (deploy/up pid $UP_PID)"
+		return 0
+	fi
+	fail "stack comes up (GET /healthz 200)" "$(tail -n 40 "$T/logs/up.log")"
+	return 1
+}
+
+# wait_healthy TIMEOUT: /healthz answers 200 (fails early if deploy/up died).
+wait_healthy() {
+	local deadline=$((SECONDS + $1)) code
+	while [ $SECONDS -lt $deadline ]; do
+		if [ -n "$UP_PID" ] && ! kill -0 "$UP_PID" 2>/dev/null; then
+			echo "deploy/up (pid $UP_PID) exited" >>"$T/logs/up.log"
+			return 1
+		fi
+		code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$BASE_URL/healthz" 2>/dev/null)
+		[ "$code" == 200 ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# stop_stack [TIMEOUT]: SIGTERM to deploy/up and wait; SIGKILL to its group if it hangs.
+# Returns 1 when it had to be killed.
+stop_stack() {
+	local timeout=${1:-20} deadline rc=0
+	[ -n "$UP_PID" ] || return 0
+	echo "=== stop_stack $(date +%T)" >>"$T/logs/up.log"
+	kill -TERM "$UP_PID" 2>/dev/null
+	deadline=$((SECONDS + timeout))
+	while kill -0 "$UP_PID" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+	if kill -0 "$UP_PID" 2>/dev/null; then
+		echo "deploy/up did not stop within ${timeout}s; killing its process group" \
+			>>"$T/logs/up.log"
+		kill -KILL -- "-$UP_PID" 2>/dev/null
+		rc=1
+	fi
+	wait "$UP_PID" 2>/dev/null
+	UP_PID=
+	return $rc
+}
+
+restart_stack() {
+	stop_stack && start_stack
+}
+
+# descendants PID: every process below PID (by parent links), one pid a line.
+descendants() {
+	ps -e -o pid=,ppid= | awk -v root="$1" '
+		{ parent[$1] = $2; pids[NR] = $1 }
+		END {
+			want[root] = 1
+			do {
+				changed = 0
+				for (i in pids) {
+					p = pids[i]
+					if (!(p in want) && (parent[p] in want)) { want[p] = 1; changed = 1 }
+				}
+			} while (changed)
+			for (p in want) if (p != root) print p
+		}'
+}
+
+# api_pid: the pid of the running agentd-api request server started by deploy/up (not a
+# creation worker), or nothing.
+api_pid() {
+	local exe p args
+	exe=$(readlink -f "$BUILD_DIR/fcgi-app/agentd-api")
+	[ -n "$UP_PID" ] || return 0
+	for p in $(descendants "$UP_PID"); do
+		[ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$exe" ] || continue
+		args=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)
+		[[ $args == *--create* ]] && continue
+		echo "$p"
+		return 0
+	done
+}
+
+# kill_api [SIGNAL]: kills agentd-api and waits until deploy/up has started a new one and
+# /healthz answers. Returns non-zero (after a failed check) otherwise.
+kill_api() {
+	local sig=${1:-KILL} old new deadline
+	old=$(api_pid)
+	if [ -z "$old" ]; then
+		fail "agentd-api process found under deploy/up" "$(ps -e -o pid,ppid,pgid,args | grep -v ' ps ')"
+		return 1
+	fi
+	echo "=== kill -$sig agentd-api $old $(date +%T)" >>"$T/logs/up.log"
+	kill "-$sig" "$old"
+	deadline=$((SECONDS + 30))
+	while [ $SECONDS -lt $deadline ]; do
+		new=$(api_pid)
+		if [ -n "$new" ] && [ "$new" != "$old" ] && wait_healthy 20; then
+			log "agentd-api restarted: $old -> $new"
+			return 0
+		fi
+		sleep 0.2
+	done
+	fail "deploy/up restarts agentd-api after kill -$sig" "old pid $old, now: ${new:-none}" \
+		"$(tail -n 20 "$T/logs/up.log")"
+	return 1
+}
+
+# ------------------------------------------------------------------------------------------------
+# HTTP
+
+# api METHOD PATH [BODY] [CURL_ARGS...]: through nginx. The third argument is the body unless it
+# starts with '-' (then it and the rest are curl arguments; send such a body from a file). With a
+# BODY (even ""), the request carries it with Content-Type $API_CT (default application/json;
+# API_CT=none sends no Content-Type header). BODY "@file" sends a file.
+# Sets STATUS, BODY, HEADERS.
+api() {
+	local method=$1 path=$2
+	shift 2
+	local args=(-s --path-as-is -X "$method" -o "$T/resp.body" -D "$T/resp.headers" -w '%{http_code}' -m 30)
+	if [ $# -gt 0 ] && [[ $1 != -* ]]; then
+		local ct=${API_CT:-application/json}
+		if [ "$ct" == none ]; then
+			args+=(-H 'Content-Type:')
+		else
+			args+=(-H "Content-Type: $ct")
+		fi
+		args+=(--data-binary "$1")
+		shift
+	fi
+	: >"$T/resp.body"
+	: >"$T/resp.headers"
+	STATUS=$(curl "${args[@]}" "$@" "$BASE_URL$path")
+	[ -n "$STATUS" ] || STATUS=000
+	BODY=$(cat "$T/resp.body")
+	HEADERS=$(tr -d '\r' <"$T/resp.headers")
+}
+
+# header NAME: the value of response header NAME from the last api call (case-insensitive).
+header() {
+	printf '%s\n' "$HEADERS" | awk -v n="$(printf '%s' "$1" | tr 'A-Z' 'a-z')" '
+		{ i = index($0, ":"); if (i && tolower(substr($0, 1, i - 1)) == n) {
+			v = substr($0, i + 1); sub(/^[ \t]+/, "", v); print v } }' | tail -n 1
+}
+
+has_header() {
+	printf '%s\n' "$HEADERS" | grep -qi "^$1:"
+}
+
+# create_body OWNER NAME ISSUE
+create_body() {
+	jq -cn --arg o "$1" --arg n "$2" --argjson i "$3" '{repo: {owner: $o, name: $n}, issue: $i}'
+}
+
+# create OWNER NAME ISSUE: POST /sessions (sets STATUS/BODY).
+create() {
+	api POST /sessions "$(create_body "$1" "$2" "$3")"
+}
+
+get_session() { api GET "/sessions/$1"; }
+
+# wait_state ID STATE TIMEOUT: polls GET /sessions/ID until .state == STATE. Leaves the last
+# answer in BODY. Returns 1 on timeout, or at once when the session failed (unless STATE is
+# failed). No check is counted: callers assert.
+wait_state() {
+	local id=$1 want=$2 deadline=$((SECONDS + $3)) st
+	while :; do
+		api GET "/sessions/$id"
+		st=$(printf '%s' "$BODY" | jq -r '.state? // empty' 2>/dev/null)
+		[ "$st" == "$want" ] && return 0
+		[ "$st" == failed ] && [ "$want" != failed ] && return 1
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.1
+	done
+}
+
+# assert_state DESC ID STATE TIMEOUT
+assert_state() {
+	if wait_state "$2" "$3" "$4"; then
+		pass "$1"
+	else
+		fail "$1" "expected state $3 within $4 s" "got: $STATUS ${BODY:0:600}"
+	fi
+}
+
+# ------------------------------------------------------------------------------------------------
+# tmux, worktrees and the fake claude
+
+tmx() { tmux -S "$TMUX_SOCK" "$@"; }
+
+tmux_has() { tmx has-session -t "=$1" 2>/dev/null; }
+
+tmux_count() {
+	local n
+	n=$(tmx list-sessions -F x 2>/dev/null | wc -l)
+	echo "${n:-0}"
+}
+
+pane_pid() { tmx display -p -t "=$1:" '#{pane_pid}' 2>/dev/null; }
+
+# claude_record TMUXNAME [TIMEOUT]: prints the fake claude record of the pane's process.
+claude_record() {
+	local pid deadline=$((SECONDS + ${2:-10}))
+	while [ $SECONDS -le $deadline ]; do
+		pid=$(pane_pid "$1")
+		if [ -n "$pid" ] && [ -f "$T/home/fake-claude/$pid.json" ]; then
+			cat "$T/home/fake-claude/$pid.json"
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# claude_pids: pids of every fake claude that ever started in this test.
+claude_pids() {
+	local f
+	for f in "$T"/home/fake-claude/*.json; do
+		[ -f "$f" ] && basename "$f" .json
+	done
+}
+
+alive() { kill -0 "$1" 2>/dev/null; }
+
+record_count() {
+	local n
+	n=$(find "$T/run/sessions" -maxdepth 1 -name '*.json' 2>/dev/null | wc -l)
+	echo "${n:-0}"
+}
+
+worktree_count() {
+	local n
+	n=$(find "$T/code" -mindepth 1 -maxdepth 1 -name '*-issue-*' 2>/dev/null | wc -l)
+	echo "${n:-0}"
+}
+
+# assert_nothing_created DESC: no record, no worktree, no tmux session, no bare clone.
+assert_nothing_created() {
+	local r w s c
+	r=$(record_count)
+	w=$(worktree_count)
+	s=$(tmux_count)
+	c=$(find "$T/code/.repos" -mindepth 2 -maxdepth 2 -name '*.git' 2>/dev/null | wc -l)
+	if [ "$r$w$s$c" == 0000 ]; then
+		pass "$1"
+	else
+		fail "$1" "records=$r worktrees=$w tmux sessions=$s clones=$c (all expected 0)" \
+			"$(ls -la "$T/run/sessions" "$T/code" 2>&1 | head -20)"
+	fi
+}
+
+# ------------------------------------------------------------------------------------------------
+# cleanup
+
+scan_sanitizers() {
+	local hits
+	hits=$(grep -rsIl -D skip -e 'ERROR: AddressSanitizer' -e 'runtime error:' \
+		-e 'ERROR: LeakSanitizer' -e 'ERROR: UndefinedBehaviorSanitizer' \
+		"$T/san" "$T/logs" "$T/run" 2>/dev/null)
+	if [ -n "$hits" ]; then
+		local f
+		fail "no sanitizer reports in daemon logs" "$(for f in $hits; do
+			echo "== $f"
+			grep -n -A 12 -m 1 -e 'ERROR: ' -e 'runtime error:' "$f"
+		done | head -n 80)"
+	else
+		pass "no sanitizer reports in daemon logs"
+	fi
+}
+
+cleanup() {
+	local rc=$? p f
+	trap - EXIT INT TERM
+	set +e
+	stop_stack 20 || fail "deploy/up stops on SIGTERM within 20 s"
+	tmux -S "$TMUX_SOCK" kill-server >/dev/null 2>&1
+	# Fake agents that outlived their tmux server (they should not).
+	for p in $(claude_pids); do
+		if alive "$p" && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q fakes/claude; then
+			kill -KILL "$p" 2>/dev/null
+		fi
+	done
+	scan_sanitizers
+	if [ "$FAILURES" -gt 0 ] || [ "$rc" -ne 0 ]; then
+		echo
+		echo "######## logs ($T) ########"
+		for f in "$T"/logs/* "$T"/run/*.log "$T"/run/logs/* "$T"/san/*; do
+			[ -f "$f" ] || continue
+			echo "======== $f (last 150 lines)"
+			tail -n 150 "$f"
+		done
+	fi
+	echo
+	if [ "$FAILURES" -gt 0 ]; then
+		echo "# $FAILURES of $CHECKS checks failed:"
+		printf '#   %s\n' "${FAILED_CHECKS[@]}"
+		rc=1
+	elif [ "$rc" -ne 0 ]; then
+		echo "# script ended with status $rc after $CHECKS checks"
+	else
+		echo "# all $CHECKS checks passed"
+	fi
+	if [ "${ITEST_KEEP:-0}" == 1 ]; then
+		echo "# kept $T"
+	else
+		rm -rf "$T"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
