@@ -341,3 +341,47 @@ Test(ptyproc, destroy_from_inside_a_callback)
 	cr_assert_eq(seen.hangups, 0, "no callback after destroy");
 	cr_assert_eq(waitpid(pid, NULL, 0), pid);
 }
+
+static uint64_t out_times[4096];
+static int out_ntimes;
+static void timed_output(void *data, const char *buf, size_t len)
+{
+	if (out_ntimes < 4096)
+		out_times[out_ntimes++] = uv_hrtime();
+	on_output(data, buf, len);
+}
+
+Test(ptyproc, bulk_output_is_coalesced)
+{
+	static const struct ptyproc_callbacks tcb = {.on_output = timed_output,
+						     .on_hangup = on_hangup};
+	/* A line every 200 us for about half a second, like tmux redrawing under a flood. */
+	char *argv[] = {"/bin/sh", "-c",
+			"python3 -c 'import os, time\n"
+			"for i in range(2000):\n"
+			"    os.write(1, b\"line %d\\n\" % i)\n"
+			"    time.sleep(0.0002)\n"
+			"os.write(1, b\"bulk-done\\n\")'",
+			NULL};
+	char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+	struct ptyproc_spec spec = {
+	    .path = "/bin/sh", .argv = argv, .envp = envp, .cols = 80, .rows = 24};
+	struct ptyproc *p = NULL;
+	int close_gaps = 0;
+
+	cr_assert_eq(ptyproc_spawn(&p, &loop, &spec, scratch, &tcb, &seen), 0);
+	want_text = "bulk-done";
+	cr_assert(run_until(has_text, 20000), "output ends with: %s",
+		  seen.out + (seen.len > 200 ? seen.len - 200 : 0));
+	cr_assert_not_null(strstr(seen.out, "line 1999\r\n"));
+	/* Read as it comes, most reads would be ~200 us apart; coalesced, a read in a burst is
+	 * followed by a pause of PTY_COALESCE_MS. */
+	for (int i = 1; i < out_ntimes; i++)
+		if (out_times[i] - out_times[i - 1] < 500 * 1000)
+			close_gaps++;
+	cr_assert_lt(close_gaps * 5, out_ntimes, "%d of %d reads less than 0.5 ms apart",
+		     close_gaps, out_ntimes);
+	run_until(hung_up, 5000);
+	reap(p);
+	ptyproc_destroy(p);
+}

@@ -1,0 +1,94 @@
+/*
+ * What every part of agentd-bridge shares: the loop, the read-only configuration, the record
+ * store and roster, the tmux client command, the named limits and timeouts, and the list of
+ * client connections. Owned by the server module; the rest borrow it.
+ */
+#ifndef AGENTD_BRIDGE_BRIDGE_H
+#define AGENTD_BRIDGE_BRIDGE_H
+
+#include "config.h"
+#include "roster.h"
+#include "store.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <uv.h>
+
+/* Limits and timeouts (milliseconds unless said otherwise). */
+#define BRIDGE_CLIENTS_MAX          512          /* connections at once; more are closed */
+#define BRIDGE_TICK_MS              250          /* timer granularity for every deadline below */
+#define BRIDGE_PING_INTERVAL_MS     (20 * 1000)  /* a ping each; unanswered by the next: closed */
+#define BRIDGE_HANDSHAKE_TIMEOUT_MS (10 * 1000)  /* to send a complete request head */
+#define BRIDGE_CREATING_WAIT_MS     (30 * 1000)  /* an upgrade waits this long for `running` */
+#define BRIDGE_CREATING_POLL_MS     250          /* record re-read interval while waiting */
+#define BRIDGE_STALL_TIMEOUT_MS     (30 * 1000)  /* output paused this long: client closed */
+#define BRIDGE_CLOSE_TIMEOUT_MS     (2 * 1000)   /* for a close handshake or error response */
+#define BRIDGE_SHUTDOWN_TIMEOUT_MS  (3 * 1000)   /* SIGTERM: then every socket is cut */
+#define BRIDGE_OUT_HIGH             (256 * 1024) /* queued output: stop reading the PTY */
+#define BRIDGE_OUT_LOW              (64 * 1024)  /* ... and resume below this */
+#define BRIDGE_OUT_MSGS_HIGH        64           /* the same in queued frames */
+#define BRIDGE_OUT_MSGS_LOW         16
+#define BRIDGE_OUT_HARD             (1024 * 1024) /* never legitimately reached: cut at once */
+#define BRIDGE_OUT_MSGS_HARD        1024          /* e.g. pongs owed to a ping flood */
+#define BRIDGE_DEFAULT_COLS         80
+#define BRIDGE_DEFAULT_ROWS         24
+#define BRIDGE_CHILD_TERM           "TERM=xterm-256color"
+
+/* Tunables (tests shorten the timeouts); see the matching BRIDGE_* defaults. */
+struct bridge_options {
+	unsigned ping_interval_ms; /* 0: no pings */
+	unsigned stall_timeout_ms;
+	unsigned handshake_timeout_ms;
+	unsigned creating_wait_ms;
+	unsigned max_clients;
+};
+
+struct terminal;
+LIST_HEAD(terminal_list, terminal);
+
+struct bridge;
+struct http_request;
+
+/*
+ * Another kind of connection on the same socket (the structured-mode relay) plugs in here.
+ * The terminal module reads every request head; a path it does not serve and claims() accepts
+ * is handed over with accept(): fd is a non-blocking socket no handle watches any more, req the
+ * complete request; both belong to the service from then on, on every path. The server calls
+ * tick() with every timer tick, shutdown() on SIGTERM, abort() when the shutdown deadline
+ * passed, and waits until count() is 0 before it exits; count() also counts against
+ * opt.max_clients.
+ */
+struct bridge_service {
+	bool (*claims)(const char *path);
+	int (*accept)(struct bridge *b, int fd, struct http_request *req);
+	void (*tick)(struct bridge *b, uint64_t now);
+	void (*shutdown)(struct bridge *b);
+	void (*abort)(struct bridge *b);
+	unsigned (*count)(const struct bridge *b);
+};
+
+struct bridge {
+	uv_loop_t *loop;
+	const struct config *cfg;
+	struct bridge_options opt;
+	struct store store;
+	struct roster *roster;
+	char tmux_bin[CONFIG_PATH_MAX];    /* absolute path of the tmux executable */
+	char tmux_socket[CONFIG_PATH_MAX]; /* <runtime>/tmux.sock */
+	char tmux_conf[CONFIG_PATH_MAX];   /* <runtime>/tmux.conf */
+	char **child_env;                  /* tmux clients' environment (TERM set, TMUX unset) */
+	char *scratch;                     /* PTY_FRAME_MAX bytes shared by all PTY reads */
+	struct terminal_list terminals;
+	unsigned nterminals;
+	const struct bridge_service *other; /* NULL: only terminals are served */
+	bool stopping;
+};
+
+/* Connections of the other service (0 without one). */
+static inline unsigned bridge_other_count(const struct bridge *b)
+{
+	return b->other != NULL ? b->other->count(b) : 0;
+}
+
+#endif

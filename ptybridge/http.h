@@ -1,0 +1,86 @@
+/*
+ * HTTP/1.1 request heads for the bridge: bytes are read straight into the request's own bounded
+ * buffer and parsed incrementally by http-parser (Debian's libhttp-parser); nothing here is a
+ * hand-written parser. Once a head is complete, every accessor returns NUL-terminated views into
+ * that buffer, valid until http_request_destroy. Also formats the few responses the bridge sends
+ * before a WebSocket exists (errors as API.md's JSON body, and the 101 upgrade).
+ */
+#ifndef AGENTD_BRIDGE_HTTP_H
+#define AGENTD_BRIDGE_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define HTTP_HEAD_MAX     (8 * 1024) /* request line + headers; larger heads are refused */
+#define HTTP_HEADERS_MAX  48         /* header lines kept; more is -EOVERFLOW */
+#define HTTP_RESPONSE_MAX 1024       /* every response the bridge formats fits */
+
+struct http_request;
+
+/* Returns a new empty request (caller destroys), or NULL with errno ENOMEM. */
+struct http_request *http_request_create(void);
+
+/* NULL-safe. */
+void http_request_destroy(struct http_request *req);
+
+/*
+ * Where the next bytes read from the peer go: returns a pointer into the request buffer and sets
+ * *avail to the room left (0 when the buffer is full; feeding then fails with -EOVERFLOW).
+ */
+char *http_request_space(struct http_request *req, size_t *avail);
+
+/*
+ * Parses n bytes that were just written at http_request_space. Returns 0 when the head is still
+ * incomplete, 1 when it is complete (further calls keep returning 1 and ignore their bytes),
+ * -EBADMSG when the bytes are not HTTP/1.x, -EOVERFLOW when the head outgrows HTTP_HEAD_MAX or
+ * HTTP_HEADERS_MAX.
+ */
+int http_request_feed(struct http_request *req, size_t n);
+
+/*
+ * Bytes that arrived after a complete upgrade head (the peer's first WebSocket frames). *len is
+ * set; the pointer is valid until destroy. Empty for a request that is not an upgrade.
+ */
+const char *http_request_rest(const struct http_request *req, size_t *len);
+
+/* The method ("GET") and the path of the request target without its query (raw, not decoded). */
+const char *http_request_method(const struct http_request *req);
+const char *http_request_path(const struct http_request *req);
+
+/* The query string without '?', or "" when there is none. */
+const char *http_request_query(const struct http_request *req);
+
+/*
+ * The value of header name (case-insensitive), leading/trailing blanks removed, or NULL if absent.
+ * When count is not NULL it receives the number of lines with that name (the first is returned).
+ */
+const char *http_request_header(const struct http_request *req, const char *name, unsigned *count);
+
+/* True when http-parser saw Upgrade with Connection: upgrade, HTTP/1.1 or later, and no body. */
+bool http_request_is_upgrade(const struct http_request *req);
+
+/* True when the comma-separated header value contains token (case-insensitive). NULL-safe. */
+bool http_has_token(const char *value, const char *token);
+
+/*
+ * Finds name=value in a query string and parses value as a decimal integer in [min, max].
+ * Returns 0 with *out set, -ENOENT when absent, -ERANGE when malformed or outside the range.
+ */
+int http_query_int(const char *query, const char *name, long min, long max, long *out);
+
+/* The reason phrase of a status code the bridge uses ("Not Found"), or "Error". */
+const char *http_status_text(int status);
+
+/*
+ * Formats an error response with API.md's body {"error": message, "code": code} and
+ * Connection: close. extra is NULL or further header lines, each ending in "\r\n". message must
+ * not need JSON escaping beyond what is done here (quotes and backslashes are escaped, control
+ * characters dropped). Returns the length written, or -EOVERFLOW when out is too small.
+ */
+int http_format_error(char *out, size_t outlen, int status, const char *code, const char *message,
+		      const char *extra);
+
+/* Formats the 101 answer with Sec-WebSocket-Accept accept. Returns the length or -EOVERFLOW. */
+int http_format_upgrade(char *out, size_t outlen, const char *accept);
+
+#endif

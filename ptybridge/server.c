@@ -1,0 +1,366 @@
+#include "server.h"
+
+#include "log.h"
+#include "proc.h"
+#include "ptyproc.h"
+#include "roster.h"
+#include "terminal.h"
+#include "tmux.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct server {
+	struct bridge b;
+	uv_loop_t loop;
+	int listen_fd;
+	uv_poll_t listen_poll;
+	bool listening;
+	bool accept_paused; /* out of fds: accepting resumes on the next tick */
+	uv_signal_t sigterm, sigint, sigchld, sighup;
+	uv_timer_t tick;
+	uint64_t stop_deadline;
+	char socket_path[CONFIG_PATH_MAX];
+};
+
+void server_options_defaults(struct bridge_options *opt)
+{
+	opt->ping_interval_ms = BRIDGE_PING_INTERVAL_MS;
+	opt->stall_timeout_ms = BRIDGE_STALL_TIMEOUT_MS;
+	opt->handshake_timeout_ms = BRIDGE_HANDSHAKE_TIMEOUT_MS;
+	opt->creating_wait_ms = BRIDGE_CREATING_WAIT_MS;
+	opt->max_clients = BRIDGE_CLIENTS_MAX;
+}
+
+/* Each client costs a socket and a PTY master; the default soft limit of 1024 is too low for
+ * BRIDGE_CLIENTS_MAX, so take what the hard limit allows. */
+static void server_raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* The tmux clients' environment: ours, with the terminal type the browser's xterm.js speaks and
+ * without TMUX (tmux refuses to attach from inside a tmux pane). */
+static char **server_child_env(void)
+{
+	extern char **environ;
+	static const char *const drop[] = {"TERM=", "TMUX=", "TMUX_PANE=", "COLUMNS=", "LINES="};
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n] != NULL)
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	if (env == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		bool skip = false;
+
+		for (size_t d = 0; d < sizeof(drop) / sizeof(drop[0]); d++)
+			if (strncmp(environ[i], drop[d], strlen(drop[d])) == 0)
+				skip = true;
+		if (!skip)
+			env[k++] = environ[i];
+	}
+	env[k++] = (char *)BRIDGE_CHILD_TERM;
+	env[k] = NULL;
+	return env;
+}
+
+static int server_listen(struct server *s, struct cause *cause)
+{
+	struct sockaddr_un addr;
+	int fd, probe;
+
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	if (strlen(s->socket_path) >= sizeof(addr.sun_path))
+		return cause_fail(cause, ENAMETOOLONG, "socket path %s is too long",
+				  s->socket_path);
+	memcpy(addr.sun_path, s->socket_path, strlen(s->socket_path) + 1);
+	/* A path that still answers belongs to a live bridge: never steal it. */
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe >= 0) {
+		int r = connect(probe, (struct sockaddr *)&addr, sizeof(addr));
+
+		close(probe);
+		if (r == 0)
+			return cause_fail(cause, EADDRINUSE, "another bridge listens on %s",
+					  s->socket_path);
+	}
+	unlink(s->socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return cause_fail(cause, errno, "socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    chmod(s->socket_path, SERVER_SOCKET_MODE) < 0 || listen(fd, SERVER_BACKLOG) < 0) {
+		int e = errno;
+
+		close(fd);
+		return cause_fail(cause, e, "cannot listen on %s: %s", s->socket_path, strerror(e));
+	}
+	s->listen_fd = fd;
+	return 0;
+}
+
+static void server_on_accept(uv_poll_t *handle, int status, int events)
+{
+	struct server *s = handle->data;
+
+	for (;;) {
+		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				/* EMFILE and the like: the socket stays readable, so stop watching
+				 * it for a tick instead of spinning. */
+				log_error("accept: %s", strerror(errno));
+				uv_poll_stop(&s->listen_poll);
+				s->accept_paused = true;
+			}
+			return;
+		}
+		if (s->b.stopping ||
+		    s->b.nterminals + bridge_other_count(&s->b) >= s->b.opt.max_clients) {
+			static const char busy[] =
+			    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+			    "Content-Length: 52\r\nConnection: close\r\n\r\n"
+			    "{\"error\":\"too many terminal clients\",\"code\":\"busy\"}\n";
+
+			log_warn("refusing a connection: %u clients", s->b.nterminals);
+			/* Best effort on a fresh socket: it has room for this. */
+			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+				log_warn("cannot answer a refused connection: %s", strerror(errno));
+			close(fd);
+			continue;
+		}
+		terminal_accept(&s->b, fd);
+	}
+}
+
+static void server_on_sigchld(uv_signal_t *handle, int signum)
+{
+	struct server *s = handle->data;
+	pid_t pid;
+	int status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (struct terminal *t = LIST_FIRST(&s->b.terminals); t != NULL;
+		     t = terminal_next(t))
+			if (terminal_child_exited(t, pid))
+				break;
+		if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+			log_info("tmux client %d exited with status %d", (int)pid,
+				 WEXITSTATUS(status));
+	}
+}
+
+static void server_stop(struct server *s)
+{
+	struct terminal *t, *next;
+
+	if (s->b.stopping)
+		return;
+	log_info("stopping: closing %u clients", s->b.nterminals + bridge_other_count(&s->b));
+	s->b.stopping = true;
+	s->stop_deadline = uv_now(&s->loop) + BRIDGE_SHUTDOWN_TIMEOUT_MS;
+	if (s->listening) {
+		uv_close((uv_handle_t *)&s->listen_poll, NULL);
+		close(s->listen_fd);
+		unlink(s->socket_path);
+		s->listening = false;
+	}
+	for (t = LIST_FIRST(&s->b.terminals); t != NULL; t = next) {
+		next = terminal_next(t);
+		terminal_shutdown(t);
+	}
+	if (s->b.other != NULL)
+		s->b.other->shutdown(&s->b);
+}
+
+static void server_on_sigterm(uv_signal_t *handle, int signum)
+{
+	server_stop(handle->data);
+}
+
+static void server_on_sighup(uv_signal_t *handle, int signum)
+{
+	/* Nothing to reload: the configuration is read once. Ignoring SIGHUP keeps a closing
+	 * terminal from killing us. */
+}
+
+/* True while a child (a tmux client that got its hangup) is not reaped yet: exiting before would
+ * leave it to whoever inherits it. */
+static bool server_has_children(void)
+{
+	siginfo_t info;
+
+	/* WNOWAIT: only look; the SIGCHLD handler reaps and tells the terminals. */
+	return !(waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD);
+}
+
+static void server_on_tick(uv_timer_t *handle)
+{
+	struct server *s = handle->data;
+	uint64_t now = uv_now(&s->loop);
+	struct terminal *t, *next;
+
+	if (s->accept_paused && s->listening) {
+		s->accept_paused = false;
+		uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept);
+	}
+	for (t = LIST_FIRST(&s->b.terminals); t != NULL; t = next) {
+		next = terminal_next(t);
+		if (s->b.stopping && now >= s->stop_deadline)
+			terminal_abort(t);
+		else
+			terminal_tick(t, now);
+	}
+	if (s->b.other != NULL) {
+		if (s->b.stopping && now >= s->stop_deadline)
+			s->b.other->abort(&s->b);
+		else
+			s->b.other->tick(&s->b, now);
+	}
+	if (s->b.stopping && s->b.nterminals == 0 && bridge_other_count(&s->b) == 0 &&
+	    !roster_busy(s->b.roster) && (!server_has_children() || now >= s->stop_deadline)) {
+		/* The last handles: with them closed uv_run returns. */
+		uv_close((uv_handle_t *)&s->tick, NULL);
+		uv_close((uv_handle_t *)&s->sigterm, NULL);
+		uv_close((uv_handle_t *)&s->sigint, NULL);
+		uv_close((uv_handle_t *)&s->sighup, NULL);
+		uv_close((uv_handle_t *)&s->sigchld, NULL);
+	}
+}
+
+static int server_signal(struct server *s, uv_signal_t *h, uv_signal_cb cb, int signum)
+{
+	int r = uv_signal_init(&s->loop, h);
+
+	if (r < 0)
+		return r;
+	h->data = s;
+	return uv_signal_start(h, cb, signum);
+}
+
+static int server_setup(struct server *s, const struct config *cfg,
+			const struct bridge_options *opt, struct cause *cause)
+{
+	struct bridge *b = &s->b;
+	struct tmux tm;
+	int r;
+
+	b->loop = &s->loop;
+	b->cfg = cfg;
+	b->opt = *opt;
+	LIST_INIT(&b->terminals);
+	r = store_init(&b->store, cfg->runtime_dir, cause);
+	if (r < 0)
+		return r;
+	r = tmux_init(&tm, cfg);
+	if (r < 0)
+		return cause_fail(cause, -r, "runtime directory path is too long");
+	r = proc_which(tm.bin, b->tmux_bin, sizeof(b->tmux_bin));
+	if (r < 0)
+		return cause_fail(cause, -r, "tmux executable %s not found", tm.bin);
+	memcpy(b->tmux_socket, tm.socket, sizeof(b->tmux_socket));
+	memcpy(b->tmux_conf, tm.conf, sizeof(b->tmux_conf));
+	r = config_runtime_path(cfg, SERVER_SOCKET_NAME, s->socket_path, sizeof(s->socket_path));
+	if (r < 0)
+		return cause_fail(cause, -r, "runtime directory path is too long");
+	b->child_env = server_child_env();
+	b->scratch = malloc(PTY_FRAME_MAX);
+	b->roster = roster_create(&s->loop, &b->store);
+	if (b->child_env == NULL || b->scratch == NULL || b->roster == NULL)
+		return cause_fail(cause, ENOMEM, "out of memory");
+	r = roster_reset(&b->store);
+	if (r < 0)
+		return cause_fail(cause, -r, "cannot list session records: %s", strerror(-r));
+	r = server_listen(s, cause);
+	if (r < 0)
+		return r;
+	if ((r = uv_poll_init(&s->loop, &s->listen_poll, s->listen_fd)) < 0 ||
+	    (s->listen_poll.data = s,
+	     r = uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept)) < 0)
+		return cause_fail(cause, -r, "cannot watch the socket: %s", uv_strerror(r));
+	s->listening = true;
+	if ((r = server_signal(s, &s->sigterm, server_on_sigterm, SIGTERM)) < 0 ||
+	    (r = server_signal(s, &s->sigint, server_on_sigterm, SIGINT)) < 0 ||
+	    (r = server_signal(s, &s->sighup, server_on_sighup, SIGHUP)) < 0 ||
+	    (r = server_signal(s, &s->sigchld, server_on_sigchld, SIGCHLD)) < 0)
+		return cause_fail(cause, -r, "cannot watch signals: %s", uv_strerror(r));
+	if ((r = uv_timer_init(&s->loop, &s->tick)) < 0 ||
+	    (s->tick.data = s,
+	     r = uv_timer_start(&s->tick, server_on_tick, BRIDGE_TICK_MS, BRIDGE_TICK_MS)) < 0)
+		return cause_fail(cause, -r, "cannot start the timer: %s", uv_strerror(r));
+	return 0;
+}
+
+/* Closes whatever setup left open after a failure, so the loop can be closed. */
+static void server_walk_close(uv_handle_t *h, void *arg)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+int server_run(const struct config *cfg, const struct bridge_options *opt,
+	       const struct bridge_service *other, struct cause *cause)
+{
+	struct server *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (s == NULL)
+		return cause_fail(cause, ENOMEM, "out of memory");
+	s->listen_fd = -1;
+	s->b.other = other;
+	/* Writes to a vanished peer must be errors, not a fatal signal (sockets use MSG_NOSIGNAL;
+	 * this covers stderr under a supervisor that went away). */
+	signal(SIGPIPE, SIG_IGN);
+	server_raise_fd_limit();
+	r = uv_loop_init(&s->loop);
+	if (r < 0) {
+		free(s);
+		return cause_fail(cause, -r, "cannot start the event loop: %s", uv_strerror(r));
+	}
+	r = server_setup(s, cfg, opt, cause);
+	if (r == 0) {
+		log_info("listening on %s (tmux %s, socket %s)", s->socket_path, s->b.tmux_bin,
+			 s->b.tmux_socket);
+		uv_run(&s->loop, UV_RUN_DEFAULT);
+		log_info("stopped");
+	} else {
+		if (s->listening) {
+			close(s->listen_fd);
+			unlink(s->socket_path);
+		} else if (s->listen_fd >= 0) {
+			close(s->listen_fd);
+			unlink(s->socket_path);
+		}
+		uv_walk(&s->loop, server_walk_close, NULL);
+		uv_run(&s->loop, UV_RUN_DEFAULT);
+	}
+	if (uv_loop_close(&s->loop) != 0)
+		log_error("the loop still had handles at exit");
+	roster_destroy(s->b.roster);
+	free(s->b.child_env);
+	free(s->b.scratch);
+	free(s);
+	return r;
+}

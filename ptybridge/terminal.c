@@ -1,0 +1,803 @@
+#include "terminal.h"
+
+#include "http.h"
+#include "log.h"
+#include "origin.h"
+#include "ptyproc.h"
+#include "session.h"
+#include "ws.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TERMINAL_PATH_PREFIX "/sessions/"
+#define TERMINAL_PATH_SUFFIX "/terminal"
+#define TERMINAL_ARGV_MAX    12
+#define TERMINAL_RESIZE_SAT  100000 /* digits beyond this only need to read as "too large" */
+/* After an error response, input is read and dropped (up to this much) before closing: closing
+ * with unread input resets the connection, and the peer may lose the response. */
+#define TERMINAL_LINGER_MAX (256 * 1024)
+
+enum terminal_state {
+	TS_REQUEST,    /* reading the request head */
+	TS_WAITING,    /* the session is `creating`: re-reading its record */
+	TS_RESPONDING, /* writing an HTTP error */
+	TS_LINGER,     /* error written: reading what the peer still sends, then closing */
+	TS_OPEN,       /* WebSocket joined to a tmux client */
+	TS_CLOSING,    /* close frame queued, tmux client gone; waiting for the close handshake */
+	TS_DEAD,       /* handles closing; freed in the close callback */
+};
+
+struct terminal {
+	struct bridge *b;
+	LIST_ENTRY(terminal) link;
+	enum terminal_state state;
+	int fd;
+	uv_poll_t poll;
+	int events; /* what poll watches now */
+	struct http_request *req;
+	char *raw; /* HTTP bytes that go out before any frame (an error, or the 101) */
+	size_t raw_len, raw_off;
+	size_t lingered; /* bytes dropped while lingering */
+	struct ws *ws;
+	struct ptyproc *pty;
+	struct roster_entry *entry;
+	char id[SESSION_ID_MAX + 1];
+	char tmux_name[SESSION_ID_MAX + 3]; /* "=" + name */
+	unsigned short cols, rows;
+	uint64_t deadline;  /* of the current state (request, waiting, responding, closing) */
+	uint64_t next_poll; /* waiting: next record read */
+	uint64_t next_ping;
+	bool pong_due;
+	bool output_paused; /* PTY reading stopped: the client is behind */
+	uint64_t paused_since;
+	bool input_paused; /* socket reading stopped: the PTY is full */
+	bool in_recv;      /* inside ws_recv: wslay is not re-entered, on_poll flushes after */
+};
+
+static void terminal_on_poll(uv_poll_t *handle, int status, int events);
+static void terminal_close(struct terminal *t);
+static void terminal_flush(struct terminal *t);
+
+static uint64_t terminal_now(const struct terminal *t)
+{
+	return uv_now(t->b->loop);
+}
+
+static void terminal_update_poll(struct terminal *t)
+{
+	int want = 0;
+
+	switch (t->state) {
+	case TS_REQUEST:
+		want = UV_READABLE;
+		break;
+	case TS_WAITING:
+		want = UV_DISCONNECT; /* notice a browser that gives up while we wait */
+		break;
+	case TS_RESPONDING:
+		want = UV_WRITABLE;
+		break;
+	case TS_LINGER:
+		want = UV_READABLE;
+		break;
+	case TS_OPEN:
+	case TS_CLOSING:
+		if (t->raw != NULL || ws_want_write(t->ws))
+			want |= UV_WRITABLE;
+		if (t->raw == NULL && !t->input_paused && ws_want_read(t->ws))
+			want |= UV_READABLE;
+		break;
+	case TS_DEAD:
+		return;
+	}
+	if (want == t->events)
+		return;
+	t->events = want;
+	if (want == 0)
+		uv_poll_stop(&t->poll);
+	else
+		uv_poll_start(&t->poll, want, terminal_on_poll);
+}
+
+static void terminal_on_close(uv_handle_t *handle)
+{
+	struct terminal *t = handle->data;
+
+	if (t->fd >= 0)
+		close(t->fd); /* -1: handed over to the other service */
+	ws_destroy(t->ws);
+	http_request_destroy(t->req);
+	free(t->raw);
+	free(t);
+}
+
+/* Ends the tmux client of t and its share of the record's count. */
+static void terminal_detach(struct terminal *t)
+{
+	if (t->entry != NULL) {
+		roster_detach(t->entry);
+		t->entry = NULL;
+		log_info("session %s: client detached (%d left)", t->id,
+			 roster_clients(t->b->roster, t->id));
+	}
+	ptyproc_destroy(t->pty);
+	t->pty = NULL;
+	if (t->input_paused) {
+		/* No PTY will drain it any more; the peer's close frame must still be read. */
+		t->input_paused = false;
+		ws_pause_read(t->ws, false);
+	}
+}
+
+/* Cuts the connection now. Safe from any callback: memory goes in the close callback. */
+static void terminal_close(struct terminal *t)
+{
+	if (t->state == TS_DEAD)
+		return;
+	terminal_detach(t);
+	t->state = TS_DEAD;
+	LIST_REMOVE(t, link);
+	t->b->nterminals--;
+	uv_close((uv_handle_t *)&t->poll, terminal_on_close);
+}
+
+/* Starts the WebSocket close handshake; the connection is cut if it does not finish in time. */
+static void terminal_close_ws(struct terminal *t, uint16_t code, const char *reason)
+{
+	if (t->state != TS_OPEN)
+		return;
+	terminal_detach(t);
+	ws_queue_close(t->ws, code, reason);
+	t->state = TS_CLOSING;
+	t->deadline = terminal_now(t) + BRIDGE_CLOSE_TIMEOUT_MS;
+	terminal_flush(t);
+}
+
+static void terminal_respond(struct terminal *t, int status, const char *code, const char *message,
+			     const char *extra)
+{
+	int n;
+
+	if (t->req != NULL)
+		log_info("%s %s: %d %s", http_request_method(t->req), http_request_path(t->req),
+			 status, code);
+	free(t->raw);
+	t->raw = malloc(HTTP_RESPONSE_MAX);
+	if (t->raw == NULL) {
+		terminal_close(t);
+		return;
+	}
+	n = http_format_error(t->raw, HTTP_RESPONSE_MAX, status, code, message, extra);
+	if (n < 0) {
+		terminal_close(t);
+		return;
+	}
+	t->raw_len = (size_t)n;
+	t->raw_off = 0;
+	t->state = TS_RESPONDING;
+	t->deadline = terminal_now(t) + BRIDGE_CLOSE_TIMEOUT_MS;
+	terminal_flush(t);
+}
+
+/* Writes pending HTTP bytes. Returns 1 when all are out, 0 when the socket is full, -errno. */
+static int terminal_write_raw(struct terminal *t)
+{
+	while (t->raw_off < t->raw_len) {
+		ssize_t n = send(t->fd, t->raw + t->raw_off, t->raw_len - t->raw_off, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			t->raw_off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		return -errno;
+	}
+	free(t->raw);
+	t->raw = NULL;
+	t->raw_len = t->raw_off = 0;
+	return 1;
+}
+
+/* Pauses or resumes this client's PTY by how much output waits for it. */
+static void terminal_backpressure(struct terminal *t)
+{
+	size_t bytes, count;
+
+	if (t->pty == NULL)
+		return;
+	bytes = ws_queued_bytes(t->ws);
+	count = ws_queued_count(t->ws);
+	if (!t->output_paused && (bytes > BRIDGE_OUT_HIGH || count > BRIDGE_OUT_MSGS_HIGH)) {
+		t->output_paused = true;
+		t->paused_since = terminal_now(t);
+		ptyproc_pause(t->pty);
+	} else if (t->output_paused && bytes < BRIDGE_OUT_LOW && count < BRIDGE_OUT_MSGS_LOW) {
+		t->output_paused = false;
+		ptyproc_resume(t->pty);
+	}
+}
+
+/* Sends what can be sent and closes the connection when it has nothing left to do. */
+static void terminal_flush(struct terminal *t)
+{
+	int r;
+
+	if (t->state == TS_DEAD || t->in_recv)
+		return;
+	if (t->raw != NULL) {
+		r = terminal_write_raw(t);
+		if (r < 0) {
+			terminal_close(t);
+			return;
+		}
+		if (r == 0) {
+			terminal_update_poll(t);
+			return;
+		}
+	}
+	if (t->state == TS_RESPONDING) {
+		shutdown(t->fd, SHUT_WR);
+		t->state = TS_LINGER;
+		terminal_update_poll(t);
+		return;
+	}
+	if (t->state != TS_OPEN && t->state != TS_CLOSING)
+		return;
+	if (ws_send(t->ws) < 0) {
+		terminal_close(t);
+		return;
+	}
+	if (ws_queued_bytes(t->ws) > BRIDGE_OUT_HARD ||
+	    ws_queued_count(t->ws) > BRIDGE_OUT_MSGS_HARD) {
+		log_warn("session %s: client has %zu frames queued, cut", t->id,
+			 ws_queued_count(t->ws));
+		terminal_close(t);
+		return;
+	}
+	terminal_backpressure(t);
+	if (!ws_want_read(t->ws) && !ws_want_write(t->ws)) {
+		terminal_close(t); /* close handshake done, or the peer failed the protocol */
+		return;
+	}
+	if (t->state == TS_OPEN && !ws_want_read(t->ws)) {
+		/* wslay stopped reading (peer's close, a too big message): no more keystrokes. */
+		terminal_detach(t);
+		t->state = TS_CLOSING;
+		t->deadline = terminal_now(t) + BRIDGE_CLOSE_TIMEOUT_MS;
+	}
+	terminal_update_poll(t);
+}
+
+/* ws_recv failed: a vanished peer is cut at once; a protocol error still gets the close frame
+ * wslay queued. Returns true when t is closed. */
+static bool terminal_recv_failed(struct terminal *t, int err)
+{
+	if (t->state == TS_DEAD)
+		return true;
+	if (err == -EPIPE || err == -ECONNRESET || !ws_want_write(t->ws)) {
+		terminal_close(t);
+		return true;
+	}
+	if (t->state == TS_OPEN) {
+		log_info("session %s: client broke the WebSocket protocol, closing", t->id);
+		terminal_detach(t);
+		t->state = TS_CLOSING;
+		t->deadline = terminal_now(t) + BRIDGE_CLOSE_TIMEOUT_MS;
+	}
+	return false;
+}
+
+static void terminal_on_output(void *data, const char *buf, size_t len)
+{
+	struct terminal *t = data;
+
+	if (t->state != TS_OPEN)
+		return;
+	if (ws_queue_binary(t->ws, buf, len) < 0) {
+		terminal_close(t);
+		return;
+	}
+	if (t->entry != NULL)
+		roster_activity(t->entry, (int64_t)time(NULL));
+	terminal_flush(t);
+}
+
+static void terminal_on_drained(void *data)
+{
+	struct terminal *t = data;
+
+	if (t->input_paused) {
+		t->input_paused = false;
+		ws_pause_read(t->ws, false);
+		terminal_update_poll(t);
+	}
+}
+
+static void terminal_on_hangup(void *data)
+{
+	struct terminal *t = data;
+
+	log_info("session %s: tmux client ended", t->id);
+	terminal_close_ws(t, WS_CLOSE_NORMAL, "session ended");
+}
+
+int terminal_parse_resize(const uint8_t *msg, size_t len, unsigned *cols, unsigned *rows)
+{
+	unsigned long v[2] = {0, 0};
+	size_t i = 1;
+
+	if (len < 4 || msg[0] != 0x01)
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		size_t start = i;
+
+		while (i < len && msg[i] >= '0' && msg[i] <= '9') {
+			v[k] = v[k] * 10 + (unsigned long)(msg[i] - '0');
+			if (v[k] > TERMINAL_RESIZE_SAT)
+				v[k] = TERMINAL_RESIZE_SAT;
+			i++;
+		}
+		if (i == start)
+			return 0;
+		if (k == 0) {
+			if (i >= len || msg[i] != ';')
+				return 0;
+			i++;
+		}
+	}
+	if (i != len)
+		return 0;
+	if (v[0] < 1 || v[0] > PTY_SIZE_MAX || v[1] < 1 || v[1] > PTY_SIZE_MAX)
+		return -ERANGE;
+	*cols = (unsigned)v[0];
+	*rows = (unsigned)v[1];
+	return 1;
+}
+
+static void terminal_on_message(void *data, const uint8_t *msg, size_t len)
+{
+	struct terminal *t = data;
+	unsigned cols, rows;
+	int r;
+
+	if (t->state != TS_OPEN || t->pty == NULL)
+		return;
+	r = terminal_parse_resize(msg, len, &cols, &rows);
+	if (r > 0) {
+		ptyproc_resize(t->pty, cols, rows);
+		return;
+	}
+	if (r < 0 || len == 0)
+		return;
+	r = ptyproc_write(t->pty, msg, len);
+	if (r == -EOVERFLOW || r == -ENOMEM) {
+		log_warn("session %s: client input overflows the terminal, closing", t->id);
+		terminal_close_ws(t, WS_CLOSE_POLICY, "input overflow");
+		return;
+	}
+	if (r == 0 && ptyproc_pending(t->pty) > 0 && !t->input_paused) {
+		t->input_paused = true;
+		ws_pause_read(t->ws, true);
+	}
+	/* -EIO: the tmux client is gone; its hangup closes the connection. */
+}
+
+static void terminal_on_pong(void *data)
+{
+	struct terminal *t = data;
+
+	t->pong_due = false;
+}
+
+static void terminal_attach(struct terminal *t)
+{
+	static const struct ptyproc_callbacks pty_cb = {
+	    .on_output = terminal_on_output,
+	    .on_drained = terminal_on_drained,
+	    .on_hangup = terminal_on_hangup,
+	};
+	static const struct ws_callbacks ws_cb = {
+	    .on_message = terminal_on_message,
+	    .on_pong = terminal_on_pong,
+	};
+	struct bridge *b = t->b;
+	char *argv[TERMINAL_ARGV_MAX] = {
+	    b->tmux_bin,      "-u", "-S",         b->tmux_socket, "-f", b->tmux_conf,
+	    "attach-session", "-t", t->tmux_name, NULL,
+	};
+	struct ptyproc_spec spec = {
+	    .path = b->tmux_bin,
+	    .argv = argv,
+	    .envp = b->child_env,
+	    .cols = t->cols,
+	    .rows = t->rows,
+	};
+	char accept[WS_ACCEPT_LEN + 1];
+	const char *rest;
+	size_t rest_len;
+	int r, n;
+
+	if (ws_accept_key(http_request_header(t->req, "Sec-WebSocket-Key", NULL), accept) < 0) {
+		terminal_respond(t, 400, "bad_key", "invalid Sec-WebSocket-Key", NULL);
+		return;
+	}
+	t->ws = ws_create(t->fd, &ws_cb, t);
+	t->raw = malloc(HTTP_RESPONSE_MAX);
+	if (t->ws == NULL || t->raw == NULL) {
+		terminal_respond(t, 503, "no_memory", "out of memory", NULL);
+		return;
+	}
+	rest = http_request_rest(t->req, &rest_len);
+	n = http_format_upgrade(t->raw, HTTP_RESPONSE_MAX, accept);
+	if (n < 0 || ws_prefix(t->ws, rest, rest_len) < 0) {
+		terminal_respond(t, 400, "bad_request", "unexpected bytes after the request", NULL);
+		return;
+	}
+	r = ptyproc_spawn(&t->pty, b->loop, &spec, b->scratch, &pty_cb, t);
+	if (r < 0) {
+		log_error("session %s: cannot start a tmux client: %s", t->id, strerror(-r));
+		terminal_respond(t, 503, "attach_failed", "cannot start a terminal", NULL);
+		return;
+	}
+	t->raw_len = (size_t)n;
+	t->raw_off = 0;
+	http_request_destroy(t->req);
+	t->req = NULL;
+	t->state = TS_OPEN;
+	t->next_ping = terminal_now(t) + b->opt.ping_interval_ms;
+	t->entry = roster_attach(b->roster, t->id);
+	log_info("session %s: client attached (%d now, pid %d, %ux%u)", t->id,
+		 roster_clients(b->roster, t->id), (int)ptyproc_pid(t->pty), t->cols, t->rows);
+	if (rest_len > 0) {
+		/* Frames that came with the request: no poll event will announce them. */
+		t->in_recv = true;
+		r = ws_recv(t->ws);
+		t->in_recv = false;
+		if (r < 0 && terminal_recv_failed(t, r))
+			return;
+	}
+	terminal_flush(t);
+}
+
+/* Reads the record and attaches, waits, or refuses. */
+static void terminal_lookup(struct terminal *t)
+{
+	struct cause cause = {{0}};
+	struct session s;
+	char msg[SESSION_ERROR_MAX + 32];
+	int r;
+
+	r = store_read(&t->b->store, t->id, &s, &cause);
+	if (r == -ENOENT) {
+		terminal_respond(t, 404, "not_found", "no such session", NULL);
+		return;
+	}
+	if (r < 0) {
+		log_error("session %s: %s", t->id, cause.msg);
+		terminal_respond(t, 500, "store_error", "cannot read the session record", NULL);
+		return;
+	}
+	switch (s.state) {
+	case SESSION_RUNNING:
+	case SESSION_ATTACHED:
+		snprintf(t->tmux_name, sizeof(t->tmux_name), "=%s", s.tmux_name);
+		terminal_attach(t);
+		return;
+	case SESSION_CREATING:
+		if (t->state != TS_WAITING) {
+			t->state = TS_WAITING;
+			t->deadline = terminal_now(t) + t->b->opt.creating_wait_ms;
+		} else if (terminal_now(t) >= t->deadline) {
+			terminal_respond(t, 409, "not_running",
+					 "the session is still being created", NULL);
+			return;
+		}
+		t->next_poll = terminal_now(t) + BRIDGE_CREATING_POLL_MS;
+		terminal_update_poll(t);
+		return;
+	case SESSION_FAILED:
+		snprintf(msg, sizeof(msg), "the session failed: %s", s.error);
+		terminal_respond(t, 409, "not_running", msg, NULL);
+		return;
+	case SESSION_STOPPING:
+		terminal_respond(t, 409, "not_running", "the session is stopping", NULL);
+		return;
+	}
+}
+
+/* Gives the socket and the request to the other service; t goes away. */
+static void terminal_hand_over(struct terminal *t)
+{
+	struct bridge *b = t->b;
+	struct http_request *req = t->req;
+	int fd = t->fd;
+
+	t->req = NULL;
+	t->fd = -1;
+	terminal_close(t); /* the poll handle stops watching fd right here */
+	b->other->accept(b, fd, req);
+}
+
+/* Checks the request against API.md, in the order that reveals least to a refused caller. */
+static void terminal_handle_request(struct terminal *t)
+{
+	const struct http_request *req = t->req;
+	const char *path = http_request_path(req);
+	const char *origin, *host, *proto, *version, *end;
+	size_t plen = strlen(TERMINAL_PATH_PREFIX), slen = strlen(TERMINAL_PATH_SUFFIX);
+	size_t len = strlen(path), idlen;
+	unsigned norigin, nhost, nkey, nversion;
+	long v;
+
+	if (len <= plen + slen || strncmp(path, TERMINAL_PATH_PREFIX, plen) != 0 ||
+	    strcmp(path + len - slen, TERMINAL_PATH_SUFFIX) != 0) {
+		if (t->b->other != NULL && t->b->other->claims(path))
+			terminal_hand_over(t);
+		else
+			terminal_respond(t, 404, "not_found", "no such resource", NULL);
+		return;
+	}
+	end = path + len - slen;
+	idlen = (size_t)(end - (path + plen));
+	if (idlen > SESSION_ID_MAX || memchr(path + plen, '/', idlen) != NULL) {
+		terminal_respond(t, 404, "not_found", "no such resource", NULL);
+		return;
+	}
+	memcpy(t->id, path + plen, idlen);
+	t->id[idlen] = '\0';
+	if (strcmp(http_request_method(req), "GET") != 0) {
+		terminal_respond(t, 405, "method_not_allowed", "use GET with a WebSocket upgrade",
+				 "Allow: GET\r\n");
+		return;
+	}
+	if (!session_id_valid(t->id)) {
+		terminal_respond(t, 400, "invalid_id", "malformed session id", NULL);
+		return;
+	}
+	version = http_request_header(req, "Sec-WebSocket-Version", &nversion);
+	http_request_header(req, "Sec-WebSocket-Key", &nkey);
+	if (!http_request_is_upgrade(req) ||
+	    !http_has_token(http_request_header(req, "Upgrade", NULL), "websocket") || nkey != 1) {
+		terminal_respond(t, 400, "not_websocket", "expected a WebSocket upgrade", NULL);
+		return;
+	}
+	if (nversion != 1 || strcmp(version, "13") != 0) {
+		terminal_respond(t, 400, "bad_version", "WebSocket version 13 is required",
+				 "Sec-WebSocket-Version: 13\r\n");
+		return;
+	}
+	origin = http_request_header(req, "Origin", &norigin);
+	host = http_request_header(req, "Host", &nhost);
+	proto = http_request_header(req, "X-Forwarded-Proto", NULL);
+	if (nhost != 1) {
+		terminal_respond(t, 400, "bad_host", "exactly one Host header is required", NULL);
+		return;
+	}
+	if (norigin > 1 || !origin_allowed(origin, proto != NULL && *proto != '\0' ? proto : "http",
+					   host, t->b->cfg->allowed_origins)) {
+		terminal_respond(t, 403, "forbidden_origin", "this Origin may not open terminals",
+				 NULL);
+		return;
+	}
+	t->cols = BRIDGE_DEFAULT_COLS;
+	t->rows = BRIDGE_DEFAULT_ROWS;
+	if (http_query_int(http_request_query(req), "cols", 1, PTY_SIZE_MAX, &v) == 0)
+		t->cols = (unsigned short)v;
+	if (http_query_int(http_request_query(req), "rows", 1, PTY_SIZE_MAX, &v) == 0)
+		t->rows = (unsigned short)v;
+	terminal_lookup(t);
+}
+
+static void terminal_read_request(struct terminal *t)
+{
+	for (;;) {
+		size_t avail;
+		char *space = http_request_space(t->req, &avail);
+		ssize_t n;
+		int r;
+
+		if (avail == 0) {
+			terminal_respond(t, 431, "head_too_large", "request head too large", NULL);
+			return;
+		}
+		n = recv(t->fd, space, avail, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			terminal_close(t); /* gone before a whole request */
+			return;
+		}
+		r = http_request_feed(t->req, (size_t)n);
+		if (r == 0)
+			continue;
+		if (r == -EOVERFLOW) {
+			terminal_respond(t, 431, "head_too_large", "request head too large", NULL);
+		} else if (r < 0) {
+			terminal_respond(t, 400, "bad_request", "malformed HTTP request", NULL);
+		} else {
+			terminal_handle_request(t);
+		}
+		return;
+	}
+}
+
+/* Drops what the refused peer still sends; closes at its EOF or past TERMINAL_LINGER_MAX. */
+static void terminal_linger(struct terminal *t)
+{
+	char sink[4096];
+
+	for (;;) {
+		ssize_t n = recv(t->fd, sink, sizeof(sink), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0 || (t->lingered += (size_t)n) > TERMINAL_LINGER_MAX) {
+			terminal_close(t);
+			return;
+		}
+	}
+}
+
+static void terminal_on_poll(uv_poll_t *handle, int status, int events)
+{
+	struct terminal *t = handle->data;
+
+	if (status < 0) {
+		terminal_close(t);
+		return;
+	}
+	switch (t->state) {
+	case TS_REQUEST:
+		terminal_read_request(t);
+		break;
+	case TS_WAITING:
+		if (events & UV_DISCONNECT)
+			terminal_close(t);
+		break;
+	case TS_RESPONDING:
+		terminal_flush(t);
+		break;
+	case TS_LINGER:
+		terminal_linger(t);
+		break;
+	case TS_OPEN:
+	case TS_CLOSING:
+		if ((events & (UV_READABLE | UV_DISCONNECT)) && t->raw == NULL) {
+			int r;
+
+			t->in_recv = true;
+			r = ws_recv(t->ws);
+			t->in_recv = false;
+			if (r < 0 && terminal_recv_failed(t, r))
+				break;
+		}
+		terminal_flush(t);
+		break;
+	case TS_DEAD:
+		break;
+	}
+	if (t->state != TS_DEAD)
+		terminal_update_poll(t);
+}
+
+int terminal_accept(struct bridge *b, int fd)
+{
+	struct terminal *t = calloc(1, sizeof(*t));
+	int r;
+
+	if (t == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	t->b = b;
+	t->fd = fd;
+	t->req = http_request_create();
+	if (t->req == NULL) {
+		close(fd);
+		free(t);
+		return -ENOMEM;
+	}
+	r = uv_poll_init(b->loop, &t->poll, fd);
+	if (r < 0) {
+		close(fd);
+		http_request_destroy(t->req);
+		free(t);
+		return r;
+	}
+	t->poll.data = t;
+	t->state = TS_REQUEST;
+	t->deadline = terminal_now(t) + b->opt.handshake_timeout_ms;
+	LIST_INSERT_HEAD(&b->terminals, t, link);
+	b->nterminals++;
+	terminal_update_poll(t);
+	return 0;
+}
+
+void terminal_tick(struct terminal *t, uint64_t now)
+{
+	const struct bridge_options *opt = &t->b->opt;
+
+	switch (t->state) {
+	case TS_REQUEST:
+	case TS_RESPONDING:
+	case TS_LINGER:
+	case TS_CLOSING:
+		if (now >= t->deadline)
+			terminal_close(t);
+		return;
+	case TS_WAITING:
+		if (now >= t->next_poll)
+			terminal_lookup(t);
+		return;
+	case TS_OPEN:
+		break;
+	case TS_DEAD:
+		return;
+	}
+	if (t->output_paused && now - t->paused_since >= opt->stall_timeout_ms) {
+		log_warn("session %s: client has not read its output for %u ms, closing", t->id,
+			 opt->stall_timeout_ms);
+		terminal_close_ws(t, WS_CLOSE_POLICY, "client does not read");
+		return;
+	}
+	if (opt->ping_interval_ms > 0 && now >= t->next_ping) {
+		if (t->pong_due) {
+			log_warn("session %s: client did not answer a ping, closing", t->id);
+			terminal_close(t);
+			return;
+		}
+		t->pong_due = true;
+		t->next_ping = now + opt->ping_interval_ms;
+		ws_queue_ping(t->ws);
+		terminal_flush(t);
+	}
+}
+
+void terminal_shutdown(struct terminal *t)
+{
+	switch (t->state) {
+	case TS_OPEN:
+		terminal_close_ws(t, WS_CLOSE_GOING_AWAY, "bridge shutting down");
+		return;
+	case TS_RESPONDING:
+	case TS_LINGER:
+	case TS_CLOSING:
+	case TS_DEAD:
+		return;
+	case TS_REQUEST:
+	case TS_WAITING:
+		terminal_close(t);
+		return;
+	}
+}
+
+void terminal_abort(struct terminal *t)
+{
+	terminal_close(t);
+}
+
+bool terminal_child_exited(struct terminal *t, pid_t pid)
+{
+	if (t->pty == NULL || ptyproc_pid(t->pty) != pid)
+		return false;
+	ptyproc_set_reaped(t->pty);
+	return true;
+}
+
+struct terminal *terminal_next(struct terminal *t)
+{
+	return LIST_NEXT(t, link);
+}
