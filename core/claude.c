@@ -74,7 +74,7 @@ int claude_terminal_argv(const struct config *cfg, const struct session *s, stru
 }
 
 int claude_structured_argv(const struct config *cfg, const struct session *s, const char *host_bin,
-			   bool has_transcript, struct claude_argv *out)
+			   bool has_transcript, const char *first_prompt, struct claude_argv *out)
 {
 	static const char *const fixed[] = {"-p",
 					    "--input-format",
@@ -88,8 +88,13 @@ int claude_structured_argv(const struct config *cfg, const struct session *s, co
 	int r;
 
 	out->argv[0] = NULL;
-	if ((r = claude_push(&b, host_bin, strlen(host_bin))) < 0 ||
-	    (r = claude_push(&b, s->id, strlen(s->id))) < 0 || (r = claude_push(&b, "--", 2)) < 0 ||
+	if ((r = claude_push(&b, host_bin, strlen(host_bin))) < 0)
+		return r;
+	if (first_prompt != NULL && first_prompt[0] != '\0' &&
+	    ((r = claude_push(&b, "--prompt", 8)) < 0 ||
+	     (r = claude_push(&b, first_prompt, strlen(first_prompt))) < 0))
+		return r;
+	if ((r = claude_push(&b, s->id, strlen(s->id))) < 0 || (r = claude_push(&b, "--", 2)) < 0 ||
 	    (r = claude_push(&b, cfg->claude, strlen(cfg->claude))) < 0)
 		return r;
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)

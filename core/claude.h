@@ -25,14 +25,15 @@ int claude_terminal_argv(const struct config *cfg, const struct session *s,
 			 struct claude_argv *out);
 
 /*
- * Builds the structured-mode argv for s into out: host_bin <id> -- claude -p --input-format
- * stream-json --output-format stream-json --verbose --permission-prompt-tool stdio
- * (--resume=<uuid> when has_transcript, else --session-id=<uuid>) [extra args]. agentd-host runs
- * in the pane and starts claude from the words after "--".
+ * Builds the structured-mode argv for s into out: host_bin [--prompt <first_prompt>] <id> --
+ * claude -p --input-format stream-json --output-format stream-json --verbose
+ * --permission-prompt-tool stdio (--resume=<uuid> when has_transcript, else --session-id=<uuid>)
+ * [extra args]. agentd-host runs in the pane, starts claude from the words after "--" and sends
+ * first_prompt (NULL or "" for none) as the first user message.
  * Returns 0, -E2BIG or -ENAMETOOLONG.
  */
 int claude_structured_argv(const struct config *cfg, const struct session *s, const char *host_bin,
-			   bool has_transcript, struct claude_argv *out);
+			   bool has_transcript, const char *first_prompt, struct claude_argv *out);
 
 /*
  * Tells whether claude has a transcript for s: $CLAUDE_CONFIG_DIR or $HOME/.claude, then

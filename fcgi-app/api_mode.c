@@ -57,7 +57,7 @@ static int mode_switch(const struct app *app, struct session *s, enum session_mo
 	copy.launched = claude_has_transcript(s, getenv("HOME"), getenv("CLAUDE_CONFIG_DIR"));
 	copy.mode = mode;
 	r = mode == SESSION_STRUCTURED
-		? claude_structured_argv(app->cfg, &copy, app->host_bin, copy.launched, argv)
+		? claude_structured_argv(app->cfg, &copy, app->host_bin, copy.launched, NULL, argv)
 		: claude_terminal_argv(app->cfg, &copy, argv);
 	if (r < 0) {
 		cause_set(cause, "cannot build the command line: %s", strerror(-r));

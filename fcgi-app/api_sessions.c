@@ -62,8 +62,6 @@ static int api_parse_create(json_object *root, struct create_input *in, struct c
 		if (m == NULL || session_mode_parse(m, &in->mode) < 0)
 			return cause_fail(cause, EINVAL,
 					  "mode must be \"terminal\" or \"structured\"");
-		if (in->mode != SESSION_TERMINAL)
-			return cause_fail(cause, EINVAL, "structured mode is not available yet");
 	}
 	if (json_object_object_get_ex(root, "prompt", &v)) {
 		in->prompt = api_get_string(root, "prompt");

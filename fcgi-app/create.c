@@ -137,7 +137,19 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((r = claude_terminal_argv(app->cfg, s, cargv)) < 0) {
+	if (s->mode == SESSION_STRUCTURED &&
+	    (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
+		cause_set(cause,
+			  "agentd-host (%s) was not found (%s); build it or set AGENTD_HOST_BIN",
+			  app->host_bin, strerror(-r));
+		goto out;
+	}
+	/* Structured: the bootstrap prompt becomes the first user message (agentd-host --prompt).
+	 */
+	r = s->mode == SESSION_STRUCTURED
+		? claude_structured_argv(app->cfg, s, app->host_bin, false, s->prompt, cargv)
+		: claude_terminal_argv(app->cfg, s, cargv);
+	if (r < 0) {
 		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
 		goto out;
 	}

@@ -580,9 +580,24 @@ static void host_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- requests on host.sock -------------------------------------------------------------- */
 
+/* Sends prompt (a JSON string) to claude as the next user message. */
+static void host_start_turn(struct host *h, json_object *prompt)
+{
+	json_object *msg = json_object_new_object(), *m = json_object_new_object();
+
+	json_object_object_add(m, "role", json_object_new_string("user"));
+	json_object_object_add(m, "content", json_object_get(prompt));
+	json_object_object_add(msg, "type", json_object_new_string("user"));
+	json_object_object_add(msg, "message", m);
+	h->turn_running = true;
+	printf("user: %s\n", json_object_get_string(prompt));
+	fflush(stdout);
+	host_send_claude(h, msg);
+}
+
 static void host_prompt(struct host *h, struct sub *s, json_object *req)
 {
-	json_object *p = host_get(req, "prompt"), *msg, *m, *ok;
+	json_object *p = host_get(req, "prompt"), *ok;
 
 	if (!json_object_is_type(p, json_type_string) || json_object_get_string_len(p) == 0) {
 		sub_error(s, 400, "invalid_request", "prompt must be a non-empty string");
@@ -596,13 +611,6 @@ static void host_prompt(struct host *h, struct sub *s, json_object *req)
 		sub_error(s, 409, "turn_running", "a turn is already running in this session");
 		return;
 	}
-	msg = json_object_new_object();
-	m = json_object_new_object();
-	json_object_object_add(m, "role", json_object_new_string("user"));
-	json_object_object_add(m, "content", json_object_get(p));
-	json_object_object_add(msg, "type", json_object_new_string("user"));
-	json_object_object_add(msg, "message", m);
-	h->turn_running = true;
 	s->after = h->log.last_id;
 	s->until_result = true;
 	s->state = SUB_LIVE;
@@ -610,9 +618,7 @@ static void host_prompt(struct host *h, struct sub *s, json_object *req)
 	json_object_object_add(ok, "type", json_object_new_string("accepted"));
 	json_object_object_add(ok, "after", json_object_new_int64((int64_t)s->after));
 	sub_reply(s, ok);
-	printf("user: %s\n", json_object_get_string(p));
-	fflush(stdout);
-	host_send_claude(h, msg);
+	host_start_turn(h, p);
 }
 
 static void host_permission_answer(struct host *h, struct sub *s, json_object *req)
@@ -864,7 +870,8 @@ static int host_spawn(struct host *h, char *const argv[])
 	return uv_spawn(h->loop, &h->proc, &o);
 }
 
-int host_run(const struct config *cfg, const char *id, char *const claude_argv[])
+int host_run(const struct config *cfg, const char *id, const char *first_prompt,
+	     char *const claude_argv[])
 {
 	static const int signals[3] = {SIGTERM, SIGHUP, SIGINT};
 	struct host *h = calloc(1, sizeof(*h));
@@ -910,6 +917,12 @@ int host_run(const struct config *cfg, const char *id, char *const claude_argv[]
 		printf("-- agentd-host: session %s, claude pid %d\n", id, h->proc.pid);
 		fflush(stdout);
 		uv_read_start((uv_stream_t *)&h->out, host_alloc, host_read);
+		if (first_prompt != NULL && first_prompt[0] != '\0') {
+			json_object *p = json_object_new_string(first_prompt);
+
+			host_start_turn(h, p);
+			json_object_put(p);
+		}
 	}
 	uv_run(h->loop, UV_RUN_DEFAULT);
 	code = h->exit_code;

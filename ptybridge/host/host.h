@@ -16,7 +16,9 @@
 #define HOST_KILL_GRACE_MS 3000
 #define HOST_PENDING_MAX   64
 
-/* Runs the host for session id with claude_argv until claude exits. Returns the exit code. */
-int host_run(const struct config *cfg, const char *id, char *const claude_argv[]);
+/* Runs the host for session id with claude_argv until claude exits; first_prompt (NULL: none)
+ * starts the first turn. Returns the exit code. */
+int host_run(const struct config *cfg, const char *id, const char *first_prompt,
+	     char *const claude_argv[]);
 
 #endif

@@ -8,22 +8,29 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: agentd-host SESSION-ID -- CLAUDE [ARGS...]\n"
+    "usage: agentd-host [--prompt TEXT] SESSION-ID -- CLAUDE [ARGS...]\n"
     "\n"
     "Runs claude in stream-json mode for a structured agentd session: keeps its output in\n"
     "$AGENTD_RUNTIME_DIR/sessions/SESSION-ID/events.log, serves it on host.sock there (the\n"
     "bridge relays it as SSE / WebSocket), and prints a readable transcript. agentd-api starts\n"
-    "it with tmux respawn-pane; SIGTERM or SIGHUP ends claude's process group and the host.\n";
+    "it with tmux respawn-pane; SIGTERM or SIGHUP ends claude's process group and the host.\n"
+    "--prompt TEXT starts the first turn with TEXT (a session created in structured mode).\n";
 
 int main(int argc, char **argv)
 {
 	struct cause cause = {{0}};
 	struct config cfg;
+	const char *first_prompt = NULL;
 
 	log_init("agentd-host");
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		fputs(usage, stdout);
 		return 0;
+	}
+	if (argc > 2 && strcmp(argv[1], "--prompt") == 0) {
+		first_prompt = argv[2];
+		argv += 2;
+		argc -= 2;
 	}
 	if (argc < 4 || strcmp(argv[2], "--") != 0 || !session_id_valid(argv[1])) {
 		fputs(usage, stderr);
@@ -33,5 +40,5 @@ int main(int argc, char **argv)
 		log_error("%s", cause.msg);
 		return 1;
 	}
-	return host_run(&cfg, argv[1], argv + 3);
+	return host_run(&cfg, argv[1], first_prompt, argv + 3);
 }

@@ -204,3 +204,46 @@ Test(claude, too_many_args_e2big)
 	extra_words(&cfg, 2000);
 	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), -E2BIG);
 }
+
+/* Structured mode: agentd-host [--prompt P] <id> -- claude -p <stream-json flags> <id flag>. */
+Test(claude, structured_first_launch_with_prompt)
+{
+	struct config cfg;
+	struct session s;
+	struct claude_argv out;
+	char id[64];
+	const char *prompt = "fix it; rm -rf / `x` \"y\"";
+
+	config_defaults(&cfg);
+	make_session(&s, prompt);
+	snprintf(id, sizeof(id), "--session-id=%s", s.agent_session_id);
+	cr_assert_eq(claude_structured_argv(&cfg, &s, "/usr/bin/agentd-host", false, prompt, &out),
+		     0);
+	expect_argv(&out,
+		    (const char *[]){"/usr/bin/agentd-host", "--prompt", prompt, s.id, "--",
+				     "claude", "-p", "--input-format", "stream-json",
+				     "--output-format", "stream-json", "--verbose",
+				     "--permission-prompt-tool", "stdio", id},
+		    15);
+}
+
+Test(claude, structured_resume_without_prompt)
+{
+	struct config cfg;
+	struct session s;
+	struct claude_argv out;
+	char id[64];
+
+	config_defaults(&cfg);
+	snprintf(cfg.claude_args, sizeof(cfg.claude_args), "--model=x");
+	make_session(&s, "ignored");
+	snprintf(id, sizeof(id), "--resume=%s", s.agent_session_id);
+	cr_assert_eq(claude_structured_argv(&cfg, &s, "agentd-host", true, "", &out), 0);
+	expect_argv(&out,
+		    (const char *[]){"agentd-host", s.id, "--", "claude", "-p", "--input-format",
+				     "stream-json", "--output-format", "stream-json", "--verbose",
+				     "--permission-prompt-tool", "stdio", id, "--model=x"},
+		    14);
+	cr_assert_eq(claude_structured_argv(&cfg, &s, "agentd-host", true, NULL, &out), 0);
+	cr_assert_eq(argv_count(out.argv), 14);
+}
