@@ -1,0 +1,415 @@
+#!/usr/bin/env bash
+# The REAL claude CLI (issue 4), offline, through nginx on a private stack:
+# - the CLI comes from the npm registry (@anthropic-ai/claude-code, pinned to the version
+#   notes/real-claude-offline.md verified) and is installed once into a cache directory; it talks
+#   to a fake Messages API on loopback (tests/fakes/messages_api.py), which logs every request;
+# - terminal mode: the TUI in the pane shows the fake model's answer (tmux capture-pane);
+# - POST /mode structured -> POST /prompt (SSE) with a prompt the fake model answers with a Bash
+#   tool_use -> "event: permission" -> POST /permissions/<requestId> allow -> the command ran in
+#   the worktree -> the stream ends after "event: result";
+# - POST /mode terminal -> the TUI continues the same conversation (the fake API receives the
+#   earlier turns in its "messages");
+# - after every step exactly one claude process runs at or below the pane's process, and no other
+#   claude of this test runs anywhere.
+# Environment: AGENTD_TEST_CLAUDE_CACHE (default /var/cache/agentd-tests/claude-code, or
+# ~/.cache/agentd-tests/claude-code when that is not writable), AGENTD_TEST_CLAUDE_VERSION
+# (default 2.1.328), AGENTD_TEST_CLAUDE=<claude executable> (no npm install).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+RC_DIR=$REPO/tests/integration/real_claude
+FAKE_API=$REPO/tests/fakes/messages_api.py
+NPM_PACKAGE=@anthropic-ai/claude-code
+CLAUDE_VERSION=${AGENTD_TEST_CLAUDE_VERSION:-2.1.328}
+API_KEY=sk-ant-test-0123456789abcdefghij-not-a-real-key
+TUI_WAIT=60  # seconds for the TUI to show an answer (the CLI starts in a few seconds)
+TURN_WAIT=90 # seconds for a structured turn
+LOCK_WAIT=300
+API_PID=
+SSE_PID=
+API_LOG=$T/api-requests.jsonl # not under $T/logs: its lines are whole prompts
+
+# The fake API and curl must go even when a check fails; lib.sh's cleanup does the rest.
+stop_helpers() {
+	[ -n "$SSE_PID" ] && kill "$SSE_PID" 2>/dev/null
+	[ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null && wait "$API_PID" 2>/dev/null
+	API_PID=
+}
+trap 'rc=$?; stop_helpers; (exit $rc); cleanup' EXIT
+
+# ------------------------------------------------------------------------------------------------
+# the CLI
+
+cache_dir() {
+	local d
+	if [ -n "${AGENTD_TEST_CLAUDE_CACHE:-}" ]; then
+		echo "$AGENTD_TEST_CLAUDE_CACHE"
+		return
+	fi
+	d=/var/cache/agentd-tests/claude-code
+	if mkdir -p "$d" 2>/dev/null && [ -w "$d" ]; then
+		echo "$d"
+	else
+		echo "${XDG_CACHE_HOME:-$HOME/.cache}/agentd-tests/claude-code"
+	fi
+}
+
+# install_claude: sets CLAUDE (the executable) and CLAUDE_EXE (what /proc/<pid>/exe shows).
+# Installs $NPM_PACKAGE@$CLAUDE_VERSION into the cache unless that version is there already.
+install_claude() {
+	local t0 lockfd out cache
+	if [ -n "${AGENTD_TEST_CLAUDE:-}" ]; then
+		CLAUDE=$AGENTD_TEST_CLAUDE
+	else
+		cache=$(cache_dir)
+		CLAUDE=$cache/node_modules/.bin/claude
+		if ! mkdir -p "$cache"; then
+			fail "the CLI cache $cache can be created"
+			return 1
+		fi
+		# Two test runs must not install into the same directory at once.
+		exec {lockfd}>"$cache/.lock"
+		if ! flock -w "$LOCK_WAIT" "$lockfd"; then
+			fail "lock $cache/.lock within $LOCK_WAIT s (another npm install is running)"
+			return 1
+		fi
+		out=$(HOME=$T/home "$CLAUDE" --version 2>/dev/null)
+		if [ "${out%% *}" != "$CLAUDE_VERSION" ]; then
+			if ! command -v npm >/dev/null; then
+				fail "npm is installed" "install nodejs and npm (tests/run does)"
+				return 1
+			fi
+			t0=$EPOCHREALTIME
+			log "installing $NPM_PACKAGE@$CLAUDE_VERSION into $cache (about 360 MB)"
+			if ! npm install --prefix "$cache" --no-audit --no-fund --save-exact \
+				"$NPM_PACKAGE@$CLAUDE_VERSION" >"$T/logs/npm.log" 2>&1; then
+				fail "npm install $NPM_PACKAGE@$CLAUDE_VERSION" "$(tail -n 30 "$T/logs/npm.log")"
+				return 1
+			fi
+			# The package's postinstall copies the native binary over a stub; an npm that
+			# skips install scripts leaves the stub, so run it then.
+			if ! HOME=$T/home "$CLAUDE" --version >/dev/null 2>&1; then
+				(cd "$cache/node_modules/$NPM_PACKAGE" && node install.cjs) \
+					>>"$T/logs/npm.log" 2>&1
+			fi
+			log "npm install took $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+		fi
+		exec {lockfd}>&-
+	fi
+	if ! out=$(HOME=$T/home "$CLAUDE" --version 2>&1); then
+		fail "the claude CLI runs (claude --version)" "$out" \
+			"$(tail -n 30 "$T/logs/npm.log" 2>/dev/null)"
+		return 1
+	fi
+	log "claude CLI: $CLAUDE, version $out"
+	if [ -z "${AGENTD_TEST_CLAUDE:-}" ]; then
+		assert_eq "claude --version is the pinned $CLAUDE_VERSION" "$CLAUDE_VERSION (Claude Code)" "$out"
+	fi
+	CLAUDE_EXE=$(readlink -f "$CLAUDE")
+}
+
+# ------------------------------------------------------------------------------------------------
+# processes
+
+# test_claudes: pids of every claude process of this test, wherever it runs (its HOME is ours).
+test_claudes() {
+	local p
+	for p in $(pgrep -x claude); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "HOME=$T/home" && echo "$p"
+	done
+}
+
+# pane_claudes TMUXNAME: pids of the claude processes at or below the pane's process.
+pane_claudes() {
+	local pp p
+	pp=$(pane_pid "$1")
+	[ -n "$pp" ] || return 0
+	for p in "$pp" $(descendants "$pp"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" == claude ] && echo "$p"
+	done
+}
+
+proc_tree() {
+	local pp
+	pp=$(pane_pid "$1")
+	echo "pane pid: ${pp:-none}"
+	ps -e -o pid,ppid,pgid,stat,comm,args --forest | grep -v ' ps ' | cut -c1-200 |
+		grep -E "claude|agentd-host|tmux" | head -n 30
+}
+
+# assert_one_claude DESC TMUXNAME: exactly one claude at or below the pane, its executable the
+# installed CLI, and no other claude of this test anywhere. Waits up to 15 s for the claude to
+# appear, but fails at once if two are ever seen. Sets ONE_CLAUDE to its pid.
+assert_one_claude() {
+	local deadline=$((SECONDS + 15)) in_pane all n
+	ONE_CLAUDE=
+	while :; do
+		in_pane=$(pane_claudes "$2" | sort)
+		all=$(test_claudes | sort)
+		n=$(printf '%s' "$all" | grep -c .)
+		[ "$n" -gt 1 ] && break
+		if [ "$(printf '%s' "$in_pane" | grep -c .)" == 1 ] && [ "$in_pane" == "$all" ] &&
+			[ "$(readlink -f "/proc/$in_pane/exe" 2>/dev/null)" == "$CLAUDE_EXE" ]; then
+			ONE_CLAUDE=$in_pane
+			pass "$1"
+			return 0
+		fi
+		[ $SECONDS -ge $deadline ] && break
+		sleep 0.1
+	done
+	fail "$1" "claude under the pane: ${in_pane//$'\n'/ }" "claude of this test: ${all//$'\n'/ }" \
+		"$(proc_tree "$2")"
+	return 1
+}
+
+# ------------------------------------------------------------------------------------------------
+# the TUI and the fake API
+
+pane_text() { tmx capture-pane -p -J -t "=$1:" 2>/dev/null; }
+
+# wait_pane TMUXNAME FIXED_STRING TIMEOUT
+wait_pane() {
+	local deadline=$((SECONDS + $3))
+	while :; do
+		pane_text "$1" | grep -qF -- "$2" && return 0
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.3
+	done
+}
+
+# main_requests: the conversation requests the fake API got (those offering tools; the CLI also
+# asks for titles and the like without tools), one compact {"messages":[...]} a line.
+main_requests() {
+	jq -c 'select(.method == "POST" and (.path | startswith("/v1/messages")) and
+		(.body.tools | type == "array" and length > 0)) | {messages: .body.messages}' \
+		"$API_LOG" 2>/dev/null
+}
+
+start_fake_api() {
+	local deadline=$((SECONDS + 20))
+	python3 "$FAKE_API" --port 0 --port-file "$T/api.port" --log "$API_LOG" \
+		>>"$T/logs/fake-api.log" 2>&1 &
+	API_PID=$!
+	while [ ! -s "$T/api.port" ]; do
+		if ! alive "$API_PID" || [ $SECONDS -ge $deadline ]; then
+			fail "the fake Messages API starts" "$(cat "$T/logs/fake-api.log")"
+			return 1
+		fi
+		sleep 0.1
+	done
+	API_PORT=$(cat "$T/api.port")
+	log "fake Messages API on 127.0.0.1:$API_PORT (pid $API_PID)"
+}
+
+# ------------------------------------------------------------------------------------------------
+# the structured turn: POST /prompt through nginx and the bridge
+
+# sse_start ID PROMPT: POST /sessions/ID/prompt in the background; the stream goes to $T/sse.out,
+# the response head to $T/sse.headers (written as it arrives).
+sse_start() {
+	: >"$T/sse.out"
+	: >"$T/sse.headers"
+	curl -sN -m "$TURN_WAIT" -X POST -H 'Content-Type: application/json' \
+		--data-binary "$(jq -cn --arg p "$2" '{prompt: $p}')" -D "$T/sse.headers" \
+		-o "$T/sse.out" "$BASE_URL/sessions/$1/prompt" &
+	SSE_PID=$!
+}
+
+sse_running() { [ -n "$SSE_PID" ] && alive "$SSE_PID"; }
+
+# sse_reap: SSE_RC = curl's exit status once it ended (bash keeps it for wait; not in a subshell).
+sse_reap() {
+	wait "$SSE_PID"
+	SSE_RC=$?
+	SSE_PID=
+}
+
+sse_status() { head -n 1 "$T/sse.headers" 2>/dev/null | awk '{ print $2 }'; }
+
+# sse_data EVENT: the data of the first SSE event named EVENT in $T/sse.out.
+sse_data() {
+	awk -v ev="$1" '
+		/^event: / { name = substr($0, 8); sub(/\r$/, "", name); next }
+		/^data: / && name == ev { d = substr($0, 7); sub(/\r$/, "", d); print d; exit }
+		/^\r?$/ { name = "" }' "$T/sse.out"
+}
+
+# re STRING: STRING as an extended regular expression matching itself.
+re() { printf '%s' "$1" | sed 's/[][\.^$*+?(){}|]/\\&/g'; }
+
+sse_events() { grep '^event: ' "$T/sse.out" | cut -c8- | tr -d '\r' | tr '\n' ' '; }
+
+# ================================================================================================
+
+install_claude || exit 1
+start_fake_api || exit 1
+make_remote acme widgets
+
+ISSUE=1
+WORKTREE=$T/code/widgets-issue-$ISSUE
+# The CLI's own state: onboarding done, dark theme, the worktree trusted, the API key approved
+# (the CLI remembers approved keys by their last 20 characters).
+jq -n --arg wt "$WORKTREE" --arg key "${API_KEY: -20}" '{
+	hasCompletedOnboarding: true, theme: "dark",
+	customApiKeyResponses: {approved: [$key], rejected: []},
+	projects: {($wt): {hasTrustDialogAccepted: true}}}' >"$T/home/.claude.json"
+
+# The structured-mode host of this build (agentd-api finds it in the build tree by itself).
+HOST_BIN=$BUILD_DIR/ptybridge/host/agentd-host
+AGENT_ENV="HOME PATH LANG ANTHROPIC_API_KEY ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TELEMETRY DISABLE_AUTOUPDATER"
+TEST_T0=$SECONDS
+start_stack AGENTD_CLAUDE="$CLAUDE" AGENTD_AGENT_ENV="$AGENT_ENV" \
+	ANTHROPIC_BASE_URL="http://127.0.0.1:$API_PORT" ANTHROPIC_API_KEY="$API_KEY" \
+	CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 || exit 1
+
+# --- terminal mode: the TUI shows the fake model's answer -------------------------------------
+api POST /sessions "$(jq -cn --argjson i "$ISSUE" \
+	'{repo: {owner: "acme", name: "widgets"}, issue: $i, prompt: "say hello TURNONE"}')"
+assert_status "POST /sessions answers 201" 201
+SID=$(printf '%s' "$BODY" | jq -r .id)
+TMUXNAME=$(printf '%s' "$BODY" | jq -r .tmuxName)
+UUID=$(printf '%s' "$BODY" | jq -r .agentSessionId)
+assert_state "the session is running" "$SID" running 60
+assert_json "worktree, mode" '[.worktree, .mode]' "[\"$WORKTREE\",\"terminal\"]"
+T_TUI=$SECONDS
+if wait_pane "$TMUXNAME" "Hello from the fake model (TURNONE)" "$TUI_WAIT"; then
+	pass "the TUI shows the fake model's answer ($((SECONDS - T_TUI)) s)"
+else
+	fail "the TUI shows the fake model's answer" "$(pane_text "$TMUXNAME")" "$(proc_tree "$TMUXNAME")"
+fi
+assert_one_claude "terminal: one claude under the pane" "$TMUXNAME"
+TUI_CLAUDE=$ONE_CLAUDE
+assert_eq "terminal: claude is the pane's process" "$(pane_pid "$TMUXNAME")" "${TUI_CLAUDE:-none}"
+assert_match "terminal: claude --session-id=<agentSessionId> 'say hello TURNONE'" \
+	"^$(re "$CLAUDE") --session-id=$UUID say hello TURNONE $" \
+	"$(tr '\0' ' ' <"/proc/${TUI_CLAUDE:-0}/cmdline" 2>/dev/null)"
+for v in ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TELEMETRY DISABLE_AUTOUPDATER; do
+	assert_match "terminal: claude's environment has $v" "^$v=." \
+		"$(tr '\0' '\n' <"/proc/${TUI_CLAUDE:-0}/environ" 2>/dev/null | grep "^$v=")"
+done
+TRANSCRIPT=$T/home/.claude/projects/$(printf '%s' "$WORKTREE" | tr '/.' '--')/$UUID.jsonl
+check "claude wrote its transcript for agentSessionId" test -s "$TRANSCRIPT"
+
+# --- structured mode ----------------------------------------------------------------------------
+api POST "/sessions/$SID/mode" '{"mode":"structured"}'
+assert_status "POST /mode structured answers 200" 200
+assert_json "the answer says structured" .mode '"structured"'
+check_not "the TUI's claude is gone" alive "${TUI_CLAUDE:-0}"
+assert_one_claude "structured: one claude under the pane" "$TMUXNAME"
+S_CLAUDE=$ONE_CLAUDE
+HOST_PID=$(pane_pid "$TMUXNAME")
+assert_eq "structured: the pane runs this build's agentd-host" "$(readlink -f "$HOST_BIN")" \
+	"$(readlink -f "/proc/${HOST_PID:-0}/exe" 2>/dev/null)"
+assert_eq "structured: claude is agentd-host's child" "${HOST_PID:-none}" \
+	"$(ps -o ppid= -p "${S_CLAUDE:-0}" 2>/dev/null | tr -d ' ')"
+assert_match "structured: claude runs stream-json with --resume=<agentSessionId>" \
+	"^$(re "$CLAUDE") -p --input-format stream-json --output-format stream-json --verbose --permission-prompt-tool stdio --resume=$UUID $" \
+	"$(tr '\0' ' ' <"/proc/${S_CLAUDE:-0}/cmdline" 2>/dev/null)"
+
+PROMPT="please RUNBASH touch real-claude-was-here"
+T_TURN=$SECONDS
+sse_start "$SID" "$PROMPT"
+# Wait for the permission event (or for the request to end: an error).
+deadline=$((SECONDS + TURN_WAIT))
+while [ $SECONDS -lt $deadline ] && sse_running && ! grep -q '^event: permission' "$T/sse.out"; do
+	sleep 0.1
+done
+assert_eq "POST /prompt answers 200" 200 "$(sse_status)"
+assert_match "POST /prompt is an event stream" '(^|'$'\n'')[Cc]ontent-[Tt]ype: text/event-stream' \
+	"$(tr -d '\r' <"$T/sse.headers")"
+PERM=$(sse_data permission)
+RID=$(printf '%s' "$PERM" | jq -r '.requestId // empty' 2>/dev/null)
+assert_jq "the SSE shows event: permission for Bash touch real-claude-was-here" \
+	'(.requestId | type == "string" and length > 0) and .toolName == "Bash" and
+	 .input.command == "touch real-claude-was-here" and (.toolUseId | startswith("toolu_"))' \
+	"${PERM:-null}"
+# Nothing ran yet: claude waits for the answer, and still only one claude exists.
+check_not "the command has not run before the answer" test -e "$WORKTREE/real-claude-was-here"
+check "the stream stays open while the permission is pending" sse_running
+assert_one_claude "while the permission is pending: one claude under the pane" "$TMUXNAME"
+assert_eq "while the permission is pending: the same claude" "${S_CLAUDE:-none}" "${ONE_CLAUDE:-}"
+api POST "/sessions/$SID/permissions/${RID:-none}" '{"behavior":"allow"}'
+assert_status "POST /permissions/<requestId> allow answers 200" 200
+deadline=$((SECONDS + TURN_WAIT))
+while sse_running && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+if sse_running; then
+	fail "the SSE stream ends by itself after the result" "still open after $TURN_WAIT s" \
+		"$(tail -c 2000 "$T/sse.out")"
+else
+	sse_reap
+	assert_eq "the SSE stream ends by itself after the result (curl status)" 0 "$SSE_RC"
+fi
+log "structured turn took $((SECONDS - T_TURN)) s; events: $(sse_events)"
+assert_eq "the last SSE event is the result" "event: result" \
+	"$(grep '^event: ' "$T/sse.out" | tail -n 1 | tr -d '\r')"
+assert_match "the SSE carries the whole turn in order" \
+	'(^| )system .*assistant .*permission .*user .*assistant .*result $' "$(sse_events)"
+RESULT=$(sse_data result)
+assert_json "system/init carries agentSessionId" .session_id "\"$UUID\"" "$(sse_data system)"
+assert_json "the result is a success saying Done." '[.subtype, .is_error, .result, .session_id]' \
+	"[\"success\",false,\"Done.\",\"$UUID\"]" "${RESULT:-null}"
+check "the SSE events are agentd-host's events: numbered, in order, none missing, same data" \
+	python3 "$RC_DIR/sse_events.py" "$T/sse.out" "$T/run/sessions/$SID/events.log"
+check "the allowed command ran in the worktree" test -f "$WORKTREE/real-claude-was-here"
+api POST "/sessions/$SID/permissions/${RID:-none}" '{"behavior":"allow"}'
+assert_status "a second answer to the same request answers 409" 409
+assert_one_claude "after the turn: one claude under the pane" "$TMUXNAME"
+assert_eq "after the turn: it is the same claude" "${S_CLAUDE:-none}" "${ONE_CLAUDE:-}"
+get_session "$SID"
+assert_json "GET /sessions/<id>: structured, running" '[.mode, .state]' '["structured","running"]'
+
+# --- back to terminal: the TUI continues the conversation ---------------------------------------
+api POST "/sessions/$SID/mode" '{"mode":"terminal"}'
+assert_status "POST /mode terminal answers 200" 200
+assert_json "the answer says terminal" .mode '"terminal"'
+check_not "agentd-host is gone" alive "${HOST_PID:-0}"
+check_not "the structured claude is gone" alive "${S_CLAUDE:-0}"
+assert_one_claude "terminal again: one claude under the pane" "$TMUXNAME"
+T2_CLAUDE=$ONE_CLAUDE
+assert_eq "terminal again: claude is the pane's process" "$(pane_pid "$TMUXNAME")" "${T2_CLAUDE:-none}"
+assert_match "terminal again: claude --resume=<agentSessionId>, no prompt" \
+	"^$(re "$CLAUDE") --resume=$UUID $" "$(tr '\0' ' ' <"/proc/${T2_CLAUDE:-0}/cmdline" 2>/dev/null)"
+# respawn-pane starts from a blank screen: what shows now comes from the resumed transcript,
+# both the TUI's turn and the structured one.
+if wait_pane "$TMUXNAME" "$PROMPT" "$TUI_WAIT" &&
+	pane_text "$TMUXNAME" | grep -qF "Hello from the fake model (TURNONE)"; then
+	pass "the resumed TUI shows the earlier conversation (both modes' turns)"
+else
+	fail "the resumed TUI shows the earlier conversation" "$(pane_text "$TMUXNAME")"
+fi
+N_BEFORE=$(main_requests | wc -l)
+sleep 1 # the TUI takes keys only once its input box is up
+tmx send-keys -t "=$TMUXNAME:" -l "say again TURNTHREE"
+sleep 0.5
+tmx send-keys -t "=$TMUXNAME:" Enter
+if wait_pane "$TMUXNAME" "Hello from the fake model (TURNTHREE)" "$TUI_WAIT"; then
+	pass "the TUI answers a new prompt"
+else
+	fail "the TUI answers a new prompt" "$(pane_text "$TMUXNAME")"
+fi
+pane_text "$TMUXNAME" >"$T/logs/pane-after-resume.txt"
+LAST=$(main_requests | tail -n 1)
+if [ "$(main_requests | wc -l)" -gt "$N_BEFORE" ]; then
+	# Every turn, in order: TURNONE, the RUNBASH prompt, its tool_use and tool_result, TURNTHREE.
+	assert_jq "the fake API got the whole conversation in messages" '
+		[.messages[] | select(.role == "user" or .role == "assistant") | .content |
+		 if type == "string" then [{type: "text", text: .}] else . end | .[] |
+		 if .type == "text" then
+			(.text | if test("TURNONE") then "one" elif test("RUNBASH") then "bash"
+				elif test("TURNTHREE") then "three" else empty end)
+		 elif .type == "tool_use" then "tool_use"
+		 elif .type == "tool_result" then "tool_result" else empty end] |
+		join(" ") | test("^one( one)* bash tool_use tool_result three$")' "$LAST"
+else
+	fail "the fake API got the whole conversation in messages" "no new conversation request"
+fi
+assert_one_claude "after the TUI turn: one claude under the pane" "$TMUXNAME"
+assert_eq "after the TUI turn: it is the same claude" "${T2_CLAUDE:-none}" "${ONE_CLAUDE:-}"
+
+# --- stop ---------------------------------------------------------------------------------------
+api DELETE "/sessions/$SID?force=true"
+assert_status "DELETE ?force=true answers 200" 200
+deadline=$((SECONDS + 10))
+while [ -n "$(test_claudes)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+assert_eq "no claude of this test is left" "" "$(test_claudes)"
+
+log "the test took $((SECONDS - TEST_T0)) s after the CLI install"
