@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""Timing client of tests/bench/rest_create (python3 standard library only).
+
+  rest_measure.py create CONFIG.json OUT.json
+  rest_measure.py ours CONFIG.json RUNS.json        only ours, keeping the client's timestamps
+  rest_measure.py phases RUNS.json SCHED.txt EXE    phases of those runs from `perf script`
+
+Measures, interleaved (ours then baseline, baseline then ours, ...), for each issue of the
+CONFIG's lists:
+  ours:     POST /sessions through nginx, then GET /sessions/<id> every poll_ms on one keep-alive
+            connection until "state" is "running"; the time from sending the POST to reading
+            that answer.
+  baseline: `git -C <bare> worktree add -b feat/issue-N <path> origin/main` and, if that
+            succeeded, `tmux -S <sock> new-session -d -s <name> -c <path> -- <claude> ...`, run as
+            argv (no shell); the time from spawning git to tmux's exit.
+Warm-up issues are run first and not counted. Prints one line per sample and writes the samples
+and their statistics to OUT.json. Exits 1 if any sample failed.
+"""
+
+import collections
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+
+def pct(values, p):
+    """Nearest-rank percentile."""
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    k = max(1, -(-len(v) * p // 100))  # ceil
+    return v[int(k) - 1]
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    if n == 0:
+        return float("nan")
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+class Ours:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.host, self.port = cfg["host"], cfg["port"]
+        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+
+    def _request(self, method, path, body=None):
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        for attempt in (0, 1):
+            try:
+                self.conn.request(method, path, body=body, headers=headers)
+                resp = self.conn.getresponse()
+                data = resp.read()
+                if resp.getheader("Connection", "").lower() == "close":
+                    self.conn.close()
+                return resp.status, data
+            except (http.client.HTTPException, ConnectionError):
+                # nginx closed the idle keep-alive connection: reconnect once.
+                self.conn.close()
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def run(self, issue):
+        cfg = self.cfg
+        body = json.dumps({"repo": {"owner": cfg["owner"], "name": cfg["name"]}, "issue": issue})
+        sid = "%s-%d" % (cfg["name"], issue)
+        poll = cfg["poll_ms"] / 1000.0
+        polls = 0
+        t0 = time.perf_counter()
+        status, data = self._request("POST", "/sessions", body)
+        t_post = time.perf_counter()
+        if status != 201:
+            return None, "POST answered %d: %s" % (status, data[:300])
+        deadline = t0 + cfg["timeout_s"]
+        while True:
+            status, data = self._request("GET", "/sessions/" + sid)
+            now = time.perf_counter()
+            polls += 1
+            state = None
+            if status == 200:
+                state = json.loads(data).get("state")
+            if state == "running":
+                return {"ms": (now - t0) * 1000, "post_ms": (t_post - t0) * 1000,
+                        "polls": polls, "t0": t0, "t_post": t_post, "t_running": now}, None
+            if state == "failed" or status != 200:
+                return None, "GET answered %d: %s" % (status, data[:300])
+            if now > deadline:
+                return None, "still %s after %d s" % (state, cfg["timeout_s"])
+            time.sleep(poll)
+
+
+class Baseline:
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def run(self, issue):
+        cfg = self.cfg
+        path = os.path.join(cfg["baseline_dir"], "%s-issue-%d" % (cfg["name"], issue))
+        name = "%s-%d" % (cfg["name"], issue)
+        prompt = "Work on %s/%s#%d. Start by running: gh issue view %d -R %s/%s" % (
+            cfg["owner"], cfg["name"], issue, issue, cfg["owner"], cfg["name"])
+        git = ["git", "-C", cfg["bare"], "worktree", "add", "-q", "-b", "feat/issue-%d" % issue,
+               path, "origin/main"]
+        tmux = [cfg["tmux"], "-S", cfg["baseline_sock"], "new-session", "-d", "-s", name, "-c",
+                path, "--", cfg["claude"], "--session-id=%s" % uuid.uuid4(), prompt]
+        t0 = time.perf_counter()
+        g = subprocess.run(git, stdin=subprocess.DEVNULL, capture_output=True)
+        t1 = time.perf_counter()
+        if g.returncode != 0:
+            return None, "git worktree add: %s" % g.stderr.decode(errors="replace")[:300]
+        t = subprocess.run(tmux, stdin=subprocess.DEVNULL, capture_output=True)
+        t2 = time.perf_counter()
+        if t.returncode != 0:
+            return None, "tmux new-session: %s" % t.stderr.decode(errors="replace")[:300]
+        return {"ms": (t2 - t0) * 1000, "git_ms": (t1 - t0) * 1000,
+                "tmux_ms": (t2 - t1) * 1000}, None
+
+
+def cmd_create(cfg_path, out_path):
+    with open(cfg_path, encoding="utf-8") as f:
+        cfg = json.load(f)
+    ours, base = Ours(cfg), Baseline(cfg)
+    samples = {"ours": [], "baseline": []}
+    errors = 0
+
+    def one(kind, runner, issue, counted):
+        nonlocal errors
+        res, err = runner.run(issue)
+        tag = "warm-up " if not counted else ""
+        if err:
+            errors += 1
+            print("# %s%-8s issue %-5d FAILED: %s" % (tag, kind, issue, err), flush=True)
+            return
+        extra = " ".join("%s=%.1f" % (k, v) if isinstance(v, float) else "%s=%s" % (k, v)
+                         for k, v in res.items() if k != "ms" and not k.startswith("t"))
+        print("# %s%-8s issue %-5d %8.1f ms  (%s)" % (tag, kind, issue, res["ms"], extra),
+              flush=True)
+        if counted:
+            res["issue"] = issue
+            samples[kind].append(res)
+
+    one("ours", ours, cfg["warmup_issue"], False)
+    one("baseline", base, cfg["warmup_baseline_issue"], False)
+    for i, (a, b) in enumerate(zip(cfg["issues"], cfg["baseline_issues"])):
+        # Alternate who goes first, so neither side always runs right after the other.
+        if i % 2 == 0:
+            one("ours", ours, a, True)
+            one("baseline", base, b, True)
+        else:
+            one("baseline", base, b, True)
+            one("ours", ours, a, True)
+
+    stats = {}
+    for kind, s in samples.items():
+        ms = [x["ms"] for x in s]
+        stats[kind] = {"n": len(ms), "median": median(ms), "p90": pct(ms, 90),
+                       "min": min(ms) if ms else None, "max": max(ms) if ms else None}
+    # Each pair ran back to back: the median of their ratios cancels a shared machine's drift.
+    pairs = [o["ms"] / b["ms"] for o, b in zip(samples["ours"], samples["baseline"])]
+    stats["paired_ratio_median"] = median(pairs)
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump({"samples": samples, "stats": stats, "errors": errors}, f, indent=1)
+    return 1 if errors else 0
+
+
+def cmd_ours(cfg_path, out_path):
+    """Only our side, for the profile pass: the client's timestamps of each creation."""
+    with open(cfg_path, encoding="utf-8") as f:
+        cfg = json.load(f)
+    ours, runs = Ours(cfg), []
+    for issue in cfg["issues"]:
+        res, err = ours.run(issue)
+        if err:
+            print("# profile: issue %d FAILED: %s" % (issue, err), flush=True)
+            return 1
+        runs.append(res)
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(runs, f)
+    return 0
+
+
+SCHED = re.compile(r"^\s*(\S.*?)\s+(\d+)/(\d+)\s+([\d.]+):\s+sched:(\w+):\s+(.*)$")
+
+
+def cmd_phases(runs_path, sched_path, exe):
+    """Splits each creation into phases from `perf script` of the sched:sched_process_{exec,
+    fork,exit} events (perf record -k CLOCK_MONOTONIC, the clock of time.perf_counter)."""
+    with open(runs_path, encoding="utf-8") as f:
+        runs = json.load(f)
+    events = []
+    with open(sched_path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = SCHED.match(line)
+            if m:
+                events.append((float(m.group(4)), int(m.group(2)), m.group(5), m.group(6)))
+    events.sort()
+    children = collections.defaultdict(list)
+    for t, pid, ev, rest in events:
+        if ev == "sched_process_fork":
+            c = re.search(r"child_pid=(\d+)", rest)
+            if c:
+                children[pid].append((t, int(c.group(1))))
+    names = ["POST -> worker exec", "worker exec -> fork", "git (init, lock, fetch, add)",
+             "tmux #1 (start-server)", "tmux #2 (new-session)", "tmux #3 (set-option)",
+             "last tmux -> client sees running"]
+    table = collections.defaultdict(list)
+    used = set()
+    for run in runs:
+        t0, t1 = run["t0"], run["t_running"]
+        wexec = next(((t, pid) for t, pid, ev, rest in events
+                      if ev == "sched_process_exec" and t0 <= t <= t1 and pid not in used
+                      and rest.startswith("filename=" + exe + " ")), None)
+        if wexec is None:
+            print("# phases: no worker exec found for a run", flush=True)
+            continue
+        used.add(wexec[1])
+        forks = [c for c in children[wexec[1]] if c[0] >= wexec[0]]
+        if not forks:
+            continue
+        tfork, worker = forks[0]
+        tree, todo = {worker}, [worker]
+        while todo:
+            p = todo.pop()
+            for _, c in children[p]:
+                if c not in tree:
+                    tree.add(c)
+                    todo.append(c)
+        tm_exec = [(t, pid) for t, pid, ev, rest in events if ev == "sched_process_exec"
+                   and pid in tree and pid != worker and "tmux" in rest.split()[0]]
+        tm_exit = {pid: t for t, pid, ev, rest in events if ev == "sched_process_exit"
+                   and pid in tree}
+        if len(tm_exec) < 2:
+            continue
+        marks = [t0, wexec[0], tfork, tm_exec[0][0]]
+        for i in range(3):
+            if i < len(tm_exec):
+                marks.append(tm_exit.get(tm_exec[i][1], tm_exec[i][0]))
+            else:
+                marks.append(marks[-1])
+        # Then the worker writes the record (and the list view) and the next poll sees it.
+        marks.append(t1)
+        for i, name in enumerate(names):
+            table[name].append((marks[i + 1] - marks[i]) * 1000)
+        table["total (POST -> running seen)"].append((t1 - t0) * 1000)
+        table["POST answered"].append((run["t_post"] - t0) * 1000)
+    n = len(table["total (POST -> running seen)"])
+    print("phases of our creations (median of %d, ms; from sched exec/fork/exit events):" % n)
+    for name in names + ["total (POST -> running seen)", "POST answered"]:
+        if table[name]:
+            print("    %-40s %7.1f" % (name, median(table[name])))
+    return 0 if n else 1
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "create":
+        return cmd_create(sys.argv[2], sys.argv[3])
+    if len(sys.argv) == 4 and sys.argv[1] == "ours":
+        return cmd_ours(sys.argv[2], sys.argv[3])
+    if len(sys.argv) == 5 and sys.argv[1] == "phases":
+        return cmd_phases(sys.argv[2], sys.argv[3], sys.argv[4])
+    sys.stderr.write(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
