@@ -46,6 +46,8 @@ struct bridge_options {
 
 struct terminal;
 LIST_HEAD(terminal_list, terminal);
+struct relay;
+LIST_HEAD(relay_list, relay);
 
 struct bridge;
 struct http_request;
@@ -82,6 +84,8 @@ struct bridge {
 	struct terminal_list terminals;
 	unsigned nterminals;
 	const struct bridge_service *other; /* NULL: only terminals are served */
+	struct relay_list relays;           /* the structured-mode relay's connections (relay.c) */
+	unsigned nrelays;
 	bool stopping;
 };
 

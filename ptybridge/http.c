@@ -28,7 +28,8 @@ struct http_request {
 	bool complete;
 	bool last_was_value;
 	bool has_body;
-	int err; /* set by a callback that refuses the input */
+	bool body_follows; /* complete at the end of a head announcing a body */
+	int err;           /* set by a callback that refuses the input */
 	const char *path, *query;
 	struct http_field fields[HTTP_HEADERS_MAX];
 	unsigned nfields;
@@ -94,6 +95,12 @@ static int http_on_headers_complete(http_parser *p)
 
 	req->has_body =
 	    (p->flags & F_CHUNKED) || (p->content_length > 0 && p->content_length != ULLONG_MAX);
+	if (req->has_body) {
+		/* The body is the reader's business (it may be larger than the head buffer). */
+		req->complete = true;
+		req->body_follows = true;
+		http_parser_pause(p, 1);
+	}
 	return 0;
 }
 
@@ -210,6 +217,9 @@ int http_request_feed(struct http_request *req, size_t n)
 	if (!req->complete)
 		return req->len >= HTTP_HEAD_MAX ? -EOVERFLOW : 0;
 	req->head_len = start + used;
+	/* Paused in on_headers_complete, http-parser has not consumed the head's final LF. */
+	if (req->body_follows && req->head_len < req->len && req->buf[req->head_len] == '\n')
+		req->head_len++;
 	r = http_request_finish(req);
 	if (r < 0) {
 		req->complete = false;
@@ -221,7 +231,7 @@ int http_request_feed(struct http_request *req, size_t n)
 
 const char *http_request_rest(const struct http_request *req, size_t *len)
 {
-	if (!req->complete || !http_request_is_upgrade(req)) {
+	if (!req->complete || (!http_request_is_upgrade(req) && !req->body_follows)) {
 		*len = 0;
 		return req->buf;
 	}
@@ -262,6 +272,17 @@ const char *http_request_header(const struct http_request *req, const char *name
 	if (count != NULL)
 		*count = n;
 	return found;
+}
+
+int http_request_body_length(const struct http_request *req, uint64_t *len)
+{
+	*len = 0;
+	if (!req->complete || !req->has_body)
+		return 0;
+	if (req->parser.flags & F_CHUNKED)
+		return -EINVAL;
+	*len = req->parser.content_length;
+	return 1;
 }
 
 bool http_request_is_upgrade(const struct http_request *req)
@@ -347,12 +368,22 @@ const char *http_status_text(int status)
 		return "Request Timeout";
 	case 409:
 		return "Conflict";
+	case 411:
+		return "Length Required";
+	case 413:
+		return "Content Too Large";
+	case 415:
+		return "Unsupported Media Type";
 	case 431:
 		return "Request Header Fields Too Large";
 	case 500:
 		return "Internal Server Error";
+	case 502:
+		return "Bad Gateway";
 	case 503:
 		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
 	default:
 		return "Error";
 	}

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define HTTP_HEAD_MAX     (8 * 1024) /* request line + headers; larger heads are refused */
 #define HTTP_HEADERS_MAX  48         /* header lines kept; more is -EOVERFLOW */
@@ -31,15 +32,17 @@ char *http_request_space(struct http_request *req, size_t *avail);
 
 /*
  * Parses n bytes that were just written at http_request_space. Returns 0 when the head is still
- * incomplete, 1 when it is complete (further calls keep returning 1 and ignore their bytes),
+ * incomplete, 1 when it is complete (further calls keep returning 1 and ignore their bytes; a
+ * request with a body is complete at the end of its head, and the body is left to the caller),
  * -EBADMSG when the bytes are not HTTP/1.x, -EOVERFLOW when the head outgrows HTTP_HEAD_MAX or
  * HTTP_HEADERS_MAX.
  */
 int http_request_feed(struct http_request *req, size_t n);
 
 /*
- * Bytes that arrived after a complete upgrade head (the peer's first WebSocket frames). *len is
- * set; the pointer is valid until destroy. Empty for a request that is not an upgrade.
+ * Bytes that arrived after a complete upgrade head (the peer's first WebSocket frames) or after
+ * the head of a request with a body (the start of the body). *len is set; the pointer is valid
+ * until destroy. Empty for any other request.
  */
 const char *http_request_rest(const struct http_request *req, size_t *len);
 
@@ -55,6 +58,12 @@ const char *http_request_query(const struct http_request *req);
  * When count is not NULL it receives the number of lines with that name (the first is returned).
  */
 const char *http_request_header(const struct http_request *req, const char *name, unsigned *count);
+
+/*
+ * The body the head announces: returns 0 when there is none, 1 with *len set to its
+ * Content-Length, -EINVAL for a chunked body (no length known in advance).
+ */
+int http_request_body_length(const struct http_request *req, uint64_t *len);
 
 /* True when http-parser saw Upgrade with Connection: upgrade, HTTP/1.1 or later, and no body. */
 bool http_request_is_upgrade(const struct http_request *req);

@@ -1,11 +1,13 @@
 /*
- * agentd-bridge: the terminal bridge (see server.h). Everything comes from the agentd
- * configuration; the options below only shorten timeouts for tests, given as flags or as
- * AGENTD_BRIDGE_* variables (so a test can pass them through deploy/up).
+ * agentd-bridge: the terminal bridge (see server.h) and the structured-mode relay (relay.h).
+ * Everything comes from the agentd configuration; the options below only shorten timeouts for
+ * tests, given as flags or as AGENTD_BRIDGE_* variables (so a test can pass them through
+ * deploy/up).
  */
 #include "cause.h"
 #include "config.h"
 #include "log.h"
+#include "relay.h"
 #include "server.h"
 
 #include <getopt.h>
@@ -107,7 +109,7 @@ int main(int argc, char **argv)
 		log_error("configuration: %s", cause.msg);
 		return 1;
 	}
-	r = server_run(&cfg, &opt, NULL, &cause); /* structured mode is not wired in yet */
+	r = server_run(&cfg, &opt, &relay_service, &cause);
 	if (r < 0) {
 		log_error("%s", cause.msg);
 		return 1;

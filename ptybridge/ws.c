@@ -203,6 +203,11 @@ int ws_queue_binary(struct ws *ws, const void *data, size_t len)
 	return ws_queue(ws, WSLAY_BINARY_FRAME, data, len);
 }
 
+int ws_queue_text(struct ws *ws, const void *data, size_t len)
+{
+	return ws_queue(ws, WSLAY_TEXT_FRAME, data, len);
+}
+
 int ws_queue_ping(struct ws *ws)
 {
 	return ws_queue(ws, WSLAY_PING, "agentd", 6);

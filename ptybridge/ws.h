@@ -66,6 +66,9 @@ int ws_send(struct ws *ws);
 /* Queues one binary message (copied). Returns 0, -EPIPE once a close was queued, -ENOMEM. */
 int ws_queue_binary(struct ws *ws, const void *data, size_t len);
 
+/* Queues one text message (copied; the caller guarantees UTF-8). Returns 0, -EPIPE, -ENOMEM. */
+int ws_queue_text(struct ws *ws, const void *data, size_t len);
+
 /* Queues a ping. Returns 0, -EPIPE, -ENOMEM. */
 int ws_queue_ping(struct ws *ws);
 

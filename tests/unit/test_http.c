@@ -290,3 +290,62 @@ Test(http, upgrade_response)
 			      "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n");
 	cr_assert_eq(http_format_upgrade(out, 10, "x"), -EOVERFLOW);
 }
+
+Test(http, a_request_with_a_body_is_complete_at_the_end_of_its_head)
+{
+	static const char head[] =
+	    "POST /sessions/a-1/prompt HTTP/1.1\r\nHost: x\r\n"
+	    "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
+	static const char lf_head[] = "POST /p HTTP/1.1\nHost: x\nContent-Length: 5\n\n";
+	char buf[sizeof(head) + 16];
+	struct http_request *req = http_request_create();
+	const char *rest;
+	size_t rest_len;
+	uint64_t len = 0;
+
+	/* The body may be far larger than the head buffer: it is the caller's to read. */
+	memcpy(buf, head, strlen(head));
+	memcpy(buf + strlen(head), "{\"pro", 5);
+	cr_assert_eq(feed(req, buf, strlen(head) + 5, 0), 1);
+	cr_assert_str_eq(http_request_method(req), "POST");
+	cr_assert_str_eq(http_request_path(req), "/sessions/a-1/prompt");
+	cr_assert_eq(http_request_body_length(req, &len), 1);
+	cr_assert_eq(len, 100000);
+	cr_assert_not(http_request_is_upgrade(req));
+	rest = http_request_rest(req, &rest_len);
+	cr_assert_eq(rest_len, 5);
+	cr_assert_eq(memcmp(rest, "{\"pro", 5), 0);
+	http_request_destroy(req);
+
+	/* The same with bare LFs, fed byte by byte. */
+	req = http_request_create();
+	memcpy(buf, lf_head, strlen(lf_head));
+	memcpy(buf + strlen(lf_head), "hello", 5);
+	cr_assert_eq(feed(req, buf, strlen(lf_head) + 5, 1), 1);
+	rest = http_request_rest(req, &rest_len);
+	cr_assert_eq(rest_len, 0, "bytes fed after completion are ignored");
+	http_request_destroy(req);
+	req = http_request_create();
+	cr_assert_eq(feed(req, buf, strlen(lf_head) + 5, 0), 1);
+	rest = http_request_rest(req, &rest_len);
+	cr_assert_eq(rest_len, 5);
+	cr_assert_eq(memcmp(rest, "hello", 5), 0);
+	http_request_destroy(req);
+}
+
+Test(http, chunked_bodies_have_no_length)
+{
+	static const char head[] =
+	    "POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+	struct http_request *req = http_request_create();
+	uint64_t len = 1;
+
+	cr_assert_eq(feed(req, head, strlen(head), 0), 1);
+	cr_assert_eq(http_request_body_length(req, &len), -EINVAL);
+	http_request_destroy(req);
+	req = http_request_create();
+	cr_assert_eq(feed(req, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27, 0), 1);
+	cr_assert_eq(http_request_body_length(req, &len), 0);
+	cr_assert_eq(len, 0);
+	http_request_destroy(req);
+}

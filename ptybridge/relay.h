@@ -1,0 +1,89 @@
+/*
+ * Structured mode (API.md): the bridge's side of agentd-host. Each request opens its own
+ * connection to the session's host socket (core/hostproto.h) and relays:
+ *   POST /sessions/<id>/prompt                  {"type":"prompt"}: the turn's events as SSE
+ *   POST /sessions/<id>/permissions/<requestId> {"type":"permission"}: 200 {"status":"ok"}
+ *   POST /sessions/<id>/interrupt               {"type":"interrupt"}: 200 {"status":"ok"}
+ *   GET  /sessions/<id>/events                  {"type":"subscribe"}: every event as SSE,
+ *                                               from Last-Event-ID or ?after=N, then live
+ *   GET  /sessions/<id>/stream (WebSocket)      the same subscription, one text frame per
+ *                                               event ({"id","event","data"}); each client
+ *                                               frame {"type":"prompt"|"permission"|"interrupt",
+ *                                               ...} opens its own host connection, and the
+ *                                               host's answer comes back as a frame
+ *                                               {"type":"accepted"|"ok"|"error",
+ *                                               "request":"<type>", ...}
+ * Before a host is contacted the session record is read: 404 unknown, 409 not structured or not
+ * running; a `creating` session or a host socket that does not answer yet (right after a mode
+ * switch) is waited for. The host's {"type":"error","status":S,"code":C,"error":E} answers
+ * become API.md error responses with status S.
+ *
+ * The bridge keeps no state of its own: a client that goes away only closes its host connection
+ * (the host keeps the turn going, and its event log lets the client replay what it missed).
+ * Every buffer is bounded: request bodies RELAY_BODY_MAX, host lines HOSTPROTO_LINE_MAX; above
+ * RELAY_OUT_HIGH bytes queued for a client its host connection (and its WebSocket input) is no
+ * longer read (the host drops a subscriber too far behind, which ends the stream: the client
+ * reconnects with Last-Event-ID), and a client whose output does not move for stall_timeout_ms
+ * is cut.
+ */
+#ifndef AGENTD_BRIDGE_RELAY_H
+#define AGENTD_BRIDGE_RELAY_H
+
+#include "bridge.h"
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define RELAY_BODY_MAX          (64 * 1024) /* request bodies (API.md); larger is 413 */
+#define RELAY_SSE_PING_MS       (15 * 1000) /* ": ping" after this long without output */
+#define RELAY_CONNECT_WAIT_MS   (5 * 1000)  /* host socket missing or refusing: retried this long */
+#define RELAY_ANSWER_TIMEOUT_MS (10 * 1000) /* for the host's answer to a request */
+#define RELAY_OUT_HIGH          (256 * 1024) /* output queued to the client: stop reading the host */
+#define RELAY_OUT_LOW           (64 * 1024)  /* ... and read again below this */
+#define RELAY_READ_CHUNK        (64 * 1024)  /* room offered to each read from the host */
+#define RELAY_LINGER_MAX        (256 * 1024) /* input dropped after the answer before closing */
+#define RELAY_WS_REQUESTS_MAX   8            /* host requests of one /stream client at once */
+#define RELAY_REQUEST_ID_MAX    127          /* a permission request id (agentd-host's limit) */
+
+enum relay_kind {
+	RELAY_PROMPT,
+	RELAY_PERMISSION,
+	RELAY_INTERRUPT,
+	RELAY_EVENTS,
+	RELAY_STREAM,
+};
+
+/* The relay as the bridge's second service (struct bridge_service): it claims the paths
+ * relay_route accepts, and keeps its connections in b->relays. */
+extern const struct bridge_service relay_service;
+
+/*
+ * Classifies a request path: returns 1 and sets *kind when path is /sessions/<x>/prompt,
+ * /events, /interrupt, /stream or /permissions/<y> (x and y non-empty without '/', not yet
+ * validated), and 0 for every other path (not the relay's).
+ */
+int relay_route(const char *path, enum relay_kind *kind);
+
+/* True when id (a permission request id from a path or a frame) has 1..RELAY_REQUEST_ID_MAX
+ * characters of [A-Za-z0-9._:-] (claude's ids are UUIDs). */
+bool relay_request_id_valid(const char *id);
+
+/*
+ * Parses a client's JSON text (a request body or a WebSocket frame): returns the object (caller
+ * puts it), or NULL when text is not exactly one JSON object (surrounding whitespace allowed).
+ */
+json_object *relay_parse_object(const char *text, size_t len);
+
+/*
+ * Builds the request line for agentd-host (core/hostproto.h; JSON and its '\n') from a client's
+ * JSON object: for RELAY_PROMPT {"prompt":"<non-empty string>"}; for RELAY_PERMISSION
+ * {"behavior":"allow"|"deny"} with optional "message" (string), "updatedInput" (object) and
+ * "interrupt" (boolean), for the request request_id; for RELAY_INTERRUPT anything (msg may be
+ * NULL). Other members are ignored. Returns the line (caller frees) with *len set, or NULL with
+ * *why set to a sentence for a 400 answer (or errno ENOMEM: *why says so).
+ */
+char *relay_host_request(enum relay_kind kind, json_object *msg, const char *request_id,
+			 size_t *len, const char **why);
+
+#endif

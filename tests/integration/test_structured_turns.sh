@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Structured mode through nginx with the stream-json fake claude: a text turn as SSE, tool
+# permissions (allow, deny, deny+interrupt, two at once, unknown and repeated answers), interrupts,
+# one turn at a time, and the mode rules.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/structured/lib_structured.sh"
+
+make_remote acme widgets
+start_stack || exit 1
+
+# --- terminal mode: the relay refuses --------------------------------------------------------
+create acme widgets 1
+assert_state "session widgets-1 runs" widgets-1 running 60
+api POST /sessions/widgets-1/prompt '{"prompt":"hi"}'
+assert_status "prompt in terminal mode: 409" 409
+assert_error_body "prompt in terminal mode: error body"
+assert_match "prompt in terminal mode: the error hints at the mode switch" '/mode' "$BODY"
+api GET /sessions/widgets-1/events
+assert_status "events in terminal mode: 409" 409
+api POST /sessions/nosuch-9/prompt '{"prompt":"hi"}'
+assert_status "prompt for an unknown session: 404" 404
+assert_error_body "unknown session: error body"
+
+api POST /sessions/widgets-1/mode '{"mode":"structured"}'
+assert_status "switch to structured: 200" 200
+SID=widgets-1
+
+# --- a text turn -----------------------------------------------------------------------------
+sse_run t1 POST /sessions/$SID/prompt '{"prompt":"say hello"}'
+assert_eq "text turn: 200" 200 "$(sse_status t1)"
+assert_eq "text turn: the stream ends by itself" eof "$(sse_end t1)"
+assert_eq "text turn: init, assistant, result" "system assistant result" "$(sse_names t1)"
+assert_jq "text turn: data is claude's line (assistant says Hello!)" \
+	'[.[] | select(.event == "assistant") | .data | fromjson | .message.content[0].text] == ["Hello!"]' \
+	"$(sse_events t1 | jq -s -c .)"
+assert_jq "text turn: each event's name is its line's type" \
+	'all(.[]; (.data | fromjson | .type) == .event)' "$(sse_events t1 | jq -s -c .)"
+assert_ids_contiguous "text turn: ids increase by one" t1
+
+WT=$T/code/widgets-issue-1
+
+# answer NAME RID BODY: POST /permissions/RID
+answer() { api POST "/sessions/$SID/permissions/$1" "$2"; }
+
+# --- allow -----------------------------------------------------------------------------------
+sse_start a1 POST /sessions/$SID/prompt '{"prompt":"RUNBASH touch allowed-file"}'
+assert_sse_event "allow: a permission event arrives" a1 '.event == "permission"' 20
+RID=$(sse_permission_ids a1 | head -n 1)
+assert_jq "allow: the permission event has the API.md fields" \
+	'.data | fromjson | (.requestId | length > 0) and .toolName == "Bash" and
+	 .input.command == "touch allowed-file" and .toolUseId == "toolu_01" and
+	 has("description") and has("suggestions") and has("blockedPath")' \
+	"$(sse_events a1 | jq -c 'select(.event == "permission")')"
+check_not "allow: nothing ran before the answer" test -e "$WT/allowed-file"
+answer "$RID" '{"behavior":"allow"}'
+assert_status "allow: POST /permissions answers 200" 200
+assert_json "allow: the answer is {\"status\":\"ok\"}" . '{"status":"ok"}'
+sse_wait_end a1 20
+assert_eq "allow: the stream ends after the result" eof "$(sse_end a1)"
+assert_eq "allow: the events of the turn" \
+	"system assistant permission permission_resolved user assistant result" "$(sse_names a1)"
+check "allow: the tool ran in the worktree" test -e "$WT/allowed-file"
+assert_jq "allow: the result is a success" '.event == "result" and (.data | fromjson | .subtype) == "success"' \
+	"$(sse_events a1 | tail -n 1)"
+assert_ids_contiguous "allow: ids increase by one" a1
+answer "$RID" '{"behavior":"allow"}'
+assert_status "an answer given twice: 409" 409
+assert_error_body "answered twice: error body"
+answer "no-such-request" '{"behavior":"allow"}'
+assert_status "an answer for an unknown request id: 404" 404
+assert_error_body "unknown request id: error body"
+
+# --- deny ------------------------------------------------------------------------------------
+sse_start d1 POST /sessions/$SID/prompt '{"prompt":"RUNBASH touch denied-file"}'
+assert_sse_event "deny: a permission event arrives" d1 '.event == "permission"' 20
+answer "$(sse_permission_ids d1 | head -n 1)" '{"behavior":"deny","message":"not today"}'
+assert_status "deny: 200" 200
+sse_wait_end d1 20
+assert_eq "deny: the turn goes on without the tool" \
+	"system assistant permission permission_resolved user assistant result" "$(sse_names d1)"
+assert_jq "deny: claude got the message as the tool's error" \
+	'.data | fromjson | .message.content[0] | .is_error == true and .content == "not today"' \
+	"$(sse_events d1 | jq -c 'select(.event == "user")')"
+assert_jq "deny: the result lists the denial" \
+	'.data | fromjson | .subtype == "success" and (.permission_denials | length) == 1' \
+	"$(sse_events d1 | tail -n 1)"
+check_not "deny: the tool did not run" test -e "$WT/denied-file"
+
+# --- deny + interrupt ------------------------------------------------------------------------
+sse_start di POST /sessions/$SID/prompt '{"prompt":"RUNBASH touch interrupted-file"}'
+assert_sse_event "deny+interrupt: a permission event arrives" di '.event == "permission"' 20
+answer "$(sse_permission_ids di | head -n 1)" '{"behavior":"deny","message":"stop","interrupt":true}'
+assert_status "deny+interrupt: 200" 200
+sse_wait_end di 20
+assert_eq "deny+interrupt: no assistant frame after the denial" \
+	"system assistant permission permission_resolved user result" "$(sse_names di)"
+assert_jq "deny+interrupt: the turn ends as an error" \
+	'.data | fromjson | .subtype == "error_during_execution" and .is_error == true' \
+	"$(sse_events di | tail -n 1)"
+check_not "deny+interrupt: the tool did not run" test -e "$WT/interrupted-file"
+
+# --- interrupt mid-turn, one turn at a time --------------------------------------------------
+sse_start s1 POST /sessions/$SID/prompt '{"prompt":"SLOW"}'
+assert_sse_event "slow turn: it starts" s1 '.event == "system"' 20
+api POST /sessions/$SID/prompt '{"prompt":"another"}'
+assert_status "a prompt while a turn runs: 409" 409
+assert_json "a prompt while a turn runs: code turn_running" .code '"turn_running"'
+START=$SECONDS
+api POST /sessions/$SID/interrupt
+assert_status "interrupt: 200" 200
+assert_json "interrupt: the answer is {\"status\":\"ok\"}" . '{"status":"ok"}'
+sse_wait_end s1 15
+assert_eq "interrupt: the stream ends with the result" eof "$(sse_end s1)"
+assert_jq "interrupt: the result is error_during_execution" \
+	'.event == "result" and (.data | fromjson | .subtype) == "error_during_execution"' \
+	"$(sse_events s1 | tail -n 1)"
+assert_match "interrupt: the turn ended well before its 30 s" '^[0-9]$' "$((SECONDS - START))"
+assert_jq "interrupt: claude acknowledged it first (control_response)" \
+	'[.[].event] | index("control_response") != null' "$(sse_events s1 | jq -s -c .)"
+sse_run s2 POST /sessions/$SID/prompt '{"prompt":"hello again"}'
+assert_eq "after an interrupt the next prompt runs" "system assistant result" "$(sse_names s2)"
+
+# --- two pending permissions at once ---------------------------------------------------------
+sse_start two POST /sessions/$SID/prompt '{"prompt":"TWOTOOLS"}'
+assert_sse_event "two tools: two permission events" two '.event == "permission"' 20 2
+LAST=$(sse_events two | tail -n 1 | jq .id)
+sse_start pend GET "/sessions/$SID/events?after=$LAST" - --stop-after 2
+sse_wait_end pend 10
+assert_eq "two tools: /events after the last id replays both pending requests" \
+	"permission permission" "$(sse_names pend)"
+R1=$(sse_permission_ids two | sed -n 1p)
+R2=$(sse_permission_ids two | sed -n 2p)
+answer "$R2" '{"behavior":"allow"}'
+assert_status "two tools: the second answered first: 200" 200
+check_not "two tools: the turn waits for the other answer" sse_wait_end two 1
+answer "$R1" '{"behavior":"deny","message":"only two"}'
+assert_status "two tools: the first answered: 200" 200
+sse_wait_end two 20
+assert_jq "two tools: one ran, one was denied" \
+	'.data | fromjson | .subtype == "success" and (.permission_denials | map(.tool_use_id)) == ["toolu_01"]' \
+	"$(sse_events two | tail -n 1)"
+check "two tools: the allowed one ran" test -e "$WT/two"
+check_not "two tools: the denied one did not" test -e "$WT/one"
+
+# --- malformed requests ----------------------------------------------------------------------
+bad() {
+	local desc=$1 want=$2
+	shift 2
+	api "$@"
+	assert_status "$desc: $want" "$want"
+	assert_error_body "$desc: error body"
+}
+bad "prompt: not JSON" 400 POST /sessions/$SID/prompt 'prompt please'
+bad "prompt: an array" 400 POST /sessions/$SID/prompt '["hi"]'
+bad "prompt: trailing garbage" 400 POST /sessions/$SID/prompt '{"prompt":"hi"} x'
+bad "prompt: empty prompt" 400 POST /sessions/$SID/prompt '{"prompt":""}'
+bad "prompt: prompt not a string" 400 POST /sessions/$SID/prompt '{"prompt":5}'
+bad "prompt: no body" 400 POST /sessions/$SID/prompt
+bad "prompt: empty body" 400 POST /sessions/$SID/prompt ''
+API_CT=text/plain bad "prompt: not application/json" 415 POST /sessions/$SID/prompt '{"prompt":"hi"}'
+API_CT=none bad "prompt: no Content-Type" 415 POST /sessions/$SID/prompt '{"prompt":"hi"}'
+head -c 70000 /dev/zero | tr '\0' 'a' | jq -R -c '{prompt: .}' >"$T/big.json"
+bad "prompt: body over 64 KiB" 413 POST /sessions/$SID/prompt "@$T/big.json"
+bad "prompt: GET" 405 GET /sessions/$SID/prompt
+bad "permission: behavior maybe" 400 POST /sessions/$SID/permissions/abc '{"behavior":"maybe"}'
+bad "permission: message not a string" 400 POST /sessions/$SID/permissions/abc '{"behavior":"deny","message":1}'
+bad "permission: updatedInput not an object" 400 POST /sessions/$SID/permissions/abc '{"behavior":"allow","updatedInput":"x"}'
+bad "permission: not JSON" 400 POST /sessions/$SID/permissions/abc '{"behavior":'
+bad "permission: a request id with odd characters" 404 POST "/sessions/$SID/permissions/a%20b" '{"behavior":"allow"}'
+bad "events: a malformed Last-Event-ID" 400 GET /sessions/$SID/events -H 'Last-Event-ID: 12x'
+bad "events: a malformed ?after=" 400 GET "/sessions/$SID/events?after=-1"
+bad "events: an id beyond 64 bits" 400 GET "/sessions/$SID/events?after=99999999999999999999"
+bad "a malformed session id" 400 POST /sessions/Bad_Id!-1/prompt '{"prompt":"hi"}'
+bad "interrupt of an unknown session" 404 POST /sessions/nosuch-9/interrupt
+
+# --- the Origin rule -------------------------------------------------------------------------
+bad "prompt from a foreign Origin" 403 POST /sessions/$SID/prompt '{"prompt":"hi"}' -H 'Origin: http://evil.example'
+bad "permission from a foreign Origin" 403 POST /sessions/$SID/permissions/abc '{"behavior":"allow"}' -H 'Origin: http://evil.example'
+bad "interrupt from a foreign Origin" 403 POST /sessions/$SID/interrupt -H 'Origin: http://evil.example'
+sse_run same POST /sessions/$SID/prompt '{"prompt":"hi"}' --header "Origin: http://127.0.0.1:$PORT"
+assert_eq "prompt from the same Origin: 200" 200 "$(sse_status same)"
+assert_eq "prompt from the same Origin: a whole turn" "system assistant result" "$(sse_names same)"
