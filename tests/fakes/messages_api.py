@@ -11,7 +11,8 @@ POST /v1/messages (any query string, e.g. ?beta=true) answers like the real API,
 the body says "stream": true (message_start, content_block_start/delta/stop, message_delta,
 message_stop), else as one JSON message. What it answers depends on the last role "user"
 message (later "system" messages are skipped):
-  - it holds a tool_result block              -> text "Done."
+  - it holds a tool_result block              -> text "Done.", or "The tool failed." when the
+                                                 result says is_error (e.g. a denied permission)
   - its prompt text contains RUNBASH and the
     request offers a Bash tool                -> a Bash tool_use running the rest of that line
                                                  (default: touch real-claude-was-here)
@@ -79,8 +80,10 @@ def offers_bash(body):
 def answer_for(body):
     """Returns the content blocks and stop reason the fake model answers body with."""
     user = last_user_message(body.get("messages"))
-    if any(b.get("type") == "tool_result" for b in blocks_of(user)):
-        return [{"type": "text", "text": "Done."}], "end_turn"
+    results = [b for b in blocks_of(user) if b.get("type") == "tool_result"]
+    if results:
+        failed = any(b.get("is_error") for b in results)
+        return [{"type": "text", "text": "The tool failed." if failed else "Done."}], "end_turn"
     text = prompt_text(user)
     if MARKER in text and offers_bash(body):
         command = text.split(MARKER, 1)[1].split("\n", 1)[0].strip() or DEFAULT_COMMAND
