@@ -108,9 +108,107 @@ assert_ids_contiguous() {
 		"$ids"
 }
 
+# --- /stream clients (node stream.js, driven through a FIFO) -----------------------------------
+#   ws_start w1 /sessions/$sid/stream [--origin O] [--header 'Last-Event-ID: 3']
+#   ws_send w1 '{"type":"prompt","prompt":"hi"}'
+#   ws_wait_frame w1 '.event == "result"' 20 [N]     (jq filter on the frames, one JSON a line)
+#   ws_wait_line w1 '^closed 1001' 10                 (its status lines: open, status, closed)
+#   ws_stop w1                                        (close handshake, wait for exit)
+STREAM_JS=$REPO/tests/integration/structured/stream.js
+declare -A WS_PID=() WS_FD=()
+
+ws_start() {
+	local name=$1 path=$2 fd
+	shift 2
+	rm -f "$T/$name.in"
+	mkfifo "$T/$name.in"
+	: >"$T/$name.frames"
+	: >"$T/$name.log"
+	(
+		for fd in "${WS_FD[@]}"; do [ -n "$fd" ] && eval "exec $fd>&-"; done
+		exec node "$STREAM_JS" "ws://127.0.0.1:$PORT$path" --out "$T/$name.frames" "$@"
+	) <"$T/$name.in" >"$T/$name.log" 2>&1 &
+	WS_PID[$name]=$!
+	exec {fd}>"$T/$name.in"
+	WS_FD[$name]=$fd
+}
+
+ws_send() {
+	local fd=${WS_FD[$1]:-}
+	[ -n "$fd" ] && printf 'send %s\n' "$2" >&"$fd" 2>/dev/null
+}
+
+ws_cmd() {
+	local fd=${WS_FD[$1]:-}
+	[ -n "$fd" ] && printf '%s\n' "$2" >&"$fd" 2>/dev/null
+}
+
+# ws_frames NAME: the text frames received, one a line (only whole lines).
+ws_frames() { jq -c . "$T/$1.frames" 2>/dev/null; }
+
+ws_wait_frame() {
+	local deadline=$((SECONDS + $3))
+	while :; do
+		if ws_frames "$1" | jq -s -e "map(select($2)) | length >= ${4:-1}" >/dev/null 2>&1; then
+			return 0
+		fi
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.05
+	done
+}
+
+assert_ws_frame() {
+	if ws_wait_frame "$2" "$3" "$4" "${5:-1}"; then
+		pass "$1"
+	else
+		fail "$1" "no frame matching $3 within $4 s" \
+			"frames: $(ws_frames "$2" | cut -c 1-200 | tail -n 12)" "log: $(cat "$T/$2.log")"
+	fi
+}
+
+ws_wait_line() {
+	local deadline=$((SECONDS + $3))
+	while ! grep -Eq "$2" "$T/$1.log" 2>/dev/null; do
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.05
+	done
+}
+
+assert_ws_line() {
+	if ws_wait_line "$2" "$3" "$4"; then
+		pass "$1"
+	else
+		fail "$1" "no line matching $3 within $4 s" "log: $(cat "$T/$2.log")"
+	fi
+}
+
+ws_stop() {
+	local fd=${WS_FD[$1]:-} pid=${WS_PID[$1]:-} deadline=$((SECONDS + 10))
+	[ -n "$fd" ] && eval "exec $fd>&-"
+	WS_FD[$1]=
+	[ -n "$pid" ] || return 0
+	while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	WS_PID[$1]=
+}
+
+# bridge_pid: the agentd-bridge deploy/up runs now (or nothing).
+bridge_pid() {
+	local exe p
+	exe=$(readlink -f "$BUILD_DIR/ptybridge/agentd-bridge")
+	[ -n "$UP_PID" ] || return 0
+	for p in $(descendants "$UP_PID"); do
+		if [ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$exe" ]; then
+			echo "$p"
+			return 0
+		fi
+	done
+}
+
 kill_sse_clients() {
 	local p
-	for p in "${SSE_PID[@]}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
+	for p in "${SSE_PID[@]}" "${WS_PID[@]}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
 }
 
 # Clients still running when the script ends are killed before the stack is stopped.

@@ -2,7 +2,7 @@
 """A scriptable SSE client for the structured-mode tests (python3 standard library only).
 
   sse.py METHOD URL [--data TEXT] [--ctype CT] [--header 'Name: value']... [--out FILE]
-         [--stop-after N] [--timeout S]
+         [--stop-after N] [--until EVENT] [--timeout S]
 
 Sends one HTTP/1.0 request (so the answer is close-delimited, never chunked) and prints
 "status <code>" as soon as the head arrives. A 200 text/event-stream answer is parsed as SSE:
@@ -10,7 +10,8 @@ every event is appended to FILE (default stdout) as one JSON line {"id": N, "eve
 "data": "<the data lines joined with LF>"} and every comment as {"comment": "..."}, flushed at
 once. Any other answer's body is printed as "body <text>". The last line says how it ended:
 "end eof" (the server closed), "end stopped" (after --stop-after N events the client dropped the
-connection without reading on), or "end timeout".
+connection without reading on; also after the first event named EVENT with --until), or
+"end timeout".
 """
 import argparse
 import json
@@ -29,6 +30,7 @@ def main():
     ap.add_argument("--header", action="append", default=[])
     ap.add_argument("--out")
     ap.add_argument("--stop-after", type=int, default=0)
+    ap.add_argument("--until")
     ap.add_argument("--timeout", type=float, default=60)
     a = ap.parse_args()
 
@@ -97,11 +99,12 @@ def main():
                     out.write(json.dumps(ev) + "\n")
                     out.flush()
                     count += 1
-                    ev, data = {}, []
-                    if a.stop_after and count >= a.stop_after:
+                    if (a.stop_after and count >= a.stop_after) or \
+                            (a.until and ev.get("event") == a.until):
                         s.close()
                         print("end stopped")
                         return 0
+                    ev, data = {}, []
                 continue
             if line.startswith(":"):
                 out.write(json.dumps({"comment": line[1:].strip()}) + "\n")
