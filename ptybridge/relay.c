@@ -179,6 +179,39 @@ bool relay_request_id_valid(const char *id)
 	return true;
 }
 
+bool relay_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	while (p < end) {
+		unsigned char c = *p++;
+		size_t more;
+		uint32_t cp, min;
+
+		if (c < 0x80)
+			continue;
+		if ((c & 0xe0) == 0xc0)
+			more = 1, cp = c & 0x1f, min = 0x80;
+		else if ((c & 0xf0) == 0xe0)
+			more = 2, cp = c & 0x0f, min = 0x800;
+		else if ((c & 0xf8) == 0xf0)
+			more = 3, cp = c & 0x07, min = 0x10000;
+		else
+			return false;
+		if ((size_t)(end - p) < more)
+			return false;
+		for (; more > 0; more--, p++) {
+			if ((*p & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (*p & 0x3f);
+		}
+		/* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are invalid. */
+		if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return false;
+	}
+	return true;
+}
+
 json_object *relay_parse_object(const char *text, size_t len)
 {
 	json_tokener *tok;
@@ -478,7 +511,8 @@ static void relay_close(struct relay *r)
 	if (r->state == RS_DEAD)
 		return;
 	relay_hosts_close(r);
-	if (r->kind == RELAY_EVENTS || r->kind == RELAY_STREAM || r->events_sent > 0)
+	if (r->state == RS_STREAM || r->state == RS_WS || r->state == RS_WS_CLOSING ||
+	    r->events_sent > 0)
 		log_info("session %s: %s client closed after %llu events", r->id,
 			 relay_kind_names[r->kind], (unsigned long long)r->events_sent);
 	r->state = RS_DEAD;
@@ -607,6 +641,8 @@ static void relay_flush(struct relay *r)
 			r->deadline = relay_now(r) + BRIDGE_CLOSE_TIMEOUT_MS;
 		}
 	}
+	if (relay_queued(r) == 0)
+		r->last_sent = relay_now(r); /* nothing waits: no stall */
 	relay_backpressure(r);
 	relay_update_poll(r);
 }
@@ -832,8 +868,12 @@ static void relay_event(struct relay *r, const char *line, size_t len)
 	r->events_sent++;
 	if (r->state == RS_WS) {
 		size_t before = relay_queued(r);
+		/* A browser fails the connection on a text frame that is not UTF-8 (a "raw" event
+		 * of bytes claude wrote): such an event goes out as a binary frame instead. */
+		int err = relay_utf8_valid(line, len) ? ws_queue_text(r->ws, line, len)
+						      : ws_queue_binary(r->ws, line, len);
 
-		if (ws_queue_text(r->ws, line, len) < 0) {
+		if (err < 0) {
 			relay_close(r);
 			return;
 		}

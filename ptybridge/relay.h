@@ -69,6 +69,9 @@ int relay_route(const char *path, enum relay_kind *kind);
  * characters of [A-Za-z0-9._:-] (claude's ids are UUIDs). */
 bool relay_request_id_valid(const char *id);
 
+/* True when s holds len bytes of valid UTF-8 (what a WebSocket text frame must carry). */
+bool relay_utf8_valid(const char *s, size_t len);
+
 /*
  * Parses a client's JSON text (a request body or a WebSocket frame): returns the object (caller
  * puts it), or NULL when text is not exactly one JSON object (surrounding whitespace allowed).

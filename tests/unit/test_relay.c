@@ -176,3 +176,27 @@ Test(relay, interrupt_requests_ignore_the_body)
 	json_object_put(o);
 	cr_assert_null(line_for(RELAY_EVENTS, "{}", ""));
 }
+
+Test(relay, utf8)
+{
+	static const char *const good[] = {
+	    "",
+	    "plain",
+	    "caf\xc3\xa9",
+	    "\xe2\x82\xac",
+	    "\xf0\x9f\x98\x80",
+	    "\xef\xbf\xbf",
+	    "\xf4\x8f\xbf\xbf",
+	};
+	static const char *const bad[] = {
+	    "\x80",         "\xc3",         "\xc3\x28",         "\xc0\xaf",
+	    "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf8\x88\x80\x80\x80",
+	    "\xff",         "ok\xe2\x82",
+	};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cr_assert(relay_utf8_valid(good[i], strlen(good[i])), "good %zu", i);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_not(relay_utf8_valid(bad[i], strlen(bad[i])), "bad %zu", i);
+	cr_assert(relay_utf8_valid("a\0b", 3), "NUL is valid UTF-8");
+}
