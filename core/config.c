@@ -48,6 +48,7 @@ static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_ALLOWED_ORIGINS", allowed_origins),
     INT_KEY("AGENTD_PERMISSION_TIMEOUT", permission_timeout, 1, 86400),
     STR_KEY("AGENTD_TMUX", tmux),
+    STR_KEY("AGENTD_HOST_BIN", host),
 };
 
 void config_defaults(struct config *cfg)

@@ -265,7 +265,19 @@ static void terminal_flush(struct terminal *t)
 	}
 	terminal_backpressure(t);
 	if (!ws_want_read(t->ws) && !ws_want_write(t->ws)) {
-		terminal_close(t); /* close handshake done, or the peer failed the protocol */
+		if (ws_close_received(t->ws)) {
+			terminal_close(t); /* close handshake done */
+			return;
+		}
+		/* We closed first (a too big message, a protocol error) while the peer may still
+		 * be sending: closing with unread bytes would send a reset that can overtake our
+		 * close frame. Half-close and drop what still comes until its EOF. */
+		if (t->state == TS_OPEN)
+			terminal_detach(t);
+		shutdown(t->fd, SHUT_WR);
+		t->state = TS_LINGER;
+		t->deadline = terminal_now(t) + BRIDGE_CLOSE_TIMEOUT_MS;
+		terminal_update_poll(t);
 		return;
 	}
 	if (t->state == TS_OPEN && !ws_want_read(t->ws)) {

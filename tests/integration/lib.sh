@@ -483,7 +483,7 @@ cleanup() {
 	tmux -S "$TMUX_SOCK" kill-server >/dev/null 2>&1
 	# Fake agents that outlived their tmux server (they should not).
 	for p in $(claude_pids); do
-		if alive "$p" && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q fakes/claude; then
+		if alive "$p" && tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q fakes/claude; then
 			kill -KILL "$p" 2>/dev/null
 		fi
 	done

@@ -229,7 +229,8 @@ Test(config, file_parsing)
 		   "AGENTD_MAX_SESSIONS=4\n"
 		   "AGENTD_ALLOWED_ORIGINS=https://a.example, https://b.example\n"
 		   "AGENTD_PERMISSION_TIMEOUT=30\n"
-		   "AGENTD_TMUX=/usr/bin/tmux\n");
+		   "AGENTD_TMUX=/usr/bin/tmux\n"
+		   "AGENTD_HOST_BIN=/opt/agentd/agentd-host\n");
 	load_ok(&cfg);
 	cr_assert_str_eq(cfg.listen, "0.0.0.0:9000");
 	cr_assert_str_eq(cfg.runtime_dir, "/tmp/rt");
@@ -243,6 +244,7 @@ Test(config, file_parsing)
 	cr_assert_str_eq(cfg.allowed_origins, "https://a.example, https://b.example");
 	cr_assert_eq(cfg.permission_timeout, 30);
 	cr_assert_str_eq(cfg.tmux, "/usr/bin/tmux");
+	cr_assert_str_eq(cfg.host, "/opt/agentd/agentd-host");
 }
 
 Test(config, quotes)
