@@ -15,6 +15,9 @@
 
 #define TMUX_OUT_MAX           (4 * 1024 * 1024)
 #define TMUX_PROMPT_STORED_MAX 12000
+/* tmux sends a client's command to the server in one message of at most 16 KiB (argv words with
+ * their NULs, plus a header): a command we build stays below this to be sure it fits. */
+#define TMUX_MESSAGE_SAFE (12 * 1024)
 
 /* A tmux invocation under construction: argv words own their storage. */
 struct tmux_cmd {
@@ -22,6 +25,16 @@ struct tmux_cmd {
 	size_t argc;
 	int err;
 };
+
+/* Bytes the words after the socket and config arguments take in tmux's message. */
+static size_t tmux_cmd_bytes(const struct tmux_cmd *c)
+{
+	size_t n = 0;
+
+	for (size_t i = 5; i < c->argc; i++)
+		n += strlen(c->argv[i]) + 1;
+	return n;
+}
 
 static void tmux_cmd_finish(struct tmux_cmd *c)
 {
@@ -243,6 +256,7 @@ int tmux_new_session(const struct tmux *t, const struct tmux_new *req, struct ca
 	struct tmux_cmd c;
 	char out[4096];
 	struct stat sb;
+	bool prompt_stored = false;
 	int r;
 
 	/* tmux silently falls back to its own cwd for a missing directory: the agent must never run
@@ -281,13 +295,22 @@ int tmux_new_session(const struct tmux *t, const struct tmux_new *req, struct ca
 		tmux_set_meta(&c, req->name, "@agentd_agent_session", m->agent_session);
 		tmux_set_meta(&c, req->name, "@agentd_created", m->created);
 	}
+	/* The prompt is in the argv already: stored in the same command while both fit tmux's
+	 * message (one tmux round trip less per creation), else by a second command. JSON
+	 * encoding makes a byte at most 6 ("\u001f"). */
+	if (req->meta != NULL && req->meta->prompt[0] != '\0' &&
+	    tmux_cmd_bytes(&c) + 6 * strlen(req->meta->prompt) + 64 <= TMUX_MESSAGE_SAFE) {
+		tmux_raw(&c, ";");
+		tmux_raw(&c, "set-option");
+		tmux_target(&c, req->name, ":");
+		tmux_set_prompt(&c, req->meta->prompt);
+		prompt_stored = true;
+	}
 	r = tmux_exec(&c, out, sizeof(out), cause);
 	if (r == 1)
 		return strstr(out, "duplicate session") != NULL ? -EEXIST : -EIO;
-	if (r < 0 || req->meta == NULL || req->meta->prompt[0] == '\0')
+	if (r < 0 || req->meta == NULL || req->meta->prompt[0] == '\0' || prompt_stored)
 		return r;
-	/* tmux carries one command in a 16 KiB message: the prompt, already in the argv, would not
-	 * fit twice, so it is stored by a second command. */
 	tmux_cmd_init(&c, t);
 	tmux_raw(&c, "set-option");
 	tmux_target(&c, req->name, ":");

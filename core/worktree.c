@@ -590,6 +590,58 @@ static void wt_undo_add(const struct wt_repo *r, const char *name, const char *p
 		git_branch_delete(br);
 }
 
+static int wt_find_gitattributes(const char *root, const git_tree_entry *e, void *payload)
+{
+	if (strcmp(git_tree_entry_name(e), ".gitattributes") == 0) {
+		*(bool *)payload = true;
+		return -1; /* stops the walk */
+	}
+	return 0;
+}
+
+/* True when some attribute or setting could make checkout convert a file (line endings, filter
+ * drivers, ident): .gitattributes in the tree, the repository's info/attributes, a global
+ * attributes file, core.autocrlf. Without any, checkout can skip the per-file attribute lookups,
+ * which cost libgit2 a dozen system calls per file. Errors answer true (the safe side). */
+static bool wt_filters_possible(const struct wt_repo *r, git_reference *br)
+{
+	char path[WORKTREE_PATH_MAX + 64];
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	git_config *cfg = NULL;
+	git_object *tree = NULL;
+	git_buf buf = GIT_BUF_INIT;
+	bool found = false;
+	int autocrlf = 0, rc;
+
+	snprintf(path, sizeof(path), "%s/info/attributes", r->bare);
+	if (access(path, F_OK) == 0)
+		return true;
+	if (xdg != NULL && xdg[0] != '\0')
+		snprintf(path, sizeof(path), "%s/git/attributes", xdg);
+	else
+		snprintf(path, sizeof(path), "%s/.config/git/attributes", home != NULL ? home : "");
+	if (access(path, F_OK) == 0)
+		return true;
+	if (git_repository_config_snapshot(&cfg, r->git) < 0)
+		return true;
+	if (git_config_get_string_buf(&buf, cfg, "core.attributesFile") != GIT_ENOTFOUND)
+		found = true;
+	else if ((rc = git_config_get_bool(&autocrlf, cfg, "core.autocrlf")) != GIT_ENOTFOUND &&
+		 (rc < 0 || autocrlf))
+		found = true; /* true, or "input" (not a boolean: an error) */
+	git_buf_dispose(&buf);
+	git_config_free(cfg);
+	if (found)
+		return true;
+	if (git_reference_peel(&tree, br, GIT_OBJECT_TREE) < 0)
+		return true;
+	if (git_tree_walk((git_tree *)tree, GIT_TREEWALK_PRE, wt_find_gitattributes, &found) < 0 &&
+	    !found)
+		found = true;
+	git_object_free(tree);
+	return found;
+}
+
 static int wt_create(const struct wt_repo *r, const char *path, const char *branch,
 		     struct cause *cause)
 {
@@ -620,6 +672,7 @@ static int wt_create(const struct wt_repo *r, const char *path, const char *bran
 	}
 	git_worktree_add_options_init(&wo, GIT_WORKTREE_ADD_OPTIONS_VERSION);
 	wo.ref = br;
+	wo.checkout_options.disable_filters = !wt_filters_possible(r, br);
 	rc = git_worktree_add(&wt, r->git, name, path, &wo);
 	if (rc < 0) {
 		rc = cause_fail(cause, wt_errno(rc), "cannot add worktree %s of %s on %s: %s", path,

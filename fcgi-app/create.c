@@ -163,8 +163,7 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	snprintf(meta->prompt, sizeof(meta->prompt), "%s", s->prompt);
 	create_agent_env(app->cfg, env, envbuf, sizeof(envbuf));
 	req = (struct tmux_new){s->tmux_name, s->worktree, env, cargv->argv, meta};
-	if ((r = tmux_start_server(&app->tmux, cause)) < 0)
-		goto out;
+	/* new-session starts the server (with our -f config) when none runs. */
 	r = tmux_new_session(&app->tmux, &req, cause);
 	if (r == -EEXIST)
 		cause_set(cause, "a tmux session named %s already exists", s->tmux_name);

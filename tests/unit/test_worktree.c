@@ -946,3 +946,28 @@ Test(worktree, repository_named_socket_io)
 	cr_assert_eq(worktree_parse_url(url, owner, sizeof(owner), name, sizeof(name)), 0);
 	cr_assert_str_eq(name, "socket.io");
 }
+
+/* Checkout skips attribute lookups only when nothing could convert a file: a .gitattributes deep
+ * in the tree must still give CRLF line endings, as the git CLI would. */
+Test(worktree, gitattributes_in_a_subdirectory_still_apply)
+{
+	char path[P_MAX], file[P_MAX * 2], buf[64] = {0};
+	FILE *f;
+
+	FMT(file, "%s/sub", fx.up);
+	cr_assert_eq(mkdir(file, 0755), 0);
+	FMT(file, "%s/sub/dir", fx.up);
+	cr_assert_eq(mkdir(file, 0755), 0);
+	commit_file(fx.up, "sub/dir/.gitattributes", "*.txt text eol=crlf\n");
+	commit_file(fx.up, "sub/dir/a.txt", "one\ntwo\n");
+	GIT(fx.up, "push", "-q", "origin", "main");
+	ensure();
+	add(12, path);
+	FMT(file, "%s/sub/dir/a.txt", path);
+	f = fopen(file, "rb");
+	cr_assert_not_null(f, "%s", file);
+	cr_assert_eq(fread(buf, 1, sizeof(buf) - 1, f), 10);
+	fclose(f);
+	cr_assert_str_eq(buf, "one\r\ntwo\r\n");
+	cr_assert_eq(worktree_is_dirty(path, NULL), 0);
+}
