@@ -6,15 +6,7 @@
 # shellcheck shell=bash disable=SC2034
 
 BENCH_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-if [ -z "${AGENTD_TEST_BUILD_DIR:-}" ]; then
-	AGENTD_TEST_BUILD_DIR=$BENCH_REPO/build-bench
-	if [ ! -f "$AGENTD_TEST_BUILD_DIR/build.ninja" ]; then
-		meson setup "$AGENTD_TEST_BUILD_DIR" "$BENCH_REPO" --buildtype=release -Dtests=disabled ||
-			exit 1
-	fi
-	ninja -C "$AGENTD_TEST_BUILD_DIR" >/dev/null || exit 1
-fi
-export AGENTD_TEST_BUILD_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/build.sh"
 
 # shellcheck source=../integration/lib.sh
 source "$BENCH_REPO/tests/integration/lib.sh"

@@ -16,15 +16,7 @@
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-if [ -z "${AGENTD_TEST_BUILD_DIR:-}" ]; then
-	AGENTD_TEST_BUILD_DIR=$REPO/build-bench
-	if [ ! -f "$AGENTD_TEST_BUILD_DIR/build.ninja" ]; then
-		meson setup "$AGENTD_TEST_BUILD_DIR" "$REPO" --buildtype=release -Dtests=disabled ||
-			exit 1
-	fi
-	ninja -C "$AGENTD_TEST_BUILD_DIR" >/dev/null || exit 1
-fi
-export AGENTD_TEST_BUILD_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/build.sh"
 
 # The machine may be shared: the 1-minute load average before the bench (and at its end, which
 # includes the bench itself) says how far the figures can be trusted.

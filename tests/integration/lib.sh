@@ -288,6 +288,19 @@ api_pid() {
 	done
 }
 
+# bridge_pid: the pid of the agentd-bridge started by deploy/up, or nothing.
+bridge_pid() {
+	local exe p
+	exe=$(readlink -f "$BUILD_DIR/ptybridge/agentd-bridge")
+	[ -n "$UP_PID" ] || return 0
+	for p in $(descendants "$UP_PID"); do
+		if [ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$exe" ]; then
+			echo "$p"
+			return 0
+		fi
+	done
+}
+
 # kill_api [SIGNAL]: kills agentd-api and waits until deploy/up has started a new one and
 # /healthz answers. Returns non-zero (after a failed check) otherwise.
 kill_api() {

@@ -193,18 +193,6 @@ ws_stop() {
 	WS_PID[$1]=
 }
 
-# bridge_pid: the agentd-bridge deploy/up runs now (or nothing).
-bridge_pid() {
-	local exe p
-	exe=$(readlink -f "$BUILD_DIR/ptybridge/agentd-bridge")
-	[ -n "$UP_PID" ] || return 0
-	for p in $(descendants "$UP_PID"); do
-		if [ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$exe" ]; then
-			echo "$p"
-			return 0
-		fi
-	done
-}
 
 kill_sse_clients() {
 	local p

@@ -114,18 +114,6 @@ upgrade_status() {
 		-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "$@" "$BASE_URL$path"
 }
 
-# bridge_pid: the running agentd-bridge under deploy/up.
-bridge_pid() {
-	local exe p
-	exe=$(readlink -f "$BUILD_DIR/ptybridge/agentd-bridge")
-	[ -n "$UP_PID" ] || return 0
-	for p in $(descendants "$UP_PID"); do
-		if [ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$exe" ]; then
-			echo "$p"
-			return 0
-		fi
-	done
-}
 
 # wait_bridge TIMEOUT [NOT_PID]: a bridge runs (other than NOT_PID) and its socket answers.
 wait_bridge() {
