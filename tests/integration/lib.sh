@@ -12,7 +12,8 @@
 #   api POST /sessions '{"repo":...}'    -> $STATUS, $BODY, $HEADERS
 #   assert_status "create" 201
 #
-# Environment: AGENTD_TEST_BUILD_DIR (default <repo>/build-asan), ITEST_KEEP=1 keeps $T.
+# Environment: AGENTD_TEST_BUILD_DIR (default <repo>/build-asan), ITEST_KEEP=1 keeps $T,
+# ITEST_TMPDIR=<dir> where $T is made (default /tmp).
 # shellcheck shell=bash disable=SC2034
 
 set -uo pipefail
@@ -22,7 +23,7 @@ BUILD_DIR=${AGENTD_TEST_BUILD_DIR:-$REPO/build-asan}
 FAKE_CLAUDE=$REPO/tests/fakes/claude
 export LC_ALL=C.UTF-8
 
-T=$(mktemp -d /tmp/agentd-it.XXXXXX)
+T=$(mktemp -d "${ITEST_TMPDIR:-/tmp}/agentd-it.XXXXXX")
 # nginx workers may run as another user (www-data): they must reach the sockets under $T/run.
 chmod 0755 "$T"
 mkdir -p "$T/remotes" "$T/run" "$T/code" "$T/home" "$T/logs" "$T/san" "$T/work"
