@@ -120,6 +120,20 @@ assert_jq "interrupt: claude acknowledged it first (control_response)" \
 sse_run s2 POST /sessions/$SID/prompt '{"prompt":"hello again"}'
 assert_eq "after an interrupt the next prompt runs" "system assistant result" "$(sse_names s2)"
 
+# --- interrupt while a permission is pending: claude withdraws it --------------------------
+sse_start w1 POST /sessions/$SID/prompt '{"prompt":"RUNBASH touch withdrawn-file"}'
+assert_sse_event "withdrawn: a permission event arrives" w1 '.event == "permission"' 20
+WRID=$(sse_permission_ids w1 | head -n 1)
+api POST /sessions/$SID/interrupt
+assert_status "withdrawn: interrupt 200" 200
+sse_wait_end w1 15
+assert_jq "withdrawn: claude sent control_cancel_request for it" \
+	"[.[] | select(.event == \"control_cancel_request\") | (.data | fromjson | .request_id)] |
+	 index(\"$WRID\") != null" "$(sse_events w1 | jq -s -c .)"
+answer "$WRID" '{"behavior":"allow"}'
+assert_status "withdrawn: answering it afterwards is 409" 409
+check_not "withdrawn: the tool did not run" test -e "$WT/withdrawn-file"
+
 # --- two pending permissions at once ---------------------------------------------------------
 sse_start two POST /sessions/$SID/prompt '{"prompt":"TWOTOOLS"}'
 assert_sse_event "two tools: two permission events" two '.event == "permission"' 20 2
