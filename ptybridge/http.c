@@ -321,32 +321,50 @@ bool http_has_token(const char *value, const char *token)
 
 #define HTTP_QUERY_DIGITS_MAX 9 /* keeps the value inside a long without overflow checks */
 
+bool http_query_next(const char **query, struct http_param *p)
+{
+	const char *q = *query, *end, *eq;
+	size_t len;
+
+	if (q == NULL || *q == '\0')
+		return false;
+	end = strchr(q, '&');
+	len = end != NULL ? (size_t)(end - q) : strlen(q);
+	eq = memchr(q, '=', len);
+	p->name = q;
+	p->name_len = eq != NULL ? (size_t)(eq - q) : len;
+	p->has_value = eq != NULL;
+	p->value = eq != NULL ? eq + 1 : q + len;
+	p->value_len = eq != NULL ? len - p->name_len - 1 : 0;
+	*query = end != NULL ? end + 1 : NULL;
+	return true;
+}
+
+bool http_param_is(const struct http_param *p, const char *name)
+{
+	return p->name_len == strlen(name) && memcmp(p->name, name, p->name_len) == 0;
+}
+
 int http_query_int(const char *query, const char *name, long min, long max, long *out)
 {
-	size_t nlen = strlen(name);
+	struct http_param p;
 
-	while (query != NULL && *query != '\0') {
-		const char *end = strchr(query, '&');
-		size_t len = end != NULL ? (size_t)(end - query) : strlen(query);
+	while (http_query_next(&query, &p)) {
+		long val = 0;
 
-		if (len > nlen && strncmp(query, name, nlen) == 0 && query[nlen] == '=') {
-			const char *v = query + nlen + 1;
-			size_t vlen = len - nlen - 1;
-			long val = 0;
-
-			if (vlen == 0 || vlen > HTTP_QUERY_DIGITS_MAX)
+		if (!p.has_value || !http_param_is(&p, name))
+			continue;
+		if (p.value_len == 0 || p.value_len > HTTP_QUERY_DIGITS_MAX)
+			return -ERANGE;
+		for (size_t i = 0; i < p.value_len; i++) {
+			if (!isdigit((unsigned char)p.value[i]))
 				return -ERANGE;
-			for (size_t i = 0; i < vlen; i++) {
-				if (!isdigit((unsigned char)v[i]))
-					return -ERANGE;
-				val = val * 10 + (v[i] - '0');
-			}
-			if (val < min || val > max)
-				return -ERANGE;
-			*out = val;
-			return 0;
+			val = val * 10 + (p.value[i] - '0');
 		}
-		query = end != NULL ? end + 1 : NULL;
+		if (val < min || val > max)
+			return -ERANGE;
+		*out = val;
+		return 0;
 	}
 	return -ENOENT;
 }

@@ -71,6 +71,24 @@ bool http_request_is_upgrade(const struct http_request *req);
 /* True when the comma-separated header value contains token (case-insensitive). NULL-safe. */
 bool http_has_token(const char *value, const char *token);
 
+/* One parameter of a query string, as views into it (nothing is decoded). */
+struct http_param {
+	const char *name; /* up to the first '=' */
+	size_t name_len;
+	const char *value; /* after the '=' ("" when there is none) */
+	size_t value_len;
+	bool has_value; /* "name=..." rather than a bare "name" */
+};
+
+/*
+ * Takes the next '&'-separated parameter off *query (NULL or "" when none is left) and advances
+ * *query past it. Returns false at the end.
+ */
+bool http_query_next(const char **query, struct http_param *p);
+
+/* True when p's name is exactly name. */
+bool http_param_is(const struct http_param *p, const char *name);
+
 /*
  * Finds name=value in a query string and parses value as a decimal integer in [min, max].
  * Returns 0 with *out set, -ENOENT when absent, -ERANGE when malformed or outside the range.

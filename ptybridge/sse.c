@@ -1,5 +1,7 @@
 #include "sse.h"
 
+#include "http.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -144,17 +146,14 @@ int sse_parse_id(const char *s, size_t len, uint64_t *out)
 
 int sse_query_id(const char *query, const char *name, uint64_t *out)
 {
-	size_t nlen = strlen(name);
+	struct http_param p;
 
-	while (query != NULL && *query != '\0') {
-		const char *end = strchr(query, '&');
-		size_t len = end != NULL ? (size_t)(end - query) : strlen(query);
-
-		if (len > nlen && strncmp(query, name, nlen) == 0 && query[nlen] == '=')
-			return sse_digits(query + nlen + 1, len - nlen - 1, out) < 0 ? -EINVAL : 0;
-		if (len == nlen && strncmp(query, name, nlen) == 0)
+	while (http_query_next(&query, &p)) {
+		if (!http_param_is(&p, name))
+			continue;
+		if (!p.has_value)
 			return -EINVAL; /* "after" without a value */
-		query = end != NULL ? end + 1 : NULL;
+		return sse_digits(p.value, p.value_len, out) < 0 ? -EINVAL : 0;
 	}
 	return -ENOENT;
 }

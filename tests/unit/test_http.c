@@ -262,6 +262,31 @@ Test(http, query_integers)
 	cr_assert_eq(http_query_int("cols=99999999999999999999", "cols", 1, 1000, &v), -ERANGE);
 }
 
+Test(http, query_parameters_split)
+{
+	const char *q = "a=1&bare&&c=x=y&d=";
+	struct http_param p;
+
+	cr_assert(http_query_next(&q, &p));
+	cr_assert(http_param_is(&p, "a") && p.has_value && p.value_len == 1 && p.value[0] == '1');
+	cr_assert(http_query_next(&q, &p));
+	cr_assert(http_param_is(&p, "bare") && !p.has_value && p.value_len == 0);
+	cr_assert(http_query_next(&q, &p));
+	cr_assert(p.name_len == 0 && !p.has_value, "an empty parameter between && is empty");
+	cr_assert(http_query_next(&q, &p));
+	cr_assert(http_param_is(&p, "c") && p.value_len == 3 && strncmp(p.value, "x=y", 3) == 0);
+	cr_assert(http_query_next(&q, &p));
+	cr_assert(http_param_is(&p, "d") && p.has_value && p.value_len == 0);
+	cr_assert_not(http_query_next(&q, &p));
+	cr_assert_not(http_param_is(&(struct http_param){"ab", 2, "", 0, false}, "a"));
+	q = NULL;
+	cr_assert_not(http_query_next(&q, &p));
+	/* A bare name is skipped by http_query_int; the next one with a value counts. */
+	long v = 0;
+	cr_assert_eq(http_query_int("cols&cols=7", "cols", 1, 1000, &v), 0);
+	cr_assert_eq(v, 7);
+}
+
 Test(http, error_response)
 {
 	char out[HTTP_RESPONSE_MAX];
