@@ -10,13 +10,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 make_remote acme widgets || exit 1
 start_stack || exit 1
 
-# claudes_under PID: the fake claude processes at or below PID (not agentd-host, whose argv
-# names claude after "--").
+# is_fake_claude PID: PID runs the fake claude itself (argv[0] or the interpreter's script), not
+# agentd-host, whose argv names claude after "--".
+is_fake_claude() {
+	tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline" | head -n 2 | grep -q 'tests/fakes/claude$'
+}
+
+# claudes_under PID: the fake claude processes at or below PID.
 claudes_under() {
 	local p
 	for p in "$1" $(descendants "$1"); do
-		tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -n 2 |
-			grep -q 'tests/fakes/claude$' && echo "$p"
+		is_fake_claude "$p" && echo "$p"
 	done
 }
 
@@ -25,9 +29,7 @@ claudes_under() {
 claudes_in() {
 	local p
 	for p in $(pgrep -f 'tests/fakes/claude'); do
-		[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$1" ] || continue
-		tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -n 2 |
-			grep -q 'tests/fakes/claude$' && echo "$p"
+		[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$1" ] && is_fake_claude "$p" && echo "$p"
 	done
 }
 
