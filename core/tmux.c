@@ -18,6 +18,7 @@
 /* tmux sends a client's command to the server in one message of at most 16 KiB (argv words with
  * their NULs, plus a header): a command we build stays below this to be sure it fits. */
 #define TMUX_MESSAGE_SAFE (12 * 1024)
+#define TMUX_PREFIX_WORDS 5 /* tmux_cmd_init's: bin -S <socket> -f <conf> */
 
 /* A tmux invocation under construction: argv words own their storage. */
 struct tmux_cmd {
@@ -31,7 +32,7 @@ static size_t tmux_cmd_bytes(const struct tmux_cmd *c)
 {
 	size_t n = 0;
 
-	for (size_t i = 5; i < c->argc; i++)
+	for (size_t i = TMUX_PREFIX_WORDS; i < c->argc; i++)
 		n += strlen(c->argv[i]) + 1;
 	return n;
 }
