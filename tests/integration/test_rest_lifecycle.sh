@@ -170,7 +170,7 @@ PID8=$(pane_pid widgets-8)
 api DELETE /sessions/widgets-8 -H 'Content-Type: application/json'
 assert_status "DELETE with Content-Type: application/json and no body: 200" 200
 assert_json "DELETE of a clean session removes the worktree" '.' \
-	'{"status":"stopped","worktree":"removed"}'
+	'{"status":"stopped","worktree":"removed","ignoredRemoved":0}'
 check_not "tmux session widgets-8 is gone" tmux_has widgets-8
 check_not "worktree widgets-issue-8 is gone" test -e "$T/code/widgets-issue-8"
 check "branch feat/issue-8 is kept" git --git-dir="$BARE" rev-parse --verify -q refs/heads/feat/issue-8
@@ -211,7 +211,7 @@ assert_eq "re-created session keeps the local commit" "local work" \
 api DELETE '/sessions/widgets-7?force=true'
 assert_status "DELETE ?force=true: 200" 200
 assert_json "forced DELETE removes the dirty worktree" '.' \
-	'{"status":"stopped","worktree":"removed"}'
+	'{"status":"stopped","worktree":"removed","ignoredRemoved":0}'
 check_not "forced DELETE removed the directory" test -e "$WT7"
 check "forced DELETE keeps the branch" git --git-dir="$BARE" rev-parse --verify -q refs/heads/feat/issue-7
 
@@ -224,7 +224,7 @@ check "tmux session socket_io-3 exists" tmux_has socket_io-3
 assert_eq "socket.io pane cwd is its worktree" "$T/code/socket.io-issue-3" \
 	"$(tmx display -p -t "=socket_io-3:" '#{pane_current_path}' 2>&1)"
 api DELETE /sessions/socket.io-3
-assert_json "socket.io: DELETE removes it" '.' '{"status":"stopped","worktree":"removed"}'
+assert_json "socket.io: DELETE removes it" '.' '{"status":"stopped","worktree":"removed","ignoredRemoved":0}'
 check_not "socket.io: tmux session gone" tmux_has socket_io-3
 
 api GET /sessions
