@@ -111,13 +111,13 @@ static void api_mode_post(const struct app *app, struct request *req,
 	}
 	s = malloc(sizeof(*s));
 	fd = s != NULL ? store_lock(&app->store, args[0]) : -ENOMEM;
-	if (fd < 0) {
-		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
-		goto out;
-	}
-	r = store_read(&app->store, args[0], s, &cause);
+	r = fd == -ENOENT ? fd : fd < 0 ? 0 : store_read(&app->store, args[0], s, &cause);
 	if (r == -ENOENT) {
 		request_error(req, 404, "not_found", "no session %s", args[0]);
+		goto out;
+	}
+	if (fd < 0) {
+		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
 		goto out;
 	}
 	if (r < 0) {

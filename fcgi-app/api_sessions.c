@@ -225,14 +225,16 @@ static void api_sessions_create(const struct app *app, struct request *req,
 		goto out;
 	}
 	all_fd = store_lock_all(&app->store);
-	fd = all_fd >= 0 ? store_lock(&app->store, s->id) : -1;
+	fd = all_fd >= 0 ? store_lock_create(&app->store, s->id) : -1;
 	if (fd < 0) {
 		request_error(req, 500, "store_error", "cannot lock the session store");
 		goto out;
 	}
 	api_create_locked(app, req, &in, s);
 out:
-	store_unlock(fd);
+	/* A refused create leaves no lock file. */
+	if (s != NULL)
+		store_unlock_session(&app->store, s->id, fd);
 	store_unlock(all_fd);
 	free(s);
 	json_object_put(root);
@@ -343,13 +345,13 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	}
 	s = malloc(sizeof(*s));
 	fd = s != NULL ? store_lock(&app->store, args[0]) : -ENOMEM;
-	if (fd < 0) {
-		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
-		goto out;
-	}
-	r = store_read(&app->store, args[0], s, &cause);
+	r = fd == -ENOENT ? fd : fd < 0 ? 0 : store_read(&app->store, args[0], s, &cause);
 	if (r == -ENOENT) {
 		request_error(req, 404, "not_found", "no session %s", args[0]);
+		goto out;
+	}
+	if (fd < 0) {
+		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
 		goto out;
 	}
 	if (r < 0) {

@@ -18,21 +18,35 @@
 #define CREATE_POLL_MS 50
 #define CREATE_LOCK_FD 3 /* where the worker finds its lock (proc_opts.keep_fd) */
 
-static int create_lock_open(const struct app *app, const char *id)
+/*
+ * The worker lock file <id>.worker exists while a worker may run: create_start makes it, and the
+ * worker removes it as it ends, so asking about an id creates no file.
+ */
+static int create_lock_open(const struct app *app, const char *id, bool create)
 {
 	char path[SESSION_PATH_MAX];
 	int fd;
 
 	if (store_path(&app->store, id, ".worker", path, sizeof(path)) < 0)
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0640);
 	return fd < 0 ? -errno : fd;
+}
+
+static void create_lock_remove(const struct app *app, const char *id)
+{
+	char path[SESSION_PATH_MAX];
+
+	if (store_path(&app->store, id, ".worker", path, sizeof(path)) == 0)
+		unlink(path);
 }
 
 int create_worker_alive(const struct app *app, const char *id)
 {
-	int fd = create_lock_open(app, id), alive;
+	int fd = create_lock_open(app, id, false), alive;
 
+	if (fd == -ENOENT)
+		return 0;
 	if (fd < 0)
 		return fd;
 	alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
@@ -62,7 +76,7 @@ int create_start(const struct app *app, const struct session *s, struct cause *c
 	int fd, r, st = 0;
 
 	/* Taken here and handed over, so the worker is "alive" from the first instant. */
-	fd = create_lock_open(app, s->id);
+	fd = create_lock_open(app, s->id, true);
 	if (fd < 0)
 		return cause_fail(cause, fd, "cannot open the worker lock: %s", strerror(-fd));
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -75,6 +89,8 @@ int create_start(const struct app *app, const struct session *s, struct cause *c
 		cause_set(cause, "cannot run %s: %s", app->self_exe, strerror(-r));
 	else if (st != 0)
 		r = cause_fail(cause, ECHILD, "the creation worker exited with status %d", st);
+	if (r < 0) /* no worker holds it: we still do */
+		create_lock_remove(app, s->id);
 out:
 	close(fd);
 	return r;
@@ -246,12 +262,15 @@ int create_worker_main(const struct app *app, const char *id)
 	if (s == NULL || store_read(&app->store, id, s, &cause) < 0) {
 		log_error("worker for %s: cannot read the record: %s", id, cause.msg);
 		free(s);
+		create_lock_remove(app, id);
 		return 1;
 	}
 	worktree_global_init();
 	r = create_run(app, s, &cause);
 	create_finish(app, id, r, cause.msg);
 	free(s);
+	/* Removed while held, so that a waiter that opened it sees the worker end, then no file. */
+	create_lock_remove(app, id);
 	close(CREATE_LOCK_FD); /* releases the worker lock */
 	return r < 0 ? 1 : 0;
 }

@@ -110,7 +110,8 @@ static void recovery_record(const struct app *app, const char *id, const struct 
 {
 	struct session *s = malloc(sizeof(*s));
 	struct cause cause = {{0}};
-	int fd = s != NULL ? store_lock(&app->store, id) : -ENOMEM, r;
+	/* May create the record from tmux; store_unlock_session drops the lock file if not. */
+	int fd = s != NULL ? store_lock_create(&app->store, id) : -ENOMEM, r;
 
 	if (fd < 0)
 		goto out;
@@ -131,7 +132,7 @@ static void recovery_record(const struct app *app, const char *id, const struct 
 			log_warn("session %s: %s", id, s->error);
 	}
 out:
-	store_unlock(fd);
+	store_unlock_session(&app->store, id, fd);
 	free(s);
 }
 
