@@ -4,6 +4,7 @@
  * the old process is gone before the answer, so two claude processes never run for one session.
  */
 #include "claude.h"
+#include "jsontext.h"
 #include "log.h"
 #include "proc.h"
 #include "router.h"
@@ -16,6 +17,7 @@
 
 #define MODE_EXIT_WAIT_MS 5000
 #define MODE_POLL_MS      20
+#define MODE_JSON_DEPTH   4
 
 /* Waits for pid to exit; past the deadline its process group is killed. */
 static void mode_reap_old(pid_t pid)
@@ -92,7 +94,7 @@ static void api_mode_post(const struct app *app, struct request *req,
 	}
 	if (!request_is_json(req)) {
 		request_error(req, 415, "unsupported_media_type",
-			      "send the body with Content-Type: application/json");
+			      "send the body with Content-Type: application/json (charset utf-8)");
 		return;
 	}
 	if ((r = request_read_body(req, APP_BODY_MAX)) < 0) {
@@ -100,8 +102,12 @@ static void api_mode_post(const struct app *app, struct request *req,
 			      "the body could not be read");
 		return;
 	}
-	root = json_tokener_parse(req->body);
-	if (root == NULL || !json_object_object_get_ex(root, "mode", &v) ||
+	root = jsontext_parse(req->body, req->body_len, MODE_JSON_DEPTH, &cause);
+	if (root == NULL) {
+		request_error(req, 400, "invalid_request", "%s", cause.msg);
+		goto out;
+	}
+	if (!json_object_object_get_ex(root, "mode", &v) ||
 	    !json_object_is_type(v, json_type_string) ||
 	    session_mode_parse(json_object_get_string(v), &mode) < 0) {
 		request_error(

@@ -1,5 +1,6 @@
 /* The /sessions resource: create (asynchronous), list, get, delete. */
 #include "create.h"
+#include "jsontext.h"
 #include "log.h"
 #include "router.h"
 #include "worktree.h"
@@ -77,25 +78,7 @@ static int api_parse_create(json_object *root, struct create_input *in, struct c
 
 static json_object *api_parse_body(struct request *req, struct cause *cause)
 {
-	json_tokener *tok = json_tokener_new_ex(API_JSON_DEPTH);
-	json_object *root;
-
-	if (tok == NULL) {
-		cause_set(cause, "out of memory");
-		return NULL;
-	}
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	root = json_tokener_parse_ex(tok, req->body, (int)req->body_len);
-	if (root == NULL || json_tokener_get_parse_end(tok) != req->body_len) {
-		enum json_tokener_error e = json_tokener_get_error(tok);
-
-		cause_set(cause, "the body is not valid JSON: %s",
-			  root == NULL ? json_tokener_error_desc(e) : "trailing data");
-		json_object_put(root);
-		root = NULL;
-	}
-	json_tokener_free(tok);
-	return root;
+	return jsontext_parse(req->body, req->body_len, API_JSON_DEPTH, cause);
 }
 
 /* Counts sessions that hold a slot (a failed session holds none). */
@@ -194,7 +177,7 @@ static void api_sessions_create(const struct app *app, struct request *req,
 
 	if (!request_is_json(req)) {
 		request_error(req, 415, "unsupported_media_type",
-			      "send the body with Content-Type: application/json");
+			      "send the body with Content-Type: application/json (charset utf-8)");
 		return;
 	}
 	r = request_read_body(req, APP_BODY_MAX);

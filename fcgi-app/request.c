@@ -1,5 +1,7 @@
 #include "request.h"
 
+#include "jsontext.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,12 +69,7 @@ int request_read_body(struct request *req, size_t max)
 
 bool request_is_json(const struct request *req)
 {
-	const char *ct = req->content_type;
-	size_t n = strlen("application/json");
-
-	if (ct == NULL || strncasecmp(ct, "application/json", n) != 0)
-		return false;
-	return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+	return jsontext_content_type_ok(req->content_type);
 }
 
 const char *request_query(const struct request *req, const char *key, char *out, size_t outlen)
@@ -146,6 +143,15 @@ void request_reply(struct request *req, int status, json_object *body, const cha
 			       ? json_object_to_json_string_ext(
 				     body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 			       : NULL;
+	char *scrubbed = NULL;
+
+	/* json-c copies string bytes as they are: an id echoed from the path may not be UTF-8. */
+	if (text != NULL && !jsontext_utf8_valid(text, strlen(text))) {
+		scrubbed = jsontext_utf8_scrub(text, strlen(text));
+		text = scrubbed != NULL
+			   ? scrubbed
+			   : "{\"error\":\"out of memory\",\"code\":\"out_of_memory\"}";
+	}
 
 	FCGX_FPrintF(req->fcgi->out,
 		     "Status: %d %s\r\n"
@@ -157,6 +163,7 @@ void request_reply(struct request *req, int status, json_object *body, const cha
 		FCGX_PutStr(text, (int)strlen(text), req->fcgi->out);
 		FCGX_PutChar('\n', req->fcgi->out);
 	}
+	free(scrubbed);
 	json_object_put(body);
 }
 

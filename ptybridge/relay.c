@@ -2,6 +2,7 @@
 
 #include "hostproto.h"
 #include "http.h"
+#include "jsontext.h"
 #include "log.h"
 #include "origin.h"
 #include "session.h"
@@ -181,61 +182,22 @@ bool relay_request_id_valid(const char *id)
 
 bool relay_utf8_valid(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s, *end = p + len;
-
-	while (p < end) {
-		unsigned char c = *p++;
-		size_t more;
-		uint32_t cp, min;
-
-		if (c < 0x80)
-			continue;
-		if ((c & 0xe0) == 0xc0)
-			more = 1, cp = c & 0x1f, min = 0x80;
-		else if ((c & 0xf0) == 0xe0)
-			more = 2, cp = c & 0x0f, min = 0x800;
-		else if ((c & 0xf8) == 0xf0)
-			more = 3, cp = c & 0x07, min = 0x10000;
-		else
-			return false;
-		if ((size_t)(end - p) < more)
-			return false;
-		for (; more > 0; more--, p++) {
-			if ((*p & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (*p & 0x3f);
-		}
-		/* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are invalid. */
-		if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-			return false;
-	}
-	return true;
+	return jsontext_utf8_valid(s, len);
 }
 
 json_object *relay_parse_object(const char *text, size_t len)
 {
-	json_tokener *tok;
 	json_object *obj;
-	size_t used;
 
 	if (len > RELAY_BODY_MAX)
 		return NULL;
-	tok = json_tokener_new();
-	if (tok == NULL)
+	/* The API's rule too: strict, UTF-8, one value, no key twice. */
+	obj = jsontext_parse(text, len, JSON_TOKENER_DEFAULT_DEPTH, NULL);
+	if (obj != NULL && !json_object_is_type(obj, json_type_object)) {
+		json_object_put(obj);
 		return NULL;
-	obj = json_tokener_parse_ex(tok, text, (int)len);
-	used = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (obj == NULL || !json_object_is_type(obj, json_type_object))
-		goto fail;
-	/* json-c stops after the first value: anything but blanks after it is malformed. */
-	for (; used < len; used++)
-		if (strchr(" \t\r\n", text[used]) == NULL || text[used] == '\0')
-			goto fail;
+	}
 	return obj;
-fail:
-	json_object_put(obj);
-	return NULL;
 }
 
 static json_object *relay_member(json_object *obj, const char *key)
@@ -1276,8 +1238,9 @@ static void relay_body_done(struct relay *r)
 	if (r->kind == RELAY_PROMPT || r->kind == RELAY_PERMISSION) {
 		obj = relay_parse_object(r->body != NULL ? r->body : "", r->body_len);
 		if (obj == NULL) {
-			relay_respond(r, 400, "invalid_json", "the body must be a JSON object",
-				      NULL);
+			relay_respond(
+			    r, 400, "invalid_json",
+			    "the body must be one JSON object in UTF-8, with no key twice", NULL);
 			return;
 		}
 	}
@@ -1437,11 +1400,10 @@ static void relay_handle_request(struct relay *r)
 		return;
 	}
 	ct = http_request_header(r->req, "Content-Type", NULL);
-	if (r->kind != RELAY_INTERRUPT && body > 0 &&
-	    (ct == NULL || strncasecmp(ct, "application/json", strlen("application/json")) != 0 ||
-	     (ct[16] != '\0' && ct[16] != ';' && ct[16] != ' '))) {
+	if (r->kind != RELAY_INTERRUPT && body > 0 && !jsontext_content_type_ok(ct)) {
 		relay_respond(r, 415, "unsupported_media_type",
-			      "send the body as Content-Type: application/json", NULL);
+			      "send the body as Content-Type: application/json (charset utf-8)",
+			      NULL);
 		return;
 	}
 	if (r->kind == RELAY_EVENTS || r->kind == RELAY_STREAM) {

@@ -73,8 +73,9 @@ bool relay_request_id_valid(const char *id);
 bool relay_utf8_valid(const char *s, size_t len);
 
 /*
- * Parses a client's JSON text (a request body or a WebSocket frame): returns the object (caller
- * puts it), or NULL when text is not exactly one JSON object (surrounding whitespace allowed).
+ * Parses a client's JSON text (a request body or a WebSocket frame) by core/jsontext.h's rule:
+ * returns the object (caller puts it), or NULL when text is not exactly one JSON object
+ * (surrounding whitespace allowed), is not UTF-8 or has an object with a key twice.
  */
 json_object *relay_parse_object(const char *text, size_t len);
 

@@ -88,6 +88,22 @@ Test(relay, only_one_json_object_is_a_body)
 	cr_assert_null(relay_parse_object("{}\0", 3));
 }
 
+/* Issue 8: the API's rule: a body (or /stream frame) with a key twice is refused. */
+Test(relay, a_key_twice_is_no_body)
+{
+	static const char *const bad[] = {
+	    "{\"prompt\":\"a\",\"prompt\":\"b\"}",
+	    "{\"behavior\":\"deny\",\"behavior\":\"allow\"}",
+	    "{\"behavior\":\"allow\",\"updatedInput\":{\"command\":\"ls\",\"comm\\u0061nd\":\"rm\"}"
+	    "}",
+	    "{\"type\":\"permission\",\"type\":\"prompt\"}",
+	    "{\"prompt\":\"caf\xe9\"}", /* latin1, not UTF-8 */
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_null(obj(bad[i]), "%s", bad[i]);
+}
+
 /* Builds the host line for kind from text; returns it parsed (without its '\n'), or NULL. */
 static json_object *line_for(enum relay_kind kind, const char *text, const char *rid)
 {
