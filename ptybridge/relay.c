@@ -222,6 +222,34 @@ static int relay_copy_member(json_object *req, json_object *msg, const char *key
 	return 0;
 }
 
+/*
+ * Copies a permission answer's updatedPermissions (claude's PermissionUpdate list, e.g. the
+ * event's "suggestions" for "allow for this session") when it is a bounded array of objects that
+ * each name their "type". claude checks the entries themselves.
+ */
+static int relay_copy_updates(json_object *req, json_object *msg, bool allow)
+{
+	json_object *v = relay_member(msg, "updatedPermissions");
+	size_t n;
+
+	if (v == NULL)
+		return 0;
+	if (!allow || !json_object_is_type(v, json_type_array))
+		return -EINVAL;
+	n = json_object_array_length(v);
+	if (n == 0 || n > RELAY_PERMISSION_UPDATES_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		json_object *u = json_object_array_get_idx(v, i), *t = relay_member(u, "type");
+
+		if (!json_object_is_type(u, json_type_object) ||
+		    !json_object_is_type(t, json_type_string))
+			return -EINVAL;
+	}
+	json_object_object_add(req, "updatedPermissions", json_object_get(v));
+	return 0;
+}
+
 char *relay_host_request(enum relay_kind kind, json_object *msg, const char *request_id,
 			 size_t *len, const char **why)
 {
@@ -253,10 +281,13 @@ char *relay_host_request(enum relay_kind kind, json_object *msg, const char *req
 		    relay_copy_member(req, msg, "behavior", json_type_string) < 0 ||
 		    relay_copy_member(req, msg, "message", json_type_string) < 0 ||
 		    relay_copy_member(req, msg, "updatedInput", json_type_object) < 0 ||
-		    relay_copy_member(req, msg, "interrupt", json_type_boolean) < 0) {
+		    relay_copy_member(req, msg, "interrupt", json_type_boolean) < 0 ||
+		    relay_copy_updates(req, msg, strcmp(json_object_get_string(v), "allow") == 0) <
+			0) {
 			*why =
 			    "expected {\"behavior\": \"allow\"|\"deny\"} with an optional message "
-			    "(string), updatedInput (object) and interrupt (boolean)";
+			    "(string), updatedInput (object), interrupt (boolean) and, with allow, "
+			    "updatedPermissions (1 to 16 objects with a \"type\")";
 			goto out;
 		}
 		break;

@@ -343,7 +343,8 @@ static void host_drop_pending(struct host *h, struct pending *p)
 
 /* Answers a can_use_tool request on claude's stdin and announces the decision. */
 static void host_answer(struct host *h, struct pending *p, bool allow, const char *message,
-			json_object *updated_input, bool interrupt, const char *by)
+			json_object *updated_input, json_object *updated_permissions,
+			bool interrupt, const char *by)
 {
 	json_object *msg = json_object_new_object(), *resp = json_object_new_object(),
 		    *inner = json_object_new_object(), *ev = json_object_new_object();
@@ -355,6 +356,10 @@ static void host_answer(struct host *h, struct pending *p, bool allow, const cha
 						     : json_object_get(p->input));
 	else
 		json_object_object_add(inner, "message", json_object_new_string(message));
+	/* "Allow for this session": claude adds these rules (the event's suggestions) itself. */
+	if (allow && updated_permissions != NULL)
+		json_object_object_add(inner, "updatedPermissions",
+				       json_object_get(updated_permissions));
 	if (!allow && interrupt)
 		json_object_object_add(inner, "interrupt", json_object_new_boolean(true));
 	json_object_object_add(resp, "subtype", json_object_new_string("success"));
@@ -380,7 +385,7 @@ static void pending_timeout(uv_timer_t *t)
 	snprintf(msg, sizeof(msg),
 		 "No answer within %d seconds (AGENTD_PERMISSION_TIMEOUT); denied automatically.",
 		 p->host->cfg->permission_timeout);
-	host_answer(p->host, p, false, msg, NULL, false, "timeout");
+	host_answer(p->host, p, false, msg, NULL, NULL, false, "timeout");
 }
 
 static json_object *host_get(json_object *o, const char *key)
@@ -625,17 +630,21 @@ static void host_permission_answer(struct host *h, struct sub *s, json_object *r
 {
 	const char *rid = json_object_get_string(host_get(req, "requestId"));
 	const char *behavior = json_object_get_string(host_get(req, "behavior"));
-	json_object *msg = host_get(req, "message"), *upd = host_get(req, "updatedInput");
+	json_object *msg = host_get(req, "message"), *upd = host_get(req, "updatedInput"),
+		    *perms = host_get(req, "updatedPermissions");
 	struct pending *p;
 	bool allow;
 
 	if (rid == NULL || behavior == NULL ||
 	    (strcmp(behavior, "allow") != 0 && strcmp(behavior, "deny") != 0) ||
 	    (upd != NULL && !json_object_is_type(upd, json_type_object)) ||
+	    (perms != NULL &&
+	     (!json_object_is_type(perms, json_type_array) || strcmp(behavior, "allow") != 0)) ||
 	    (msg != NULL && !json_object_is_type(msg, json_type_string))) {
-		sub_error(s, 400, "invalid_request",
-			  "expected {\"behavior\":\"allow\"|\"deny\"} with an optional message, "
-			  "updatedInput object and interrupt");
+		sub_error(
+		    s, 400, "invalid_request",
+		    "expected {\"behavior\":\"allow\"|\"deny\"} with an optional message, "
+		    "updatedInput object, interrupt and (with allow) updatedPermissions array");
 		return;
 	}
 	p = host_find_pending(h, rid);
@@ -651,7 +660,7 @@ static void host_permission_answer(struct host *h, struct sub *s, json_object *r
 	host_answer(h, p, allow,
 		    allow ? NULL
 			  : (msg != NULL ? json_object_get_string(msg) : "Denied by the user."),
-		    upd, json_object_get_boolean(host_get(req, "interrupt")), "client");
+		    upd, perms, json_object_get_boolean(host_get(req, "interrupt")), "client");
 	sub_ok(s);
 }
 

@@ -179,6 +179,60 @@ Test(relay, permission_requests)
 	cr_assert_null(line_for(RELAY_PERMISSION, "{\"behavior\":\"deny\",\"interrupt\":1}", "r"));
 }
 
+/* Issue 8: "allow for this session" reaches the host: updatedPermissions, validated and bounded. */
+Test(relay, permission_updates_pass_through)
+{
+	static const char *const suggestion =
+	    "[{\"type\":\"addRules\",\"rules\":[{\"toolName\":\"Bash\",\"ruleContent\":"
+	    "\"touch:*\"}],\"behavior\":\"allow\",\"destination\":\"session\"}]";
+	char text[4096], many[2048];
+	json_object *o;
+	size_t at;
+
+	snprintf(text, sizeof(text), "{\"behavior\":\"allow\",\"updatedPermissions\":%s}",
+		 suggestion);
+	o = line_for(RELAY_PERMISSION, text, "r-3");
+	cr_assert_not_null(o);
+	cr_assert_str_eq(member(o, "updatedPermissions"), suggestion, "passed on as it is");
+	cr_assert_str_eq(member(o, "behavior"), "\"allow\"");
+	json_object_put(o);
+	/* Without it, none is sent. */
+	o = line_for(RELAY_PERMISSION, "{\"behavior\":\"allow\"}", "r-4");
+	cr_assert_null(member(o, "updatedPermissions"));
+	json_object_put(o);
+	/* Refused: not an array, empty, an entry without a string type or not an object, with a
+	 * deny, more than RELAY_PERMISSION_UPDATES_MAX entries. */
+	cr_assert_null(line_for(RELAY_PERMISSION,
+				"{\"behavior\":\"allow\",\"updatedPermissions\":{\"type\":\"x\"}}",
+				"r"));
+	cr_assert_null(
+	    line_for(RELAY_PERMISSION, "{\"behavior\":\"allow\",\"updatedPermissions\":[]}", "r"));
+	cr_assert_null(line_for(RELAY_PERMISSION,
+				"{\"behavior\":\"allow\",\"updatedPermissions\":[{\"type\":1}]}",
+				"r"));
+	cr_assert_null(line_for(RELAY_PERMISSION,
+				"{\"behavior\":\"allow\",\"updatedPermissions\":[\"x\"]}", "r"));
+	cr_assert_null(line_for(RELAY_PERMISSION,
+				"{\"behavior\":\"allow\",\"updatedPermissions\":[{}]}", "r"));
+	snprintf(text, sizeof(text),
+		 "{\"behavior\":\"deny\",\"message\":\"no\",\"updatedPermissions\":%s}",
+		 suggestion);
+	cr_assert_null(line_for(RELAY_PERMISSION, text, "r"));
+	at = (size_t)snprintf(many, sizeof(many), "[");
+	for (int i = 0; i < RELAY_PERMISSION_UPDATES_MAX; i++)
+		at += (size_t)snprintf(many + at, sizeof(many) - at, "%s{\"type\":\"setMode\"}",
+				       i ? "," : "");
+	snprintf(many + at, sizeof(many) - at, "]");
+	snprintf(text, sizeof(text), "{\"behavior\":\"allow\",\"updatedPermissions\":%s}", many);
+	o = line_for(RELAY_PERMISSION, text, "r");
+	cr_assert_not_null(o, "RELAY_PERMISSION_UPDATES_MAX entries are allowed");
+	json_object_put(o);
+	many[at] = '\0';
+	snprintf(many + at, sizeof(many) - at, ",{\"type\":\"setMode\"}]");
+	snprintf(text, sizeof(text), "{\"behavior\":\"allow\",\"updatedPermissions\":%s}", many);
+	cr_assert_null(line_for(RELAY_PERMISSION, text, "r"), "one more is refused");
+}
+
 Test(relay, interrupt_requests_ignore_the_body)
 {
 	json_object *o = line_for(RELAY_INTERRUPT, NULL, "");
