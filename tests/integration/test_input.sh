@@ -81,6 +81,14 @@ done
 api GET /sessions/ghost-1
 assert_status "GET of an unknown id: 404" 404
 assert_same_listing "POST /mode and GET of unknown ids create no file" "$BEFORE"
+api POST /sessions/ghost-1/prompt '{"prompt":"hi"}'
+assert_status "POST /prompt (bridge) of an unknown id: 404" 404
+api POST /sessions/ghost-1/permissions/r1 '{"behavior":"allow"}'
+assert_status "POST /permissions (bridge) of an unknown id: 404" 404
+api GET /sessions/ghost-1/terminal -H 'Connection: Upgrade' -H 'Upgrade: websocket' \
+	-H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='
+assert_status "GET /terminal (bridge) of an unknown id: 404" 404
+assert_same_listing "bridge requests for unknown ids create no file" "$BEFORE"
 for i in 4 5 6; do
 	create acme widgets "$i"
 	assert_status "create beyond AGENTD_MAX_SESSIONS (widgets-$i): 429" 429
