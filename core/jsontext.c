@@ -99,6 +99,10 @@ bool jsontext_content_type_ok(const char *value)
 		name = jsontext_ows(p + 1);
 		nlen = strcspn(name, "=; \t");
 		val = name + nlen;
+		if (nlen == 0 && (*val == '\0' || *val == ';')) { /* an empty parameter: "json;" */
+			p = val;
+			continue;
+		}
 		if (*val != '=')
 			return false; /* a parameter is name=value */
 		val++;

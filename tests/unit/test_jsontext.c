@@ -137,6 +137,7 @@ Test(jsontext, content_type)
 			    "application/json;charset=UTF-8",
 			    "application/json ; charset=\"utf-8\"",
 			    "application/json; foo=bar",
+			    "application/json;",
 			    "application/json; charset=utf-8; foo=bar"};
 	const char *bad[] = {NULL,
 			     "",
