@@ -16,6 +16,22 @@ static const char *request_param(FCGX_Request *f, const char *name)
 	return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
+/*
+ * nginx 1.22 passes a header the client repeated as that many HTTP_* parameters of the same name,
+ * and FCGX_GetParam returns only the first: count them, so two Origin headers cannot pass the
+ * check on the first one alone (the bridge refuses them too).
+ */
+static unsigned request_param_count(FCGX_Request *f, const char *name)
+{
+	size_t len = strlen(name);
+	unsigned n = 0;
+
+	for (char **e = f->envp; e != NULL && *e != NULL; e++)
+		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+			n++;
+	return n;
+}
+
 void request_init(struct request *req, FCGX_Request *fcgi)
 {
 	const char *v;
@@ -26,6 +42,7 @@ void request_init(struct request *req, FCGX_Request *fcgi)
 	req->path = (v = request_param(fcgi, "DOCUMENT_URI")) ? v : "/";
 	req->query = (v = request_param(fcgi, "QUERY_STRING")) ? v : "";
 	req->origin = request_param(fcgi, "HTTP_ORIGIN");
+	req->origin_repeated = request_param_count(fcgi, "HTTP_ORIGIN") > 1;
 	req->host = (v = request_param(fcgi, "AGENTD_HOST")) ? v : request_param(fcgi, "HTTP_HOST");
 	req->scheme = (v = request_param(fcgi, "AGENTD_SCHEME")) ? v : "http";
 	req->content_type = request_param(fcgi, "CONTENT_TYPE");

@@ -16,6 +16,7 @@ struct request {
 	const char *path;         /* DOCUMENT_URI: decoded and normalised by nginx */
 	const char *query;        /* QUERY_STRING, "" if none */
 	const char *origin;       /* HTTP_ORIGIN or NULL */
+	bool origin_repeated;     /* the client sent more than one Origin header */
 	const char *host;         /* AGENTD_HOST (Host with port) or HTTP_HOST */
 	const char *scheme;       /* AGENTD_SCHEME or "http" */
 	const char *content_type; /* CONTENT_TYPE or NULL */
