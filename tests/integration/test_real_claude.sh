@@ -279,8 +279,8 @@ fi
 assert_one_claude "terminal: one claude under the pane" "$TMUXNAME"
 TUI_CLAUDE=$ONE_CLAUDE
 assert_eq "terminal: claude is the pane's process" "$(pane_pid "$TMUXNAME")" "${TUI_CLAUDE:-none}"
-assert_match "terminal: claude --session-id=<agentSessionId> 'say hello TURNONE'" \
-	"^$(re "$CLAUDE") --session-id=$UUID say hello TURNONE $" \
+assert_match "terminal: claude --session-id=<agentSessionId> -- 'say hello TURNONE'" \
+	"^$(re "$CLAUDE") --session-id=$UUID -- say hello TURNONE $" \
 	"$(tr '\0' ' ' <"/proc/${TUI_CLAUDE:-0}/cmdline" 2>/dev/null)"
 for v in ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TELEMETRY DISABLE_AUTOUPDATER; do
 	assert_match "terminal: claude's environment has $v" "^$v=." \
