@@ -6,6 +6,8 @@
 # - a record made before issue 8 whose tmuxName ("a_b-2") names another session's tmux session
 #   (a.b-2's): POST /mode answers 409 tmux_session_mismatch and restarts nothing, a terminal attach
 #   does not show the other session's screen, DELETE removes only the record.
+# - a tmux session made before issue 8 (name a_b-3 for id a_b-3) is recovered under that name and
+#   deleted.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$REPO/tests/integration/terminal/lib_terminal.sh"
 
@@ -97,3 +99,22 @@ get_session a_b-2
 assert_status "the old record is gone: 404" 404
 get_session a.b-2
 assert_json "a.b-2 still says running" .state '"running"'
+
+# --- a tmux session an agentd before issue 8 made for acme/a_b#3, without its record ------------
+mkdir -p "$T/code/a_b-issue-3"
+tmx new-session -d -s a_b-3 -c "$T/code/a_b-issue-3" -- sleep 1000 3 \; \
+	set-option -t =a_b-3: @agentd_id a_b-3 \; set-option -t =a_b-3: @agentd_owner acme \; \
+	set-option -t =a_b-3: @agentd_repo a_b \; set-option -t =a_b-3: @agentd_issue 3 \; \
+	set-option -t =a_b-3: @agentd_mode terminal
+OLD_PID=$(pane_pid a_b-3)
+kill_api || exit 1 # recovery runs when agentd-api starts
+get_session a_b-3
+assert_json "recovery adopts it under the name it has" '[.id, .tmuxName, .state]' \
+	'["a_b-3","a_b-3","running"]'
+api DELETE "/sessions/a_b-3?force=true"
+assert_status "DELETE /sessions/a_b-3: 200" 200
+check_not "its tmux session is gone" tmux_has a_b-3
+deadline=$((SECONDS + 10))
+while alive "${OLD_PID:-0}" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+check_not "its process is gone" alive "${OLD_PID:-0}"
+check "a.b-1 still runs" alive "${DOT_PID:-0}"
