@@ -93,14 +93,37 @@ int session_worktree_path(const char *base_dir, const char *name, long issue, ch
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
-void session_tmux_name(const char *id, char *out, size_t outlen)
+/* Maps id into out character by character: '.' becomes '_' (tmux's own rule), and '_' becomes
+ * underscore (SESSION_TMUX_UNDERSCORE for the current names, '_' for the names before issue 8). */
+static void session_tmux_map(const char *id, char underscore, char *out, size_t outlen)
 {
 	size_t i;
 
-	for (i = 0; id[i] != '\0' && i + 1 < outlen; i++)
-		out[i] = (id[i] == '.' || id[i] == ':') ? '_' : id[i];
+	for (i = 0; id[i] != '\0' && i + 1 < outlen; i++) {
+		char c = id[i];
+
+		out[i] = (c == '.' || c == ':') ? '_' : c == '_' ? underscore : c;
+	}
 	if (outlen > 0)
 		out[i] = '\0';
+}
+
+void session_tmux_name(const char *id, char *out, size_t outlen)
+{
+	session_tmux_map(id, SESSION_TMUX_UNDERSCORE, out, outlen);
+}
+
+bool session_tmux_name_valid(const char *id, const char *name)
+{
+	char want[SESSION_ID_MAX + 1];
+
+	if (strlen(id) > SESSION_ID_MAX)
+		return false;
+	session_tmux_map(id, SESSION_TMUX_UNDERSCORE, want, sizeof(want));
+	if (strcmp(want, name) == 0)
+		return true;
+	session_tmux_map(id, '_', want, sizeof(want));
+	return strcmp(want, name) == 0;
 }
 
 int session_uuid(char out[SESSION_UUID_LEN + 1])
@@ -346,7 +369,6 @@ static int session_get_time(json_object *o, const char *key, int64_t *out, struc
 int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 {
 	json_object *repo, *v;
-	char tmux_name[SESSION_ID_MAX + 1];
 	int r;
 
 	memset(s, 0, sizeof(*s));
@@ -383,8 +405,7 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	}
 	if (!session_uuid_valid(s->agent_session_id))
 		return cause_fail(cause, EINVAL, "field agentSessionId is not a UUID");
-	session_tmux_name(s->id, tmux_name, sizeof(tmux_name));
-	if (strcmp(tmux_name, s->tmux_name) != 0)
+	if (!session_tmux_name_valid(s->id, s->tmux_name))
 		return cause_fail(cause, EINVAL, "field tmuxName does not match id");
 	if (session_state_parse(session_get_str(obj, "state") ? session_get_str(obj, "state") : "",
 				&s->state) < 0)

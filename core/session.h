@@ -75,8 +75,19 @@ int session_init(struct session *s, const char *base_dir, const char *owner, con
 int session_worktree_path(const char *base_dir, const char *name, long issue, char *out,
 			  size_t outlen);
 
-/* tmux forbids '.' and ':' in session names; they become '_'. out must hold strlen(id)+1. */
+/*
+ * The tmux session name of id, one character for each: tmux forbids '.' and ':' in session names,
+ * so '.' becomes '_' (tmux's own rule), and '_' becomes SESSION_TMUX_UNDERSCORE so that two ids
+ * never share a name ("a.b-1" -> "a_b-1", "a_b-1" -> "a+b-1"). out must hold strlen(id)+1.
+ */
+#define SESSION_TMUX_UNDERSCORE '+'
 void session_tmux_name(const char *id, char *out, size_t outlen);
+
+/*
+ * Tells whether name is a tmux name id may have: session_tmux_name's, or the one versions before
+ * issue 8 gave it ('_' kept as is), which records and tmux sessions made then still carry.
+ */
+bool session_tmux_name_valid(const char *id, const char *name);
 
 /* Fills prompt_template with {owner} {name} {issue} replaced into out. -ENAMETOOLONG if it is too
  * long. */

@@ -343,8 +343,13 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	}
 	s->state = SESSION_STOPPING;
 	store_write(&app->store, s, NULL);
-	r = tmux_kill_session(&app->tmux, s->tmux_name, &cause);
-	if (r < 0 && r != -ENOENT) {
+	/* A tmux session of that name that carries another session's id is not this session's:
+	 * it is left alone, and this session is deleted as one whose tmux session is gone. */
+	r = tmux_kill_session(&app->tmux, s->tmux_name, s->id, &cause);
+	if (r == -EPERM)
+		log_warn("session %s: tmux session %s belongs to another session; not killed",
+			 s->id, s->tmux_name);
+	if (r < 0 && r != -ENOENT && r != -EPERM) {
 		request_error(req, 500, "tmux_error", "cannot stop tmux session %s: %s",
 			      s->tmux_name, cause.msg);
 		goto out;

@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CREATE_ENV_MAX 64
 #define CREATE_POLL_MS 50
 #define CREATE_LOCK_FD 3 /* where the worker finds its lock (proc_opts.keep_fd) */
 
@@ -96,45 +95,11 @@ out:
 	return r;
 }
 
-/* Builds "-e NAME=value" words for the variables of AGENTD_AGENT_ENV that are set. */
-static size_t create_agent_env(const struct config *cfg, char *words[CREATE_ENV_MAX + 1], char *buf,
-			       size_t buflen)
-{
-	size_t n = 0, used = 0;
-
-	for (const char *p = cfg->agent_env; *p != '\0' && n < CREATE_ENV_MAX;) {
-		char name[128];
-		size_t len;
-		const char *val;
-		int w;
-
-		p += strspn(p, " \t,");
-		len = strcspn(p, " \t,");
-		if (len == 0 || len >= sizeof(name)) {
-			p += len;
-			continue;
-		}
-		memcpy(name, p, len);
-		name[len] = '\0';
-		p += len;
-		val = getenv(name);
-		if (val == NULL)
-			continue;
-		w = snprintf(buf + used, buflen - used, "%s=%s", name, val);
-		if (w < 0 || (size_t)w >= buflen - used)
-			break;
-		words[n++] = buf + used;
-		used += (size_t)w + 1;
-	}
-	words[n] = NULL;
-	return n;
-}
-
 int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
 {
+	extern char **environ;
 	char path[CONFIG_PATH_MAX];
-	char *env[CREATE_ENV_MAX + 1];
-	char envbuf[16384];
+	struct claude_env *env = NULL;
 	struct claude_argv *cargv = NULL;
 	struct tmux_meta *meta = NULL;
 	struct tmux_new req;
@@ -149,7 +114,8 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		    app->cfg->claude, strerror(-r));
 	cargv = malloc(sizeof(*cargv));
 	meta = calloc(1, sizeof(*meta));
-	if (cargv == NULL || meta == NULL) {
+	env = malloc(sizeof(*env));
+	if (cargv == NULL || meta == NULL || env == NULL) {
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto out;
 	}
@@ -177,8 +143,12 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	snprintf(meta->agent_session, sizeof(meta->agent_session), "%s", s->agent_session_id);
 	session_format_time(s->created_at, meta->created, sizeof(meta->created));
 	snprintf(meta->prompt, sizeof(meta->prompt), "%s", s->prompt);
-	create_agent_env(app->cfg, env, envbuf, sizeof(envbuf));
-	req = (struct tmux_new){s->tmux_name, s->worktree, env, cargv->argv, meta};
+	if ((r = claude_env(app->cfg, environ, env)) < 0) {
+		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
+			  strerror(-r));
+		goto out;
+	}
+	req = (struct tmux_new){s->tmux_name, s->worktree, env->words, cargv->argv, meta};
 	/* new-session starts the server (with our -f config) when none runs. */
 	r = tmux_new_session(&app->tmux, &req, cause);
 	if (r == -EEXIST)
@@ -186,6 +156,7 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 out:
 	free(cargv);
 	free(meta);
+	free(env);
 	return r;
 }
 

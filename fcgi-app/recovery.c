@@ -10,11 +10,14 @@
 #include <string.h>
 #include <time.h>
 
+/* The tmux session of record id: named name and not carrying another id (an older tool's
+ * session carries none). */
 static const struct tmux_info *recovery_find_tmux(const struct tmux_info *ti, size_t n,
-						  const char *name)
+						  const char *name, const char *id)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(ti[i].name, name) == 0)
+		if (strcmp(ti[i].name, name) == 0 &&
+		    (ti[i].meta.id[0] == '\0' || strcmp(ti[i].meta.id, id) == 0))
 			return &ti[i];
 	return NULL;
 }
@@ -46,8 +49,11 @@ static int recovery_from_tmux(const struct app *app, const struct tmux_info *ti,
 	}
 	if (session_init(s, cfg->base_dir, owner, name, issue) < 0)
 		return -EINVAL;
-	if (strcmp(s->tmux_name, ti->name) != 0)
+	/* Sessions made before issue 8 keep the name they had ('_' not yet '+'). */
+	if (!session_tmux_name_valid(s->id, ti->name))
 		return -EINVAL;
+	snprintf(s->tmux_name, sizeof(s->tmux_name), "%.*s", (int)sizeof(s->tmux_name) - 1,
+		 ti->name);
 	s->state = SESSION_RUNNING;
 	s->launched = ours;
 	if (ours) {
@@ -127,6 +133,10 @@ static void recovery_record(const struct app *app, const char *id, const struct 
 			goto out;
 		if (store_write(&app->store, s, &cause) == 0)
 			log_info("recovered session %s from tmux", id);
+		/* An older tool's session gets our id, which every later tmux call checks; only
+		 * while it carries none. */
+		if (ti->meta.id[0] == '\0')
+			tmux_set_option(&app->tmux, ti->name, "", "@agentd_id", id, NULL);
 	} else if (r == 0 && recovery_fix_record(app, s, ti)) {
 		if (store_write(&app->store, s, &cause) == 0 && s->state == SESSION_FAILED)
 			log_warn("session %s: %s", id, s->error);
@@ -166,7 +176,7 @@ int recovery_run(const struct app *app, struct cause *cause)
 		goto out;
 	}
 	for (size_t i = 0; i < nr; i++)
-		if (recovery_find_tmux(ti, nt, recs[i].tmux_name) == NULL)
+		if (recovery_find_tmux(ti, nt, recs[i].tmux_name, recs[i].id) == NULL)
 			recovery_record(app, recs[i].id, NULL);
 out:
 	/* Records may have been removed by hand: the list view must not outlive them. */

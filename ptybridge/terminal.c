@@ -5,6 +5,7 @@
 #include "origin.h"
 #include "ptyproc.h"
 #include "session.h"
+#include "tmux.h"
 #include "ws.h"
 
 #include <errno.h>
@@ -17,7 +18,7 @@
 
 #define TERMINAL_PATH_PREFIX "/sessions/"
 #define TERMINAL_PATH_SUFFIX "/terminal"
-#define TERMINAL_ARGV_MAX    12
+#define TERMINAL_ARGV_MAX    20
 #define TERMINAL_RESIZE_SAT  100000 /* digits beyond this only need to read as "too large" */
 /* After an error response, input is read and dropped (up to this much) before closing: closing
  * with unread input resets the connection, and the peer may lose the response. */
@@ -49,6 +50,8 @@ struct terminal {
 	struct roster_entry *entry;
 	char id[SESSION_ID_MAX + 1];
 	char tmux_name[SESSION_ID_MAX + 3]; /* "=" + name */
+	char tmux_pane[SESSION_ID_MAX + 4]; /* "=" + name + ":" */
+	char guard[TMUX_GUARD_MAX];         /* true only while the tmux session is this id's */
 	unsigned short cols, rows;
 	uint64_t deadline;  /* of the current state (request, waiting, responding, closing) */
 	uint64_t next_poll; /* waiting: next record read */
@@ -422,9 +425,28 @@ static void terminal_attach(struct terminal *t)
 	    .on_pong = terminal_on_pong,
 	};
 	struct bridge *b = t->b;
+	/* The attach runs only if the tmux session still carries this session's id, checked in the
+	 * same tmux call (tmux.h); -E: the bridge's variables never reach the session. */
 	char *argv[TERMINAL_ARGV_MAX] = {
-	    b->tmux_bin,      "-u", "-S",         b->tmux_socket, "-f", b->tmux_conf,
-	    "attach-session", "-t", t->tmux_name, NULL,
+	    b->tmux_bin,
+	    "-u",
+	    "-S",
+	    b->tmux_socket,
+	    "-f",
+	    b->tmux_conf,
+	    "if-shell",
+	    "-F",
+	    "-t",
+	    t->tmux_pane,
+	    t->guard,
+	    "",
+	    TMUX_GUARD_FAIL,
+	    ";",
+	    "attach-session",
+	    "-E",
+	    "-t",
+	    t->tmux_name,
+	    NULL,
 	};
 	struct ptyproc_spec spec = {
 	    .path = b->tmux_bin,
@@ -502,6 +524,12 @@ static void terminal_lookup(struct terminal *t)
 	case SESSION_RUNNING:
 	case SESSION_ATTACHED:
 		snprintf(t->tmux_name, sizeof(t->tmux_name), "=%s", s.tmux_name);
+		snprintf(t->tmux_pane, sizeof(t->tmux_pane), "=%s:", s.tmux_name);
+		if (tmux_guard_format(s.tmux_name, s.id, t->guard, sizeof(t->guard)) < 0) {
+			terminal_respond(t, 500, "store_error", "bad tmux name in the record",
+					 NULL);
+			return;
+		}
 		terminal_attach(t);
 		return;
 	case SESSION_CREATING:

@@ -854,10 +854,47 @@ static int host_listen(struct host *h, const char *dir)
 	return r;
 }
 
+/*
+ * claude's environment: the pane's, which agentd-api made exactly the agent's (claude.h, tmux.h),
+ * without CLAUDECODE (claude refuses to start nested) and with CLAUDE_CODE_ENTRYPOINT=sdk-ts,
+ * which marks an SDK-style host as the official SDKs do (notes §1.3), unless it is set. The
+ * array points into environ; the caller frees only the array.
+ */
+static char **host_claude_env(void)
+{
+	extern char **environ;
+	static char entry[] = "CLAUDE_CODE_ENTRYPOINT=sdk-ts";
+	size_t n = 0, k = 0;
+	bool has_entry = false;
+	char **env;
+
+	while (environ[n] != NULL)
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	if (env == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(environ[i], "CLAUDECODE=", 11) == 0)
+			continue;
+		if (strncmp(environ[i], "CLAUDE_CODE_ENTRYPOINT=", 23) == 0)
+			has_entry = true;
+		env[k++] = environ[i];
+	}
+	if (!has_entry)
+		env[k++] = entry;
+	env[k] = NULL;
+	return env;
+}
+
 static int host_spawn(struct host *h, char *const argv[])
 {
 	uv_process_options_t o;
 	uv_stdio_container_t stdio[3];
+	char **env = host_claude_env();
+	int r;
+
+	if (env == NULL)
+		return UV_ENOMEM;
 
 	memset(&o, 0, sizeof(o));
 	uv_pipe_init(h->loop, &h->in, 0);
@@ -871,12 +908,15 @@ static int host_spawn(struct host *h, char *const argv[])
 	stdio[2].data.fd = 2;
 	o.file = argv[0];
 	o.args = (char **)argv;
+	o.env = env;
 	o.stdio = stdio;
 	o.stdio_count = 3;
 	o.flags = UV_PROCESS_DETACHED;
 	o.exit_cb = host_exited;
 	h->proc.data = h;
-	return uv_spawn(h->loop, &h->proc, &o);
+	r = uv_spawn(h->loop, &h->proc, &o);
+	free(env);
+	return r;
 }
 
 int host_run(const struct config *cfg, const char *id, const char *first_prompt,
@@ -894,9 +934,6 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 	h->id = id;
 	h->log.fd = -1;
 	signal(SIGPIPE, SIG_IGN);
-	/* Marks us as an SDK-style host to claude, as the official SDKs do (notes §1.3). */
-	setenv("CLAUDE_CODE_ENTRYPOINT", "sdk-ts", 0);
-	unsetenv("CLAUDECODE");
 	if (hostproto_path(cfg, id, "", dir, sizeof(dir)) < 0 ||
 	    hostproto_path(cfg, id, "events.log", h->log_path, sizeof(h->log_path)) < 0) {
 		log_error("session paths are too long");

@@ -17,16 +17,10 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RC_DIR=$REPO/tests/integration/real_claude
-FAKE_API=$REPO/tests/fakes/messages_api.py
-NPM_PACKAGE=@anthropic-ai/claude-code
-CLAUDE_VERSION=${AGENTD_TEST_CLAUDE_VERSION:-2.1.328}
-API_KEY=sk-ant-test-0123456789abcdefghij-not-a-real-key
+source "$RC_DIR/lib_real_claude.sh"
 TUI_WAIT=60  # seconds for the TUI to show an answer (the CLI starts in a few seconds)
 TURN_WAIT=90 # seconds for a structured turn
-LOCK_WAIT=300
-API_PID=
 SSE_PID=
-API_LOG=$T/api-requests.jsonl # not under $T/logs: its lines are whole prompts
 
 # The fake API and curl must go even when a check fails; lib.sh's cleanup does the rest.
 stop_helpers() {
@@ -37,86 +31,7 @@ stop_helpers() {
 trap 'rc=$?; stop_helpers; (exit $rc); cleanup' EXIT
 
 # ------------------------------------------------------------------------------------------------
-# the CLI
-
-cache_dir() {
-	local d
-	if [ -n "${AGENTD_TEST_CLAUDE_CACHE:-}" ]; then
-		echo "$AGENTD_TEST_CLAUDE_CACHE"
-		return
-	fi
-	d=/var/cache/agentd-tests/claude-code
-	if mkdir -p "$d" 2>/dev/null && [ -w "$d" ]; then
-		echo "$d"
-	else
-		echo "${XDG_CACHE_HOME:-$HOME/.cache}/agentd-tests/claude-code"
-	fi
-}
-
-# install_claude: sets CLAUDE (the executable) and CLAUDE_EXE (what /proc/<pid>/exe shows).
-# Installs $NPM_PACKAGE@$CLAUDE_VERSION into the cache unless that version is there already.
-install_claude() {
-	local t0 lockfd out cache
-	if [ -n "${AGENTD_TEST_CLAUDE:-}" ]; then
-		CLAUDE=$AGENTD_TEST_CLAUDE
-	else
-		cache=$(cache_dir)
-		CLAUDE=$cache/node_modules/.bin/claude
-		if ! mkdir -p "$cache"; then
-			fail "the CLI cache $cache can be created"
-			return 1
-		fi
-		# Two test runs must not install into the same directory at once.
-		exec {lockfd}>"$cache/.lock"
-		if ! flock -w "$LOCK_WAIT" "$lockfd"; then
-			fail "lock $cache/.lock within $LOCK_WAIT s (another npm install is running)"
-			return 1
-		fi
-		out=$(HOME=$T/home "$CLAUDE" --version 2>/dev/null)
-		if [ "${out%% *}" != "$CLAUDE_VERSION" ]; then
-			if ! command -v npm >/dev/null; then
-				fail "npm is installed" "install nodejs and npm (tests/run does)"
-				return 1
-			fi
-			t0=$EPOCHREALTIME
-			log "installing $NPM_PACKAGE@$CLAUDE_VERSION into $cache (about 360 MB)"
-			if ! npm install --prefix "$cache" --no-audit --no-fund --save-exact \
-				"$NPM_PACKAGE@$CLAUDE_VERSION" >"$T/logs/npm.log" 2>&1; then
-				fail "npm install $NPM_PACKAGE@$CLAUDE_VERSION" "$(tail -n 30 "$T/logs/npm.log")"
-				return 1
-			fi
-			# The package's postinstall copies the native binary over a stub; an npm that
-			# skips install scripts leaves the stub, so run it then.
-			if ! HOME=$T/home "$CLAUDE" --version >/dev/null 2>&1; then
-				(cd "$cache/node_modules/$NPM_PACKAGE" && node install.cjs) \
-					>>"$T/logs/npm.log" 2>&1
-			fi
-			log "npm install took $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
-		fi
-		exec {lockfd}>&-
-	fi
-	if ! out=$(HOME=$T/home "$CLAUDE" --version 2>&1); then
-		fail "the claude CLI runs (claude --version)" "$out" \
-			"$(tail -n 30 "$T/logs/npm.log" 2>/dev/null)"
-		return 1
-	fi
-	log "claude CLI: $CLAUDE, version $out"
-	if [ -z "${AGENTD_TEST_CLAUDE:-}" ]; then
-		assert_eq "claude --version is the pinned $CLAUDE_VERSION" "$CLAUDE_VERSION (Claude Code)" "$out"
-	fi
-	CLAUDE_EXE=$(readlink -f "$CLAUDE")
-}
-
-# ------------------------------------------------------------------------------------------------
 # processes
-
-# test_claudes: pids of every claude process of this test, wherever it runs (its HOME is ours).
-test_claudes() {
-	local p
-	for p in $(pgrep -x claude); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "HOME=$T/home" && echo "$p"
-	done
-}
 
 # pane_claudes TMUXNAME: pids of the claude processes at or below the pane's process.
 pane_claudes() {
@@ -159,45 +74,6 @@ assert_one_claude() {
 	fail "$1" "claude under the pane: ${in_pane//$'\n'/ }" "claude of this test: ${all//$'\n'/ }" \
 		"$(proc_tree "$2")"
 	return 1
-}
-
-# ------------------------------------------------------------------------------------------------
-# the TUI and the fake API
-
-pane_text() { tmx capture-pane -p -J -t "=$1:" 2>/dev/null; }
-
-# wait_pane TMUXNAME FIXED_STRING TIMEOUT
-wait_pane() {
-	local deadline=$((SECONDS + $3))
-	while :; do
-		pane_text "$1" | grep -qF -- "$2" && return 0
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.3
-	done
-}
-
-# main_requests: the conversation requests the fake API got (those offering tools; the CLI also
-# asks for titles and the like without tools), one compact {"messages":[...]} a line.
-main_requests() {
-	jq -c 'select(.method == "POST" and (.path | startswith("/v1/messages")) and
-		(.body.tools | type == "array" and length > 0)) | {messages: .body.messages}' \
-		"$API_LOG" 2>/dev/null
-}
-
-start_fake_api() {
-	local deadline=$((SECONDS + 20))
-	python3 "$FAKE_API" --port 0 --port-file "$T/api.port" --log "$API_LOG" \
-		>>"$T/logs/fake-api.log" 2>&1 &
-	API_PID=$!
-	while [ ! -s "$T/api.port" ]; do
-		if ! alive "$API_PID" || [ $SECONDS -ge $deadline ]; then
-			fail "the fake Messages API starts" "$(cat "$T/logs/fake-api.log")"
-			return 1
-		fi
-		sleep 0.1
-	done
-	API_PORT=$(cat "$T/api.port")
-	log "fake Messages API on 127.0.0.1:$API_PORT (pid $API_PID)"
 }
 
 # ------------------------------------------------------------------------------------------------
@@ -279,8 +155,8 @@ fi
 assert_one_claude "terminal: one claude under the pane" "$TMUXNAME"
 TUI_CLAUDE=$ONE_CLAUDE
 assert_eq "terminal: claude is the pane's process" "$(pane_pid "$TMUXNAME")" "${TUI_CLAUDE:-none}"
-assert_match "terminal: claude --session-id=<agentSessionId> 'say hello TURNONE'" \
-	"^$(re "$CLAUDE") --session-id=$UUID say hello TURNONE $" \
+assert_match "terminal: claude --session-id=<agentSessionId> -- 'say hello TURNONE'" \
+	"^$(re "$CLAUDE") --session-id=$UUID -- say hello TURNONE $" \
 	"$(tr '\0' ' ' <"/proc/${TUI_CLAUDE:-0}/cmdline" 2>/dev/null)"
 for v in ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TELEMETRY DISABLE_AUTOUPDATER; do
 	assert_match "terminal: claude's environment has $v" "^$v=." \

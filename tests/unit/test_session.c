@@ -901,3 +901,72 @@ Test(session, from_json_parses_hostile_text)
 		json_object_put(o);
 	}
 }
+
+/* Issue 8, point 2: "a.b" and "a_b" are two repositories, so two ids, so two tmux sessions. */
+Test(session, tmux_name_is_injective)
+{
+	static const char alphabet[] = "a._-";
+	char ids[1024][16], names[1024][16];
+	size_t n = 0;
+	struct session s1, s2;
+
+	cr_assert_eq(session_init(&s1, "/code", "acme", "a.b", 1), 0);
+	cr_assert_eq(session_init(&s2, "/code", "acme", "a_b", 1), 0);
+	cr_assert_str_eq(s1.tmux_name, "a_b-1", "tmux's own rule for '.' is kept");
+	cr_assert_str_eq(s2.tmux_name, "a+b-1");
+	/* Every name of up to 4 characters over a . _ - that is valid: no two share a tmux name,
+	 * and no tmux name holds a character tmux refuses. */
+	for (size_t len = 1; len <= 4; len++) {
+		size_t combos = 1;
+
+		for (size_t i = 0; i < len; i++)
+			combos *= 4;
+		for (size_t k = 0; k < combos; k++) {
+			char name[8];
+			size_t v = k;
+
+			for (size_t i = 0; i < len; i++, v /= 4)
+				name[i] = alphabet[v % 4];
+			name[len] = '\0';
+			if (!session_name_valid(name))
+				continue;
+			snprintf(ids[n], sizeof(ids[n]), "%s-1", name);
+			session_tmux_name(ids[n], names[n], sizeof(names[n]));
+			cr_assert_null(strpbrk(names[n], ".:"), "%s -> %s", ids[n], names[n]);
+			for (size_t j = 0; j < n; j++)
+				cr_assert_str_neq(names[j], names[n], "%s and %s share %s", ids[j],
+						  ids[n], names[n]);
+			n++;
+		}
+	}
+	cr_assert_gt(n, 200);
+}
+
+Test(session, tmux_name_valid_accepts_the_name_before_issue_8)
+{
+	cr_assert(session_tmux_name_valid("a_b-1", "a+b-1"));
+	cr_assert(session_tmux_name_valid("a_b-1", "a_b-1"), "a record or session made before");
+	cr_assert(session_tmux_name_valid("a.b-1", "a_b-1"));
+	cr_assert_not(session_tmux_name_valid("a.b-1", "a+b-1"), "another id's name");
+	cr_assert_not(session_tmux_name_valid("a.b-1", "a.b-1"));
+	cr_assert_not(session_tmux_name_valid("a_b-1", "a_b-2"));
+	cr_assert_not(session_tmux_name_valid("a_b-1", ""));
+}
+
+Test(session, from_json_reads_both_tmux_names_of_an_id)
+{
+	struct session s;
+	struct cause c = {{0}};
+	json_object *o;
+
+	cr_assert_eq(session_init(&s, "/code", "acme", "my_repo", 3), 0);
+	o = session_to_json(&s, true);
+	cr_assert_eq(session_from_json(&s, o, &c), 0, "%s", c.msg);
+	cr_assert_str_eq(s.tmux_name, "my+repo-3");
+	json_object_object_add(o, "tmuxName", json_object_new_string("my_repo-3"));
+	cr_assert_eq(session_from_json(&s, o, &c), 0, "%s", c.msg);
+	cr_assert_str_eq(s.tmux_name, "my_repo-3", "kept as the record says");
+	json_object_object_add(o, "tmuxName", json_object_new_string("my+repo+3"));
+	expect_rejected(o, "neither name", "tmuxName");
+	json_object_put(o);
+}
