@@ -173,6 +173,52 @@ out:
 	return r;
 }
 
+int create_respawn(const struct app *app, struct session *s, struct cause *cause)
+{
+	char path[CONFIG_PATH_MAX];
+	struct claude_argv *argv = malloc(sizeof(*argv));
+	struct session *copy = malloc(sizeof(*copy));
+	int r;
+
+	if (argv == NULL || copy == NULL) {
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Checked first: a missing program would only give another dead pane. */
+	if ((r = proc_which(app->cfg->claude, path, sizeof(path))) < 0) {
+		cause_set(cause, "the agent executable %s was not found: %s", app->cfg->claude,
+			  strerror(-r));
+		goto out;
+	}
+	if (s->mode == SESSION_STRUCTURED &&
+	    (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
+		cause_set(cause, "agentd-host (%s) was not found: %s", app->host_bin, strerror(-r));
+		goto out;
+	}
+	*copy = *s;
+	copy->launched = claude_has_transcript(s, getenv("HOME"), getenv("CLAUDE_CONFIG_DIR"));
+	r = s->mode == SESSION_STRUCTURED
+		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched, NULL, argv)
+		: claude_terminal_argv(app->cfg, copy, argv);
+	if (r < 0) {
+		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
+		goto out;
+	}
+	if ((r = tmux_respawn(&app->tmux, s->tmux_name, argv->argv, cause)) < 0)
+		goto out;
+	tmux_signal(&app->tmux); /* the liveness watcher watches the new process */
+	s->state = s->clients > 0 ? SESSION_ATTACHED : SESSION_RUNNING;
+	s->launched = true;
+	s->error[0] = '\0';
+	s->last_activity = (int64_t)time(NULL);
+	log_info("session %s: claude started again (%s)", s->id,
+		 copy->launched ? "--resume" : "--session-id");
+out:
+	free(copy);
+	free(argv);
+	return r;
+}
+
 /* Updates the record under its lock, unless it was deleted meanwhile. */
 static void create_finish(const struct app *app, const char *id, int result, const char *why)
 {
@@ -251,6 +297,10 @@ int create_worker_main(const struct app *app, const char *id)
 	worktree_global_init();
 	r = create_run(app, s, &cause);
 	create_finish(app, id, r, cause.msg);
+	/* An agent that died while the record still said creating was left alone by the liveness
+	 * watcher: it looks again now that the record says running. */
+	if (r == 0)
+		tmux_signal(&app->tmux);
 	free(s);
 	close(CREATE_LOCK_FD); /* releases the worker lock */
 	return r < 0 ? 1 : 0;
