@@ -125,20 +125,23 @@ static int recovery_zombie_status(long pid, long server_pid, int *status)
 	return 0;
 }
 
-/* Running, attached or exited as tmux says: a dead pane is exited, a live one runs. Returns true
- * when s changed. */
+/* Running, attached or exited as tmux says: a dead pane is exited, a live one runs. A pane
+ * whose process is a zombie tmux has not reaped is dead too (its terminal may stay open while a
+ * child of the agent holds it). Returns true when s changed. */
 static bool recovery_follow_pane(struct session *s, const struct tmux_info *ti)
 {
-	if (ti->pane_dead) {
-		int code = ti->dead_status, sig = ti->dead_signal, ws;
+	int code = ti->dead_status, sig = ti->dead_signal, ws;
+	bool dead = ti->pane_dead;
 
+	if ((!dead || (code < 0 && sig <= 0)) &&
+	    recovery_zombie_status(ti->pane_pid, ti->server_pid, &ws) == 0) {
+		dead = true;
+		code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+		sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+	}
+	if (dead) {
 		if (s->state == SESSION_EXITED)
 			return false;
-		if (code < 0 && sig <= 0 &&
-		    recovery_zombie_status(ti->pane_pid, ti->server_pid, &ws) == 0) {
-			code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-			sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
-		}
 		/* Neither tmux nor the kernel can tell: exitStatus reads SESSION_EXIT_MAX. */
 		session_set_exited(s, code, sig,
 				   ti->dead_time > 0 ? ti->dead_time : (int64_t)time(NULL));

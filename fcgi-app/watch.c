@@ -62,9 +62,13 @@ static void watch_kick(struct watch *w)
 		log_warn("cannot wake the liveness worker: %s", strerror(errno));
 }
 
-/* Adds a pidfd of pid to fds (the worker's poll set). Returns false when pid is already gone. */
+/*
+ * Adds a pidfd of pid to fds (the worker's poll set). Returns false when pid has already ended
+ * (gone, or a zombie whose pidfd would wake poll at once): it is left out.
+ */
 static bool watch_add_pid(struct pollfd *fds, nfds_t *nfds, long pid)
 {
+	struct pollfd probe;
 	int fd;
 
 	if (pid <= 0 || *nfds >= WATCH_FDS_MAX)
@@ -72,9 +76,12 @@ static bool watch_add_pid(struct pollfd *fds, nfds_t *nfds, long pid)
 	fd = pidfd_open((pid_t)pid, 0);
 	if (fd < 0)
 		return errno != ESRCH;
-	fds[*nfds].fd = fd;
-	fds[*nfds].events = POLLIN;
-	fds[*nfds].revents = 0;
+	probe = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&probe, 1, 0) > 0) {
+		close(fd);
+		return false;
+	}
+	fds[*nfds] = probe;
 	(*nfds)++;
 	return true;
 }
@@ -84,6 +91,7 @@ static void *watch_worker(void *arg)
 	struct watch *w = arg;
 	struct pollfd *fds = calloc(WATCH_FDS_MAX, sizeof(*fds));
 	char sink[64];
+	bool rechecked = false;
 
 	if (fds == NULL) {
 		log_error("liveness worker: out of memory");
@@ -101,12 +109,17 @@ static void *watch_worker(void *arg)
 		fds[0].fd = w->kick[0];
 		fds[0].events = POLLIN;
 		fds[0].revents = 0;
-		if (n > 0 && !watch_add_pid(fds, &nfds, list[0].server_pid))
-			timeout = 0;
+		bool ended = n > 0 && !watch_add_pid(fds, &nfds, list[0].server_pid);
+
 		for (size_t i = 0; i < n; i++)
 			if (!list[i].pane_dead && !watch_add_pid(fds, &nfds, list[i].pane_pid))
-				timeout = 0; /* it ended since the list: pass again at once */
+				ended = true;
 		free(list);
+		/* A process that ended after the list was taken: one more pass soon. A zombie tmux
+		 * does not reap stays one (the pass judged it already): no second quick pass. */
+		if (ended && !rechecked)
+			timeout = WATCH_RECHECK_MS;
+		rechecked = ended && !rechecked;
 		if (poll(fds, nfds, timeout) < 0 && errno != EINTR)
 			log_warn("liveness worker: poll: %s", strerror(errno));
 		while (read(w->kick[0], sink, sizeof(sink)) > 0)

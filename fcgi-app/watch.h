@@ -23,6 +23,7 @@
 #define WATCH_RETRY_MS     1000 /* no tmux server: look for one this often */
 #define WATCH_STOP_WAIT_MS 3000 /* watch_stop gives the threads this long to end */
 #define WATCH_FDS_MAX      1024 /* processes watched by pidfd; beyond, hooks and the timer */
+#define WATCH_RECHECK_MS   50   /* a process ended between the list and its pidfd: pass again */
 
 struct watch;
 

@@ -110,6 +110,7 @@ struct relay {
 	bool in_recv; /* inside ws_recv: wslay is not re-entered, on_poll flushes after */
 	uint64_t events_sent;
 	bool result_seen; /* a prompt's stream: its turn's result went out */
+	bool was_paused;  /* the host was not read for a while: it may have dropped us */
 };
 
 static void relay_on_poll(uv_poll_t *handle, int status, int events);
@@ -474,6 +475,7 @@ static void relay_backpressure(struct relay *r)
 	else
 		return;
 	r->paused = pause;
+	r->was_paused = r->was_paused || pause;
 	if (r->ws != NULL)
 		ws_pause_read(r->ws, pause);
 	if (h == NULL || h->closing)
@@ -916,19 +918,18 @@ static void relay_host_line(struct relay_host *h, const char *line, size_t len)
 
 /*
  * A prompt's stream lost its host before the turn's result: the client gets an `error` event
- * ({"error","code"}) instead of a bare end. host_exited when the host no longer listens (it died
- * or exited with claude), stream_ended when it still does (it dropped this subscriber).
+ * ({"error","code"}) instead of a bare end. The host ends a stream early only when it exits (it
+ * died, or claude did) or when it drops a subscriber too far behind, which needs this relay to
+ * have stopped reading it: stream_ended then, host_exited otherwise. (Probing the host's socket
+ * would race its exit: its listener may close after the stream.)
  */
 static void relay_stream_error(struct relay *r)
 {
 	json_object *o = json_object_new_object();
-	int fd = relay_connect_host(r->b, r->id);
-	bool gone = fd < 0;
+	bool gone = !r->was_paused;
 	char frame[RELAY_ERROR_EVENT_MAX];
 	int n;
 
-	if (fd >= 0)
-		close(fd);
 	json_object_object_add(
 	    o, "error",
 	    json_object_new_string(gone ? "the agent host exited before the turn's result"
