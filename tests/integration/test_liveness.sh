@@ -213,3 +213,12 @@ assert_jq "... with --resume=<agentSessionId>" "any(.argv[]; . == \"--resume=$AS
 assert_json "... in the same worktree" .cwd "\"$T/code/widgets-issue-3\"" "${REC:-null}"
 api GET /healthz
 assert_status "/healthz is 200 again with a tmux server" 200
+
+# --- without the pane-died hook (tmux 3.3a sometimes does not fire it) the pidfd still tells -----
+tmx set-hook -gu pane-died
+assert_eq "the pane-died hook is gone" "" "$(tmx show-hooks -g pane-died 2>&1 | grep -F wait-for)"
+PID=$(jq -r .pid <<<"${REC:-null}")
+T0=$(now_ms)
+kill -KILL "$PID"
+wait_exited widgets-3 "$T0" "kill -9 of claude without the pane-died hook"
+assert_json "... with its signal" '[.exitStatus, .exitSignal]' '[137,"SIGKILL"]'
