@@ -222,3 +222,12 @@ T0=$(now_ms)
 kill -KILL "$PID"
 wait_exited widgets-3 "$T0" "kill -9 of claude without the pane-died hook"
 assert_json "... with its signal" '[.exitStatus, .exitSignal]' '[137,"SIGKILL"]'
+
+# --- an agentd-api that starts against a running server without the hooks installs them ---------
+if kill_api KILL; then
+	deadline=$((SECONDS + DEADLINE))
+	until tmx show-hooks -g pane-died 2>/dev/null | grep -qF "wait-for -S agentd-liveness" ||
+		[ $SECONDS -ge $deadline ]; do sleep 0.1; done
+	assert_match "a restarted agentd-api installs the pane-died hook on the running server" \
+		'wait-for -S agentd-liveness' "$(tmx show-hooks -g pane-died 2>&1)"
+fi
