@@ -187,7 +187,7 @@ while :; do
 	[ $SECONDS -ge $deadline ] && break
 	sleep 0.01
 done
-log "latency kill -9 of the tmux server: $(($(now_ms) - T0)) ms until every record said lost"
+log "latency kill -9 of the tmux server: $(($(now_ms) - T0)) ms, then the states were $LOST"
 assert_eq "every session is lost within ${DEADLINE}s" '["lost"]' "$LOST"
 api GET /sessions
 assert_json "GET /sessions (nginx's list file) shows them lost" '[.[].state] | unique' '["lost"]'
