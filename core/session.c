@@ -1,6 +1,7 @@
 #include "session.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,7 +231,8 @@ int session_render_prompt(const char *tmpl, const char *owner, const char *name,
 
 static const char *const session_state_names[] = {
     [SESSION_CREATING] = "creating", [SESSION_RUNNING] = "running", [SESSION_ATTACHED] = "attached",
-    [SESSION_STOPPING] = "stopping", [SESSION_FAILED] = "failed",
+    [SESSION_STOPPING] = "stopping", [SESSION_FAILED] = "failed",   [SESSION_EXITED] = "exited",
+    [SESSION_LOST] = "lost",
 };
 
 static const char *const session_mode_names[] = {
@@ -251,6 +253,59 @@ int session_state_parse(const char *s, enum session_state *out)
 			return 0;
 		}
 	return -EINVAL;
+}
+
+void session_set_exited(struct session *s, int status, int signal, int64_t at)
+{
+	const char *abbrev = signal > 0 ? sigabbrev_np(signal) : NULL;
+
+	s->state = SESSION_EXITED;
+	s->error[0] = '\0';
+	s->exit_signal[0] = '\0';
+	if (signal > 0) {
+		s->exit_status = 128 + signal > SESSION_EXIT_MAX ? SESSION_EXIT_MAX : 128 + signal;
+		if (abbrev != NULL)
+			snprintf(s->exit_signal, sizeof(s->exit_signal), "SIG%s", abbrev);
+	} else {
+		s->exit_status =
+		    status < 0 || status > SESSION_EXIT_MAX ? SESSION_EXIT_MAX : status;
+	}
+	s->exited_at = at;
+}
+
+const char *session_unavailable(const struct session *s, char *msg, size_t msglen)
+{
+	char at[32];
+
+	switch (s->state) {
+	case SESSION_CREATING:
+	case SESSION_RUNNING:
+	case SESSION_ATTACHED:
+		return NULL;
+	case SESSION_STOPPING:
+		snprintf(msg, msglen, "the session is stopping");
+		return "not_running";
+	case SESSION_FAILED:
+		snprintf(msg, msglen, "the session failed: %s", s->error);
+		return "not_running";
+	case SESSION_EXITED:
+		session_format_time(s->exited_at, at, sizeof(at));
+		snprintf(msg, msglen,
+			 "the agent exited with status %d%s%s at %s; POST /sessions restarts it",
+			 s->exit_status, s->exit_signal[0] != '\0' ? " by " : "", s->exit_signal,
+			 at);
+		return "agent_exited";
+	case SESSION_LOST:
+		snprintf(msg, msglen, "the session is lost: %s; POST /sessions starts it again",
+			 s->error);
+		return "session_lost";
+	}
+	return "not_running";
+}
+
+bool session_holds_slot(enum session_state st)
+{
+	return st != SESSION_FAILED && st != SESSION_LOST;
 }
 
 const char *session_mode_name(enum session_mode m)
@@ -328,8 +383,14 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	session_add_time(o, "createdAt", s->created_at);
 	session_add_time(o, "updatedAt", s->updated_at);
 	session_add_time(o, "lastActivity", s->last_activity);
-	if (s->state == SESSION_FAILED)
+	if (s->state == SESSION_FAILED || s->state == SESSION_LOST)
 		session_add_str(o, "error", s->error);
+	if (s->state == SESSION_EXITED) {
+		json_object_object_add(o, "exitStatus", json_object_new_int(s->exit_status));
+		if (s->exit_signal[0] != '\0')
+			session_add_str(o, "exitSignal", s->exit_signal);
+		session_add_time(o, "exitedAt", s->exited_at);
+	}
 	if (for_disk)
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
 	return o;
@@ -363,6 +424,49 @@ static int session_get_time(json_object *o, const char *key, int64_t *out, struc
 
 	if (v == NULL || session_parse_time(v, out) < 0)
 		return cause_fail(cause, EINVAL, "field %s is not a time", key);
+	return 0;
+}
+
+/* "SIG" and 1..12 of [A-Z0-9+] (sigabbrev_np's names: "KILL", "RTMIN+3"). */
+static bool session_signal_name_valid(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n < 4 || n >= SESSION_SIGNAL_MAX || strncmp(v, "SIG", 3) != 0)
+		return false;
+	for (size_t i = 3; i < n; i++)
+		if (!((v[i] >= 'A' && v[i] <= 'Z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '+'))
+			return false;
+	return true;
+}
+
+/* The fields of an exited record: required in that state, checked whenever present. */
+static int session_exit_from_json(struct session *s, json_object *obj, struct cause *cause)
+{
+	bool exited = s->state == SESSION_EXITED;
+	json_object *v;
+	int r;
+
+	if (json_object_object_get_ex(obj, "exitStatus", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
+		    json_object_get_int64(v) > SESSION_EXIT_MAX)
+			return cause_fail(cause, EINVAL, "field exitStatus is not 0..%d",
+					  SESSION_EXIT_MAX);
+		s->exit_status = json_object_get_int(v);
+	} else if (exited) {
+		return cause_fail(cause, EINVAL, "field exitStatus is missing");
+	}
+	if (json_object_object_get_ex(obj, "exitSignal", &v)) {
+		const char *sig = session_get_str(obj, "exitSignal");
+
+		if (sig == NULL || !session_signal_name_valid(sig))
+			return cause_fail(cause, EINVAL, "field exitSignal is not a signal name");
+		snprintf(s->exit_signal, sizeof(s->exit_signal), "%s", sig);
+	}
+	if (json_object_object_get_ex(obj, "exitedAt", &v) || exited) {
+		if ((r = session_get_time(obj, "exitedAt", &s->exited_at, cause)) < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -431,5 +535,5 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	    (r = session_get_time(obj, "updatedAt", &s->updated_at, cause)) < 0 ||
 	    (r = session_get_time(obj, "lastActivity", &s->last_activity, cause)) < 0)
 		return r;
-	return 0;
+	return session_exit_from_json(s, obj, cause);
 }

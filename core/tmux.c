@@ -19,6 +19,8 @@
  * their NULs, plus a header): a command we build stays below this to be sure it fits. */
 #define TMUX_MESSAGE_SAFE (12 * 1024)
 #define TMUX_PREFIX_WORDS 6 /* tmux_cmd_init's: bin -u -S <socket> -f <conf> */
+/* A tmux command, no shell: run by the server itself in the hook, never by /bin/sh. */
+#define TMUX_HOOK_COMMAND "wait-for -S " TMUX_CHANNEL
 
 /* A tmux invocation under construction: argv words own their storage. */
 struct tmux_cmd {
@@ -227,15 +229,19 @@ int tmux_write_conf(const struct tmux *t, struct cause *cause)
 	int fd, n, r = 0;
 
 	/* remain-on-exit keeps a dead agent's last screen; exit-empty off keeps the server (and so
-	 * the socket the bridge attaches to) alive with zero sessions. */
+	 * the socket the bridge attaches to) alive with zero sessions; the hooks tell agentd-api
+	 * at once when an agent dies or a session goes (tmux_wait). */
 	n = snprintf(text, sizeof(text),
 		     "set -g remain-on-exit on\n"
 		     "set -g status off\n"
 		     "set -g history-limit %d\n"
 		     "set -g exit-empty off\n"
 		     "set -g default-terminal tmux-256color\n"
-		     "set -g window-size latest\n",
-		     TMUX_HISTORY_LIMIT);
+		     "set -g window-size latest\n"
+		     "set-hook -g pane-died \"%s\"\n"
+		     "set-hook -g session-created \"%s\"\n"
+		     "set-hook -g session-closed \"%s\"\n",
+		     TMUX_HISTORY_LIMIT, TMUX_HOOK_COMMAND, TMUX_HOOK_COMMAND, TMUX_HOOK_COMMAND);
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", t->conf) >= (int)sizeof(tmp))
 		return cause_fail(cause, ENAMETOOLONG, "tmux config path too long");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
@@ -569,12 +575,34 @@ static void tmux_field(char **cursor, char *out, size_t outlen)
 	*cursor = sep != NULL ? sep + 1 : p + strlen(p);
 }
 
+/* Reads #{pane_dead}, #{pane_dead_status}, #{pane_dead_signal}, #{pane_dead_time}, #{pane_pid},
+ * #{pid} into ti. */
+static void tmux_pane_fields(char **cursor, struct tmux_info *ti)
+{
+	char num[32];
+
+	tmux_field(cursor, num, sizeof(num));
+	ti->pane_dead = num[0] == '1';
+	tmux_field(cursor, num, sizeof(num));
+	ti->dead_status = num[0] != '\0' ? (int)strtol(num, NULL, 10) : -1;
+	tmux_field(cursor, num, sizeof(num));
+	ti->dead_signal = (int)strtol(num, NULL, 10);
+	tmux_field(cursor, num, sizeof(num));
+	ti->dead_time = strtol(num, NULL, 10);
+	tmux_field(cursor, num, sizeof(num));
+	ti->pane_pid = strtol(num, NULL, 10);
+	tmux_field(cursor, num, sizeof(num));
+	ti->server_pid = strtol(num, NULL, 10);
+}
+
 int tmux_list(const struct tmux *t, struct tmux_info **out, size_t *n, struct cause *cause)
 {
 	static const char fmt[] =
 	    "#{session_name}" TMUX_SEP "#{session_path}" TMUX_SEP "#{window_activity}" TMUX_SEP
-	    "#{pane_dead}" TMUX_SEP "#{@agentd_id}" TMUX_SEP "#{@agentd_owner}" TMUX_SEP
-	    "#{@agentd_repo}" TMUX_SEP "#{@agentd_issue}" TMUX_SEP "#{@agentd_mode}" TMUX_SEP
+	    "#{pane_dead}" TMUX_SEP "#{pane_dead_status}" TMUX_SEP "#{pane_dead_signal}" TMUX_SEP
+	    "#{pane_dead_time}" TMUX_SEP "#{pane_pid}" TMUX_SEP "#{pid}" TMUX_SEP
+	    "#{@agentd_id}" TMUX_SEP "#{@agentd_owner}" TMUX_SEP "#{@agentd_repo}" TMUX_SEP
+	    "#{@agentd_issue}" TMUX_SEP "#{@agentd_mode}" TMUX_SEP
 	    "#{@agentd_agent_session}" TMUX_SEP "#{@agentd_created}" TMUX_SEP "#{@agentd_prompt}";
 	struct tmux_info *list = NULL;
 	char prompt[TMUX_PROMPT_STORED_MAX + 1];
@@ -621,8 +649,7 @@ int tmux_list(const struct tmux *t, struct tmux_info **out, size_t *n, struct ca
 		tmux_field(&line, ti->path, sizeof(ti->path));
 		tmux_field(&line, num, sizeof(num));
 		ti->activity = strtol(num, NULL, 10);
-		tmux_field(&line, num, sizeof(num));
-		ti->pane_dead = num[0] == '1';
+		tmux_pane_fields(&line, ti);
 		tmux_field(&line, ti->meta.id, sizeof(ti->meta.id));
 		tmux_field(&line, ti->meta.owner, sizeof(ti->meta.owner));
 		tmux_field(&line, ti->meta.repo, sizeof(ti->meta.repo));
@@ -643,4 +670,99 @@ out:
 	*out = list;
 	*n = count;
 	return 0;
+}
+
+/* tmux's words for a server that is not there (or went away under a waiting client). */
+static bool tmux_no_server(const char *out)
+{
+	return strstr(out, "no server running") != NULL ||
+	       strstr(out, "error connecting") != NULL || strstr(out, "server exited") != NULL ||
+	       strstr(out, "lost server") != NULL;
+}
+
+int tmux_install_hooks(const struct tmux *t, struct cause *cause)
+{
+	static const char *const hooks[] = {"pane-died", "session-created", "session-closed"};
+	struct tmux_cmd c;
+	char out[1024];
+	int r;
+
+	tmux_cmd_init(&c, t);
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		if (i > 0)
+			tmux_raw(&c, ";");
+		tmux_raw(&c, "set-hook");
+		tmux_raw(&c, "-g");
+		tmux_raw(&c, hooks[i]);
+		tmux_raw(&c, TMUX_HOOK_COMMAND);
+	}
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	if (r == 1)
+		return tmux_no_server(out) ? -ENOENT : -EIO;
+	return r;
+}
+
+int tmux_wait(const struct tmux *t, struct cause *cause)
+{
+	struct tmux_cmd c;
+	char out[1024];
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "wait-for");
+	tmux_raw(&c, TMUX_CHANNEL);
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	if (r == 1)
+		return tmux_no_server(out) ? -ENOENT : -EIO;
+	return r;
+}
+
+int tmux_signal(const struct tmux *t)
+{
+	struct tmux_cmd c;
+	char out[1024];
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "wait-for");
+	tmux_raw(&c, "-S");
+	tmux_raw(&c, TMUX_CHANNEL);
+	r = tmux_exec(&c, out, sizeof(out), NULL);
+	if (r == 1)
+		return tmux_no_server(out) ? -ENOENT : -EIO;
+	return r;
+}
+
+int tmux_pane_state(const struct tmux *t, const char *name, struct tmux_info *out)
+{
+	struct tmux_cmd c;
+	char buf[512], found[128], *cursor = buf;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	out->dead_status = -1;
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "display-message");
+	tmux_raw(&c, "-p");
+	tmux_target(&c, name, ":");
+	/* display-message answers even for a target it cannot find (with empty formats): the
+	 * session's own name tells whether it was found. */
+	tmux_raw(&c,
+		 "#{session_name}" TMUX_SEP "#{pane_dead}" TMUX_SEP "#{pane_dead_status}" TMUX_SEP
+		 "#{pane_dead_signal}" TMUX_SEP "#{pane_dead_time}" TMUX_SEP "#{pane_pid}" TMUX_SEP
+		 "#{pid}" TMUX_SEP "#{@agentd_id}");
+	r = tmux_exec(&c, buf, sizeof(buf), NULL);
+	if (r < 0)
+		return r;
+	if (r ==
+	    1) /* no such session, or no server, means it is not there; anything else is an error */
+		return tmux_no_server(buf) || strstr(buf, "can't find") != NULL ? 0 : -EIO;
+	tmux_field(&cursor, found, sizeof(found));
+	if (strcmp(found, name) != 0)
+		return 0;
+	tmux_pane_fields(&cursor, out);
+	tmux_field(&cursor, out->meta.id, sizeof(out->meta.id));
+	out->meta.id[strcspn(out->meta.id, "\n")] = '\0';
+	return 1;
 }

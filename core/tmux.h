@@ -19,6 +19,10 @@
 #define TMUX_HISTORY_LIMIT 50000
 #define TMUX_OPTION_COUNT  8
 #define TMUX_LIST_MAX      4096
+/* The wait-for channel our hooks signal when a pane dies or a session is created or closed. tmux
+ * 3.3 remembers one signal nobody waited for, but a second one before the next wait cancels it:
+ * a waiter must be registered again at once, and the rest found by rescanning. */
+#define TMUX_CHANNEL "agentd-liveness"
 
 struct tmux {
 	char bin[CONFIG_PATH_MAX];
@@ -44,6 +48,11 @@ struct tmux_info {
 	char path[1200]; /* the session's start directory */
 	long activity;   /* #{window_activity}: last output, unix seconds */
 	bool pane_dead;
+	int dead_status; /* #{pane_dead_status}: exit code (-1: none, a signal ended it) */
+	int dead_signal; /* #{pane_dead_signal}: the signal that ended it (0: none) */
+	long dead_time;  /* #{pane_dead_time}: when, unix seconds (0: unknown) */
+	long pane_pid;   /* #{pane_pid}: the pane's process (also once it is dead) */
+	long server_pid; /* #{pid}: the tmux server */
 	struct tmux_meta meta;
 };
 
@@ -84,7 +93,7 @@ int tmux_guard_format(const char *name, const char *id, char *out, size_t outlen
 int tmux_init(struct tmux *t, const struct config *cfg);
 
 /* Writes the server config file atomically (remain-on-exit, status off, history-limit, exit-empty
- * off). Returns 0 or -errno with cause. */
+ * off, and the hooks of tmux_install_hooks). Returns 0 or -errno with cause. */
 int tmux_write_conf(const struct tmux *t, struct cause *cause);
 
 /* Starts the server if it does not run (start-server) and empties its global environment.
@@ -128,5 +137,29 @@ int tmux_pane_pid(const struct tmux *t, const char *name, const char *id, struct
 
 /* Returns 1 if the server answers, 0 if no server runs, -errno if tmux cannot be run. */
 int tmux_server_running(const struct tmux *t);
+
+/*
+ * Sets the global hooks pane-died, session-created and session-closed to `wait-for -S
+ * TMUX_CHANNEL` on the running
+ * server (one that was started before they were in the config file). Returns 0, -ENOENT when no
+ * server runs, or -errno with cause.
+ */
+int tmux_install_hooks(const struct tmux *t, struct cause *cause);
+
+/*
+ * Blocks until TMUX_CHANNEL is signalled (or was since the last wait). Returns 0 when signalled,
+ * -ENOENT when no server runs or the server went away while waiting, or -errno with cause.
+ */
+int tmux_wait(const struct tmux *t, struct cause *cause);
+
+/* Signals TMUX_CHANNEL (wakes tmux_wait). Returns 0, -ENOENT (no server) or -errno. */
+int tmux_signal(const struct tmux *t);
+
+/*
+ * Reads the state of session name's pane into out (name, pane_dead, dead_status, dead_signal,
+ * dead_time, pane_pid, server_pid, meta.id; other fields zeroed). Returns 1 when the session
+ * exists, 0 when it (or the server) does not, -errno when tmux cannot be run.
+ */
+int tmux_pane_state(const struct tmux *t, const char *name, struct tmux_info *out);
 
 #endif

@@ -81,7 +81,7 @@ static json_object *api_parse_body(struct request *req, struct cause *cause)
 	return jsontext_parse(req->body, req->body_len, API_JSON_DEPTH, cause);
 }
 
-/* Counts sessions that hold a slot (a failed session holds none). */
+/* Counts sessions that hold a slot (a failed or lost session holds none). */
 static int api_count_active(const struct app *app, size_t *count)
 {
 	struct session *list;
@@ -92,7 +92,7 @@ static int api_count_active(const struct app *app, size_t *count)
 		return r;
 	*count = 0;
 	for (size_t i = 0; i < n; i++)
-		if (list[i].state != SESSION_FAILED)
+		if (session_holds_slot(list[i].state))
 			(*count)++;
 	free(list);
 	return 0;
@@ -124,7 +124,22 @@ static void api_create_locked(const struct app *app, struct request *req,
 			      old.id, old.owner, old.name);
 		return;
 	}
-	if (r == 0 && old.state != SESSION_FAILED) {
+	if (r == 0 && old.state == SESSION_EXITED) {
+		/* Its tmux session and worktree are there: only claude starts again. It keeps the
+		 * slot it holds, so the limit is not checked. */
+		if (create_respawn(app, &old, &cause) < 0) {
+			request_error(req, 500, "restart_failed", "cannot restart %s: %s", old.id,
+				      cause.msg);
+			return;
+		}
+		if (store_write(&app->store, &old, &cause) < 0) {
+			request_error(req, 500, "store_error", "%s", cause.msg);
+			return;
+		}
+		api_reply_session(req, 201, &old);
+		return;
+	}
+	if (r == 0 && session_holds_slot(old.state)) {
 		api_reply_session(req, 200, &old);
 		return;
 	}
@@ -134,7 +149,8 @@ static void api_create_locked(const struct app *app, struct request *req,
 		return;
 	}
 	if (r == 0) {
-		/* Started over: keep the conversation if claude ever ran with it. */
+		/* A failed or lost session is started over (a new tmux session in the same
+		 * worktree): keep the conversation if claude ever ran with it. */
 		if (old.launched) {
 			memcpy(s->agent_session_id, old.agent_session_id,
 			       sizeof(s->agent_session_id));

@@ -160,6 +160,62 @@ out:
 	return r;
 }
 
+int create_respawn(const struct app *app, struct session *s, struct cause *cause)
+{
+	extern char **environ;
+	char path[CONFIG_PATH_MAX];
+	struct claude_argv *argv = malloc(sizeof(*argv));
+	struct claude_env *env = malloc(sizeof(*env));
+	struct session *copy = malloc(sizeof(*copy));
+	int r;
+
+	if (argv == NULL || env == NULL || copy == NULL) {
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Checked first: a missing program would only give another dead pane. */
+	if ((r = proc_which(app->cfg->claude, path, sizeof(path))) < 0) {
+		cause_set(cause, "the agent executable %s was not found: %s", app->cfg->claude,
+			  strerror(-r));
+		goto out;
+	}
+	if (s->mode == SESSION_STRUCTURED &&
+	    (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
+		cause_set(cause, "agentd-host (%s) was not found: %s", app->host_bin, strerror(-r));
+		goto out;
+	}
+	*copy = *s;
+	copy->launched = claude_has_transcript(s, getenv("HOME"), getenv("CLAUDE_CONFIG_DIR"));
+	r = s->mode == SESSION_STRUCTURED
+		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched, NULL, argv)
+		: claude_terminal_argv(app->cfg, copy, argv);
+	if (r < 0) {
+		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
+		goto out;
+	}
+	/* Today's values of the agent's variables, as a mode switch gives them. */
+	if ((r = claude_env(app->cfg, environ, env)) < 0) {
+		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
+			  strerror(-r));
+		goto out;
+	}
+	/* Checks that the tmux session is this session's (-EPERM otherwise). */
+	if ((r = tmux_respawn(&app->tmux, s->tmux_name, s->id, env->words, argv->argv, cause)) < 0)
+		goto out;
+	tmux_signal(&app->tmux); /* the liveness watcher watches the new process */
+	s->state = s->clients > 0 ? SESSION_ATTACHED : SESSION_RUNNING;
+	s->launched = true;
+	s->error[0] = '\0';
+	s->last_activity = (int64_t)time(NULL);
+	log_info("session %s: claude started again (%s)", s->id,
+		 copy->launched ? "--resume" : "--session-id");
+out:
+	free(copy);
+	free(env);
+	free(argv);
+	return r;
+}
+
 /* Updates the record under its lock, unless it was deleted meanwhile. */
 static void create_finish(const struct app *app, const char *id, int result, const char *why)
 {
@@ -239,6 +295,10 @@ int create_worker_main(const struct app *app, const char *id)
 	worktree_global_init();
 	r = create_run(app, s, &cause);
 	create_finish(app, id, r, cause.msg);
+	/* An agent that died while the record still said creating was left alone by the liveness
+	 * watcher: it looks again now that the record says running. */
+	if (r == 0)
+		tmux_signal(&app->tmux);
 	free(s);
 	/* Removed while held, so that a waiter that opened it sees the worker end, then no file. */
 	create_lock_remove(app, id);

@@ -26,15 +26,16 @@
 #define RELAY_SOCKET_LEAF "host.sock"
 #define RELAY_PROC_FD_DIR "/proc/self/fd/%d/" RELAY_SOCKET_LEAF
 /* An event line is claude's line (HOSTPROTO_LINE_MAX) inside {"id","event","data"}, and '\n'. */
-#define RELAY_LINE_MAX   (HOSTPROTO_LINE_MAX + 512)
-#define RELAY_IOV_MAX    64
-#define RELAY_SINK       4096
-#define RELAY_SUBSCRIBE  128 /* {"type":"subscribe","after":N} */
-#define RELAY_OK_BODY    "{\"status\":\"ok\"}\n"
-#define RELAY_JSON_OUT   (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-#define RELAY_MODE_HINT  "the session is in terminal mode; switch it with POST /sessions/<id>/mode"
-#define RELAY_STATUS_MIN 400 /* a host error status outside these is a bad gateway */
-#define RELAY_STATUS_MAX 599
+#define RELAY_LINE_MAX        (HOSTPROTO_LINE_MAX + 512)
+#define RELAY_IOV_MAX         64
+#define RELAY_SINK            4096
+#define RELAY_SUBSCRIBE       128 /* {"type":"subscribe","after":N} */
+#define RELAY_OK_BODY         "{\"status\":\"ok\"}\n"
+#define RELAY_JSON_OUT        (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define RELAY_MODE_HINT       "the session is in terminal mode; switch it with POST /sessions/<id>/mode"
+#define RELAY_STATUS_MIN      400 /* a host error status outside these is a bad gateway */
+#define RELAY_STATUS_MAX      599
+#define RELAY_ERROR_EVENT_MAX 512 /* the `error` event that ends a prompt stream without result */
 
 enum relay_state {
 	RS_CHECK,      /* the request head is being checked (never seen by poll or tick) */
@@ -109,6 +110,8 @@ struct relay {
 	size_t lingered;
 	bool in_recv; /* inside ws_recv: wslay is not re-entered, on_poll flushes after */
 	uint64_t events_sent;
+	bool result_seen; /* a prompt's stream: its turn's result went out */
+	bool was_paused;  /* the host was not read for a while: it may have dropped us */
 };
 
 static void relay_on_poll(uv_poll_t *handle, int status, int events);
@@ -465,6 +468,7 @@ static void relay_backpressure(struct relay *r)
 	else
 		return;
 	r->paused = pause;
+	r->was_paused = r->was_paused || pause;
 	if (r->ws != NULL)
 		ws_pause_read(r->ws, pause);
 	if (h == NULL || h->closing)
@@ -859,6 +863,8 @@ static void relay_event(struct relay *r, const char *line, size_t len)
 		return;
 	}
 	r->events_sent++;
+	if (ev.name_len == 6 && memcmp(ev.name, "result", 6) == 0)
+		r->result_seen = true;
 	if (r->state == RS_WS) {
 		size_t before = relay_queued(r);
 		/* A browser fails the connection on a text frame that is not UTF-8 (a "raw" event
@@ -903,6 +909,36 @@ static void relay_host_line(struct relay_host *h, const char *line, size_t len)
 	}
 }
 
+/*
+ * A prompt's stream lost its host before the turn's result: the client gets an `error` event
+ * ({"error","code"}) instead of a bare end. The host ends a stream early only when it exits (it
+ * died, or claude did) or when it drops a subscriber too far behind, which needs this relay to
+ * have stopped reading it: stream_ended then, host_exited otherwise. (Probing the host's socket
+ * would race its exit: its listener may close after the stream.)
+ */
+static void relay_stream_error(struct relay *r)
+{
+	json_object *o = json_object_new_object();
+	bool gone = !r->was_paused;
+	char frame[RELAY_ERROR_EVENT_MAX];
+	int n;
+
+	json_object_object_add(
+	    o, "error",
+	    json_object_new_string(gone ? "the agent host exited before the turn's result"
+					: "the agent host ended the stream before the turn's "
+					  "result; GET /sessions/<id>/events replays it"));
+	json_object_object_add(o, "code",
+			       json_object_new_string(gone ? "host_exited" : "stream_ended"));
+	n = snprintf(frame, sizeof(frame), "event: error\ndata: %s\n\n",
+		     json_object_to_json_string_ext(o, RELAY_JSON_OUT));
+	log_warn("session %s: prompt stream ended before its result: %s", r->id,
+		 gone ? "host_exited" : "stream_ended");
+	if (n > 0 && (size_t)n < sizeof(frame))
+		relay_queue(r, frame, (size_t)n);
+	json_object_put(o);
+}
+
 /* The host closed h (or reading failed): the end of a stream, or a request left unanswered. */
 static void relay_host_ended(struct relay_host *h, const char *why)
 {
@@ -919,6 +955,8 @@ static void relay_host_ended(struct relay_host *h, const char *why)
 		relay_respond(r, 502, "host_closed", why, NULL);
 		break;
 	case RS_STREAM:
+		if (r->kind == RELAY_PROMPT && !r->result_seen)
+			relay_stream_error(r);
 		relay_finish(r); /* a prompt's turn is over, or the host went away */
 		break;
 	case RS_WS:
@@ -1212,7 +1250,8 @@ static void relay_lookup(struct relay *r)
 {
 	struct cause cause = {{0}};
 	struct session s;
-	char msg[SESSION_ERROR_MAX + 32];
+	char msg[SESSION_ERROR_MAX + 128];
+	const char *code;
 	int fd, err;
 
 	err = store_read(&r->b->store, r->id, &s, &cause);
@@ -1235,11 +1274,11 @@ static void relay_lookup(struct relay *r)
 			   "the session is still being created");
 		return;
 	case SESSION_FAILED:
-		snprintf(msg, sizeof(msg), "the session failed: %s", s.error);
-		relay_respond(r, 409, "not_running", msg, NULL);
-		return;
 	case SESSION_STOPPING:
-		relay_respond(r, 409, "not_running", "the session is stopping", NULL);
+	case SESSION_EXITED:
+	case SESSION_LOST:
+		code = session_unavailable(&s, msg, sizeof(msg));
+		relay_respond(r, 409, code, msg, NULL);
 		return;
 	case SESSION_RUNNING:
 	case SESSION_ATTACHED:

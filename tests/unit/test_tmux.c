@@ -786,6 +786,179 @@ Test(tmux, dead_pane_reported)
 	cr_assert_eq(tmux_has_session(&tm, "dead-1"), 1);
 }
 
+/* ---- liveness: hooks, wait-for, dead panes ---- */
+
+/* Starts a session whose pane runs sh -c script (no meta). */
+static void new_shell(const char *name, const char *script)
+{
+	char *const argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+	struct tmux_new req = {.name = name, .cwd = rundir, .argv = argv};
+	struct cause c = {{0}};
+
+	cr_assert_eq(tmux_new_session(&tm, &req, &c), 0, "%s", c.msg);
+}
+
+/*
+ * Polls tmux_pane_state until name's pane is dead with a status or a signal. tmux 3.3a sometimes
+ * reaps a pane's process only when the next child exits (watch.h): a short-lived session nudges
+ * it.
+ */
+static void wait_dead(const char *name, struct tmux_info *st)
+{
+	for (int i = 0; i < 500; i++) {
+		cr_assert_eq(tmux_pane_state(&tm, name, st), 1);
+		if (st->pane_dead && (st->dead_status >= 0 || st->dead_signal > 0))
+			return;
+		if (i == 50)
+			new_shell("nudge-1", "exit 0");
+		sleep_ms(20);
+	}
+	cr_assert_fail("pane %s never dead with a status", name);
+}
+
+Test(tmux, conf_installs_the_hooks)
+{
+	const char *hooks[] = {"pane-died", "session-created", "session-closed"};
+	struct cause c = {{0}};
+	char out[512];
+
+	start();
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		tmux_cmd(out, sizeof(out), "show-hooks", "-g", hooks[i], NULL);
+		cr_assert_not_null(strstr(out, "wait-for -S " TMUX_CHANNEL), "%s: %s", hooks[i],
+				   out);
+	}
+	/* session-created fires reliably: the channel works end to end. */
+	new_sleeper("hooked-1", NULL);
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "%s", c.msg);
+}
+
+Test(tmux, pane_state_of_an_exited_pane)
+{
+	struct tmux_info st;
+
+	start();
+	new_shell("die-1", "sleep 0.2; exit 3");
+	wait_dead("die-1", &st);
+	cr_assert_eq(st.dead_status, 3);
+	cr_assert_eq(st.dead_signal, 0);
+	cr_assert_gt(st.dead_time, 0);
+	cr_assert_gt(st.pane_pid, 0);
+	cr_assert_gt(st.server_pid, 0);
+}
+
+Test(tmux, pane_state_of_a_signalled_pane)
+{
+	struct tmux_info st, *list = NULL;
+	struct cause c = {{0}};
+	size_t n = 0;
+	long pid;
+
+	start();
+	new_sleeper("sig-1", NULL);
+	cr_assert_eq(tmux_pane_state(&tm, "sig-1", &st), 1);
+	cr_assert_not(st.pane_dead);
+	cr_assert_eq(st.dead_signal, 0);
+	pid = pane_pid_of("sig-1");
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(st.pane_pid, pid);
+	cr_assert_eq(kill((pid_t)pid, SIGKILL), 0);
+	wait_dead("sig-1", &st);
+	cr_assert_eq(st.dead_signal, SIGKILL);
+	cr_assert_eq(st.dead_status, -1, "no exit code when a signal ended it");
+	cr_assert_eq(tmux_list(&tm, &list, &n, &c), 0, "%s", c.msg);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(list[i].name, "sig-1") == 0) {
+			cr_assert(list[i].pane_dead);
+			cr_assert_eq(list[i].dead_signal, SIGKILL);
+			cr_assert_eq(list[i].dead_status, -1);
+			cr_assert_gt(list[i].dead_time, 0);
+			cr_assert_eq(list[i].pane_pid, pid);
+		}
+	free(list);
+}
+
+Test(tmux, pane_state_of_a_missing_session)
+{
+	struct tmux_info st;
+
+	cr_assert_eq(tmux_pane_state(&tm, "none-1", &st), 0, "no server: not there");
+	start();
+	new_sleeper("here-1", NULL);
+	cr_assert_eq(tmux_pane_state(&tm, "none-1", &st), 0);
+	cr_assert_eq(tmux_pane_state(&tm, "here", &st), 0, "no prefix match");
+	cr_assert_eq(tmux_pane_state(&tm, "here-1", &st), 1);
+}
+
+Test(tmux, session_closed_signals)
+{
+	struct cause c = {{0}};
+	struct tmux_meta m;
+
+	start();
+	fill_meta(&m, "gone-1", "");
+	new_sleeper("gone-1", &m);
+	/* session-created signalled first; a second signal before a wait would cancel it. */
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "%s", c.msg);
+	cr_assert_eq(tmux_kill_session(&tm, "gone-1", "gone-1", &c), 0, "%s", c.msg);
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "session-closed signalled: %s", c.msg);
+}
+
+Test(tmux, signal_is_remembered_until_the_next_wait)
+{
+	struct cause c = {{0}};
+
+	start();
+	cr_assert_eq(tmux_signal(&tm), 0);
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "a signal sent while nobody waited: %s", c.msg);
+}
+
+Test(tmux, install_hooks_on_a_server_without_them)
+{
+	char out[256];
+	struct cause c = {{0}};
+	char *argv[] = {
+	    tm.bin,       "-S",  tm.socket, "-f",  "/dev/null", "start-server",   ";",  "set", "-g",
+	    "exit-empty", "off", ";",       "set", "-g",        "remain-on-exit", "on", NULL};
+	struct proc_opts opts = {.keep_fd = -1};
+	int status = -1;
+
+	cr_assert_eq(tmux_install_hooks(&tm, &c), -ENOENT, "no server");
+	/* A server started without our config file, as by an older agentd. */
+	cr_assert_eq(proc_run(argv, &opts, out, sizeof(out), &status), 0);
+	cr_assert_eq(status, 0, "%s", out);
+	cr_assert_eq(tmux_install_hooks(&tm, &c), 0, "%s", c.msg);
+	tmux_cmd(out, sizeof(out), "show-hooks", "-g", "pane-died", NULL);
+	cr_assert_not_null(strstr(out, "wait-for -S " TMUX_CHANNEL), "%s", out);
+	new_sleeper("late-1", NULL); /* session-created */
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "%s", c.msg);
+}
+
+Test(tmux, wait_without_server_or_when_it_dies)
+{
+	struct cause c = {{0}};
+	char out[64];
+	long server;
+	pid_t child;
+	int status;
+
+	cr_assert_eq(tmux_wait(&tm, &c), -ENOENT, "no server: %s", c.msg);
+	cr_assert_eq(tmux_signal(&tm), -ENOENT);
+	start();
+	tmux_cmd(out, sizeof(out), "display-message", "-p", "#{pid}", NULL);
+	server = strtol(out, NULL, 10);
+	cr_assert_gt(server, 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		sleep_ms(300);
+		kill((pid_t)server, SIGKILL);
+		_exit(0);
+	}
+	cr_assert_eq(tmux_wait(&tm, &c), -ENOENT, "the server died under the waiter: %s", c.msg);
+	cr_assert_eq(waitpid(child, &status, 0), child);
+}
+
 /* ---- what the server and panes inherit ---- */
 
 static unsigned long long status_mask(const char *text, const char *field)
