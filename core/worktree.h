@@ -1,8 +1,9 @@
 /*
  * Git work for sessions, with libgit2: the bare clone of each repository under
  * <base>/.repos/<owner>/<name>.git, fetched with prune; worktrees <base>/<name>-issue-<N> on
- * branch feat/issue-<N>; dirty checks; removal that never deletes a branch; branch comparison
- * with origin without network access. Callers serialise work on one repository (worktree_lock).
+ * branch feat/issue-<N>; dirty checks; removal that loses no commit or change; deletion of
+ * branches whose commits origin has; branch comparison with origin without network access.
+ * Callers serialise work on one repository (worktree_lock).
  * worktree_global_init must run once per process before any other call.
  */
 #ifndef AGENTD_WORKTREE_H
@@ -51,8 +52,54 @@ int worktree_add(const char *base, const char *owner, const char *name, const ch
 int worktree_is_dirty(const char *path, struct cause *cause);
 
 /* Removes the worktree at path (its directory and its metadata in the bare repository), keeping
- * the branch. Returns 0, -ENOENT if there is no such worktree, or -errno with cause. */
+ * the branch, whatever it holds. Returns 0, -ENOENT if there is no such worktree, or -errno with
+ * cause. worktree_delete is the removal that loses nothing. */
 int worktree_remove(const char *path, struct cause *cause);
+
+#define WORKTREE_REF_MAX 256
+
+/* What worktree_delete did with the directory at the worktree path. */
+enum worktree_fate {
+	WORKTREE_REMOVED, /* the directory and its metadata are gone */
+	WORKTREE_KEPT,    /* the directory stayed; reason says why */
+	WORKTREE_ABSENT,  /* there was nothing at the path */
+};
+
+struct worktree_removal {
+	enum worktree_fate fate;
+	size_t ignored_removed;          /* ignored files (build outputs) that went with it */
+	size_t kept_commits;             /* commits of HEAD that only kept_ref reaches now */
+	char kept_ref[WORKTREE_REF_MAX]; /* "" or the ref made to keep them (force only) */
+	char reason[CAUSE_MAX];          /* why it was kept */
+};
+
+/*
+ * Removes the worktree at path of owner/name's bare clone, on branch (e.g. "feat/issue-7"),
+ * only when nothing would be lost that git itself keeps. It is kept (out->fate WORKTREE_KEPT,
+ * out->reason) when path is not a directory registered as a worktree of that clone (whatever
+ * force says: an ordinary directory is never removed), or, without force, when it is locked,
+ * its HEAD is detached or on another branch, HEAD has commits no ref reaches, a submodule is
+ * modified or has commits its remote does not have, or it has uncommitted changes or untracked
+ * files (`git worktree remove` semantics). Ignored files go with it (out->ignored_removed counts
+ * them). With force, commits of HEAD that no ref reaches are first kept under
+ * refs/agentd/kept/<id>-<unix time> (out->kept_ref; refs/agentd/kept/issue-<N>-<time> when id
+ * cannot be part of a ref name), so even a forced removal loses no commit of the worktree.
+ * The caller holds worktree_lock. Returns 0 (out says what happened), or -errno with cause when
+ * the worktree could not be examined or removed (out->fate is then WORKTREE_KEPT, reason = cause).
+ */
+int worktree_delete(const char *base, const char *owner, const char *name, const char *path,
+		    const char *branch, const char *id, bool force, struct worktree_removal *out,
+		    struct cause *cause);
+
+/*
+ * Deletes the local branch (which must be "feat/issue-<N>") of owner/name's bare clone when no
+ * commit would be lost: every commit of it is on origin's branch of that name or on origin's
+ * default branch (merged), as last fetched. The caller holds worktree_lock. Returns 0, -EINVAL
+ * (malformed owner, name or branch), -ENOENT (no such clone or branch), -EBUSY (checked out in a
+ * worktree), -ENOTEMPTY (it has commits origin does not), or -errno; cause says why.
+ */
+int worktree_branch_delete(const char *base, const char *owner, const char *name,
+			   const char *branch, struct cause *cause);
 
 /* Reads the URL of remote "origin" of the repository containing path. Returns 0 or -errno. */
 int worktree_remote_url(const char *path, char *out, size_t outlen, struct cause *cause);
@@ -94,5 +141,10 @@ int worktree_list_branches(const char *base, struct worktree_branch **out, size_
 /* Lists every <name>-issue-<N> worktree of every managed repository under base. *out allocated
  * (caller frees). Returns 0 or -errno. */
 int worktree_list(const char *base, struct worktree_entry **out, size_t *n);
+
+/* Finds the worktree <base>/<dir> (dir = "<name>-issue-<N>") among those worktree_list lists.
+ * Returns 0 with *out filled, -EINVAL when dir is not of that form, -ENOENT when no managed
+ * repository has a worktree there, or -errno. */
+int worktree_find(const char *base, const char *dir, struct worktree_entry *out);
 
 #endif

@@ -1,4 +1,5 @@
 /* The /sessions resource: create (asynchronous), list, get, delete. */
+#include "api_worktrees.h"
 #include "create.h"
 #include "jsontext.h"
 #include "log.h"
@@ -291,37 +292,25 @@ static void api_sessions_get(const struct app *app, struct request *req,
 	free(s);
 }
 
-/* Removes the worktree unless it holds uncommitted work (or force). Returns the answer object. */
+/* Removes the worktree unless that would lose work (worktree_delete; force keeps only commits).
+ * Returns the answer object. */
 static json_object *api_remove_worktree(const struct app *app, const struct session *s, bool force)
 {
 	json_object *o = json_object_new_object();
+	struct worktree_removal rm = {.fate = WORKTREE_KEPT};
 	struct cause cause = {{0}};
-	int lock, dirty, r;
+	int lock;
 
 	json_object_object_add(o, "status", json_object_new_string("stopped"));
 	lock = worktree_lock(app->cfg->base_dir, s->owner, s->name);
-	dirty = worktree_is_dirty(s->worktree, &cause);
-	if (dirty == -ENOENT) {
-		json_object_object_add(o, "worktree", json_object_new_string("removed"));
-		goto out;
-	}
-	if (dirty != 0 && !force) {
-		json_object_object_add(o, "worktree", json_object_new_string("kept"));
-		json_object_object_add(
-		    o, "reason",
-		    json_object_new_string(dirty > 0 ? "uncommitted changes" : cause.msg));
-		goto out;
-	}
-	r = worktree_remove(s->worktree, &cause);
-	if (r < 0 && r != -ENOENT) {
+	if (lock < 0)
+		snprintf(rm.reason, sizeof(rm.reason), "cannot lock the repository %s/%s: %s",
+			 s->owner, s->name, strerror(-lock));
+	else if (worktree_delete(app->cfg->base_dir, s->owner, s->name, s->worktree, s->branch,
+				 s->id, force, &rm, &cause) < 0)
 		log_error("cannot remove worktree %s: %s", s->worktree, cause.msg);
-		json_object_object_add(o, "worktree", json_object_new_string("kept"));
-		json_object_object_add(o, "reason", json_object_new_string(cause.msg));
-		goto out;
-	}
-	json_object_object_add(o, "worktree", json_object_new_string("removed"));
-out:
 	store_unlock(lock);
+	api_worktree_removal_json(o, &rm);
 	return o;
 }
 

@@ -7,11 +7,12 @@
 #define ROUTER_SEGMENT_MAX 256
 
 static const struct route *const router_tables[] = {api_sessions_routes, api_mode_routes,
-						    api_misc_routes};
+						    api_worktrees_routes, api_misc_routes};
 
 /*
  * Matches path against pattern; captured segments are copied into bufs. Returns true on match.
- * A segment longer than ROUTER_SEGMENT_MAX never matches (the id validators would refuse it).
+ * A segment (or, for "**", the rest of the path) longer than ROUTER_SEGMENT_MAX never matches
+ * (the validators would refuse it).
  */
 static bool router_match(const char *pattern, const char *path,
 			 char bufs[ROUTER_MAX_ARGS][ROUTER_SEGMENT_MAX], int *nargs)
@@ -20,6 +21,15 @@ static bool router_match(const char *pattern, const char *path,
 
 	*nargs = 0;
 	while (*p != '\0' && *s != '\0') {
+		if (p[0] == '*' && p[1] == '*') {
+			size_t len = strlen(s);
+
+			if (p[2] != '\0' || len >= ROUTER_SEGMENT_MAX || *nargs == ROUTER_MAX_ARGS)
+				return false;
+			memcpy(bufs[*nargs], s, len + 1);
+			(*nargs)++;
+			return true;
+		}
 		if (*p == '*') {
 			size_t len = strcspn(s, "/");
 
@@ -43,7 +53,7 @@ static bool router_match(const char *pattern, const char *path,
 void router_dispatch(const struct app *app, struct request *req)
 {
 	char bufs[ROUTER_MAX_ARGS][ROUTER_SEGMENT_MAX];
-	const char *args[ROUTER_MAX_ARGS] = {bufs[0], bufs[1]};
+	const char *args[ROUTER_MAX_ARGS] = {bufs[0], bufs[1], bufs[2]};
 	bool path_known = false;
 	int nargs;
 

@@ -8,8 +8,9 @@
 #include "app.h"
 #include "request.h"
 
-/* A path pattern: literal segments, and "*" for one segment captured into args. */
-#define ROUTER_MAX_ARGS 2
+/* A path pattern: literal segments, "*" for one segment captured into args, and "**" at the end
+ * for the rest of the path, slashes included (a branch name such as "feat/issue-7"). */
+#define ROUTER_MAX_ARGS 3
 
 typedef void (*route_handler_cb)(const struct app *app, struct request *req,
 				 const char *const args[ROUTER_MAX_ARGS]);
@@ -24,6 +25,7 @@ struct route {
 extern const struct route api_sessions_routes[];
 extern const struct route api_misc_routes[];
 extern const struct route api_mode_routes[];
+extern const struct route api_worktrees_routes[];
 
 /* Answers req. */
 void router_dispatch(const struct app *app, struct request *req);

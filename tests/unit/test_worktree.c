@@ -971,3 +971,287 @@ Test(worktree, gitattributes_in_a_subdirectory_still_apply)
 	cr_assert_str_eq(buf, "one\r\ntwo\r\n");
 	cr_assert_eq(worktree_is_dirty(path, NULL), 0);
 }
+
+/* worktree_delete as DELETE /sessions/<id> calls it: without force unless said. */
+static int del(const char *path, long issue, bool force, struct worktree_removal *rm)
+{
+	char branch[32], id[32];
+	struct cause c = {{0}};
+	int r;
+
+	FMT(branch, "feat/issue-%ld", issue);
+	FMT(id, "widgets-%ld", issue);
+	r = worktree_delete(fx.base, "acme", "widgets", path, branch, id, force, rm, &c);
+	cr_assert_eq(r, 0, "worktree_delete: %d %s", r, c.msg);
+	return r;
+}
+
+static void assert_kept(const struct worktree_removal *rm, const char *path, const char *reason)
+{
+	cr_assert_eq(rm->fate, WORKTREE_KEPT, "not kept (fate %d)", rm->fate);
+	cr_assert(strstr(rm->reason, reason) != NULL, "reason '%s' lacks '%s'", rm->reason, reason);
+	cr_assert(exists(path), "a kept worktree is gone");
+	cr_assert_str_eq(rm->kept_ref, "");
+}
+
+static void assert_removed(const struct worktree_removal *rm, const char *path)
+{
+	cr_assert_eq(rm->fate, WORKTREE_REMOVED, "not removed (fate %d): %s", rm->fate, rm->reason);
+	cr_assert_not(exists(path), "removed, but the directory stayed");
+}
+
+Test(worktree, delete_clean_worktree_keeps_branch)
+{
+	char path[P_MAX];
+	struct worktree_removal rm;
+
+	ensure();
+	add(40, path);
+	commit_file(path, "work.txt", "committed work\n");
+	del(path, 40, false, &rm);
+	assert_removed(&rm, path);
+	cr_assert_eq(rm.ignored_removed, 0);
+	cr_assert_str_eq(rm.kept_ref, "");
+	cr_assert(has_ref(fx.bare, "refs/heads/feat/issue-40"));
+	del(path, 40, false, &rm);
+	cr_assert_eq(rm.fate, WORKTREE_ABSENT, "nothing at the path is not 'removed'");
+}
+
+Test(worktree, delete_keeps_uncommitted_and_untracked)
+{
+	char path[P_MAX], f[P_MAX + 16];
+	struct worktree_removal rm;
+
+	ensure();
+	add(41, path);
+	FMT(f, "%s/README", path);
+	write_file(f, "changed\n");
+	del(path, 41, false, &rm);
+	assert_kept(&rm, path, "uncommitted changes");
+	write_file(f, "hello\n");
+	FMT(f, "%s/notes.txt", path);
+	write_file(f, "untracked\n");
+	del(path, 41, false, &rm);
+	assert_kept(&rm, path, "uncommitted changes");
+	del(path, 41, true, &rm);
+	assert_removed(&rm, path);
+	cr_assert_str_eq(rm.kept_ref, "", "no commit needed keeping");
+}
+
+Test(worktree, delete_counts_ignored_files)
+{
+	char path[P_MAX], f[P_MAX + 32];
+	struct worktree_removal rm;
+
+	ensure();
+	add(42, path);
+	FMT(f, "%s/build.log", path);
+	write_file(f, "ignored\n");
+	FMT(f, "%s/out", path);
+	cr_assert_eq(mkdir(f, 0755), 0);
+	FMT(f, "%s/out/a.log", path);
+	write_file(f, "ignored\n");
+	FMT(f, "%s/out/b.log", path);
+	write_file(f, "ignored\n");
+	del(path, 42, false, &rm);
+	assert_removed(&rm, path);
+	cr_assert_eq(rm.ignored_removed, 3, "ignored files counted: %zu", rm.ignored_removed);
+}
+
+Test(worktree, delete_keeps_detached_head_commit_and_force_keeps_a_ref)
+{
+	char path[P_MAX], sha[GIT_OID_HEXSZ + 1];
+	struct worktree_removal rm;
+	git_oid lost, kept;
+
+	ensure();
+	add(43, path);
+	GIT(path, "checkout", "-q", "--detach");
+	del(path, 43, false, &rm);
+	assert_kept(&rm, path, "HEAD is detached at ");
+	cr_assert_null(strstr(rm.reason, "no branch"), "%s", rm.reason);
+	commit_file(path, "lost.txt", "made on a detached HEAD\n");
+	lost = ref_oid(path, "HEAD");
+	git_oid_tostr(sha, 8, &lost);
+	del(path, 43, false, &rm);
+	assert_kept(&rm, path, "HEAD is detached at ");
+	cr_assert(strstr(rm.reason, sha) != NULL, "%s lacks %s", rm.reason, sha);
+	cr_assert(strstr(rm.reason, "(1 commit on no branch)") != NULL, "%s", rm.reason);
+
+	del(path, 43, true, &rm);
+	assert_removed(&rm, path);
+	cr_assert_eq(strncmp(rm.kept_ref, "refs/agentd/kept/widgets-43-", 28), 0, "%s",
+		     rm.kept_ref);
+	cr_assert_eq(rm.kept_commits, 1);
+	kept = ref_oid(fx.bare, rm.kept_ref);
+	cr_assert(git_oid_equal(&lost, &kept), "the kept ref does not reach the commit");
+}
+
+Test(worktree, delete_keeps_a_worktree_on_another_branch)
+{
+	char path[P_MAX];
+	struct worktree_removal rm;
+
+	ensure();
+	add(44, path);
+	GIT(path, "checkout", "-q", "-b", "experiment");
+	commit_file(path, "exp.txt", "x\n");
+	del(path, 44, false, &rm);
+	assert_kept(&rm, path, "HEAD is on branch experiment, not feat/issue-44");
+	del(path, 44, true, &rm);
+	assert_removed(&rm, path);
+	cr_assert_str_eq(rm.kept_ref, "", "branch experiment reaches the commit");
+	cr_assert(has_ref(fx.bare, "refs/heads/experiment"));
+}
+
+Test(worktree, delete_keeps_a_locked_worktree)
+{
+	char path[P_MAX], gitdir[P_MAX + 16];
+	struct worktree_removal rm;
+
+	ensure();
+	add(45, path);
+	FMT(gitdir, "--git-dir=%s", fx.bare);
+	GIT(NULL, gitdir, "worktree", "lock", "--reason", "on a USB disk", path);
+	del(path, 45, false, &rm);
+	assert_kept(&rm, path, "the worktree is locked: on a USB disk");
+	del(path, 45, true, &rm);
+	assert_removed(&rm, path);
+}
+
+Test(worktree, delete_never_removes_an_ordinary_directory)
+{
+	char path[P_MAX], file[P_MAX + 8], other[P_MAX];
+	struct worktree_removal rm;
+	struct cause c = {{0}};
+
+	ensure();
+	wt_path(46, path);
+	cr_assert_eq(mkdir(fx.base, 0755) == 0 || errno == EEXIST, 1);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	FMT(file, "%s/mine", path);
+	write_file(file, "someone's file\n");
+	for (int force = 0; force < 2; force++) {
+		del(path, 46, force, &rm);
+		assert_kept(&rm, path, "is not a worktree of acme/widgets");
+		cr_assert(exists(file));
+	}
+	/* A worktree of another repository (here: the upstream's own) is not ours either. */
+	FMT(other, "%s/up-other-wt", fx.tmp);
+	GIT(fx.up, "worktree", "add", "-q", "-b", "x", other);
+	del(other, 46, true, &rm);
+	assert_kept(&rm, other, "is not a worktree of acme/widgets");
+	/* No clone at all: still an error-free "kept" for an existing directory. */
+	cr_assert_eq(worktree_delete(fx.base, "acme", "nothing", path, "feat/issue-46", "x-46",
+				     true, &rm, &c),
+		     0, "%s", c.msg);
+	assert_kept(&rm, path, "is not a worktree of acme/nothing");
+}
+
+Test(worktree, delete_keeps_a_modified_submodule)
+{
+	char path[P_MAX], up[P_MAX], remote[P_MAX], url[P_MAX], f[P_MAX + 32], sub[P_MAX + 8];
+	struct worktree_removal rm;
+
+	make_remote("acme", "lib", up, remote, url);
+	ensure();
+	add(47, path);
+	GIT(path, "-c", "protocol.file.allow=always", "submodule", "add", "-q", url, "lib");
+	GIT(path, "commit", "-q", "-m", "add lib");
+	FMT(sub, "%s/lib", path);
+
+	FMT(f, "%s/lib/README", path);
+	write_file(f, "changed inside the submodule\n");
+	del(path, 47, false, &rm);
+	assert_kept(&rm, path, "modified submodule lib");
+	write_file(f, "hello\n");
+
+	FMT(f, "%s/lib/new.txt", path);
+	write_file(f, "untracked inside the submodule\n");
+	del(path, 47, false, &rm);
+	assert_kept(&rm, path, "modified submodule lib");
+	cr_assert_eq(unlink(f), 0);
+
+	/* A commit inside it, recorded by the worktree: clean, but only this clone has it. */
+	commit_file(sub, "sub-work.txt", "x\n");
+	del(path, 47, false, &rm);
+	assert_kept(&rm, path, "modified submodule lib");
+	GIT(path, "commit", "-q", "-am", "bump lib");
+	del(path, 47, false, &rm);
+	assert_kept(&rm, path, "submodule lib has 1 commit its remote does not have");
+
+	GIT(sub, "push", "-q", "origin", "HEAD:refs/heads/main");
+	del(path, 47, false, &rm);
+	assert_removed(&rm, path);
+}
+
+Test(worktree, delete_branch_only_when_origin_has_its_commits)
+{
+	char path[P_MAX], gitdir[P_MAX + 16];
+	struct cause c = {{0}};
+
+	ensure();
+	cr_assert_eq(worktree_branch_delete(fx.base, "acme", "widgets", "main", &c), -EINVAL);
+	cr_assert_eq(worktree_branch_delete(fx.base, "acme", "widgets", "feat/issue-07", &c),
+		     -EINVAL);
+	cr_assert_eq(worktree_branch_delete(fx.base, "acme", "widgets", "feat/issue-1/x", &c),
+		     -EINVAL);
+	cr_assert_eq(worktree_branch_delete(fx.base, "..", "widgets", "feat/issue-1", &c), -EINVAL);
+	cr_assert_eq(worktree_branch_delete(fx.base, "acme", "none", "feat/issue-1", &c), -ENOENT);
+	cr_assert_eq(worktree_branch_delete(fx.base, "acme", "widgets", "feat/issue-50", &c),
+		     -ENOENT);
+
+	add(50, path);
+	commit_file(path, "w.txt", "unpushed\n");
+	cr_assert_eq(worktree_branch_delete(fx.base, "acme", "widgets", "feat/issue-50", &c),
+		     -EBUSY);
+	cr_assert(strstr(c.msg, "checked out") != NULL && strstr(c.msg, path) != NULL, "%s", c.msg);
+	cr_assert_eq(worktree_remove(path, &c), 0, "%s", c.msg);
+	cr_assert_eq(worktree_branch_delete(fx.base, "acme", "widgets", "feat/issue-50", &c),
+		     -ENOTEMPTY);
+	cr_assert(strstr(c.msg, "1 commit ") != NULL, "%s", c.msg);
+	cr_assert(has_ref(fx.bare, "refs/heads/feat/issue-50"));
+
+	/* Pushed: origin/feat/issue-50 has it. */
+	FMT(gitdir, "--git-dir=%s", fx.bare);
+	GIT(NULL, gitdir, "push", "-q", fx.remote, "feat/issue-50");
+	ensure();
+	cr_assert_eq(worktree_branch_delete(fx.base, "acme", "widgets", "feat/issue-50", &c), 0,
+		     "%s", c.msg);
+	cr_assert_not(has_ref(fx.bare, "refs/heads/feat/issue-50"));
+
+	/* Merged: origin's default branch has it, the branch itself was never pushed. */
+	add(51, path);
+	commit_file(path, "m.txt", "merged\n");
+	cr_assert_eq(worktree_remove(path, &c), 0, "%s", c.msg);
+	GIT(NULL, gitdir, "push", "-q", fx.remote, "feat/issue-51:main");
+	cr_assert_eq(worktree_branch_delete(fx.base, "acme", "widgets", "feat/issue-51", &c),
+		     -ENOTEMPTY, "not fetched yet: origin/main does not have it here");
+	ensure();
+	cr_assert_eq(worktree_branch_delete(fx.base, "acme", "widgets", "feat/issue-51", &c), 0,
+		     "%s", c.msg);
+	cr_assert_not(has_ref(fx.bare, "refs/heads/feat/issue-51"));
+}
+
+Test(worktree, find_by_directory_name)
+{
+	char path[P_MAX], plain[P_MAX];
+	struct worktree_entry e;
+
+	ensure();
+	add(52, path);
+	cr_assert_eq(worktree_find(fx.base, "widgets-issue-52", &e), 0);
+	cr_assert_str_eq(e.owner, "acme");
+	cr_assert_str_eq(e.name, "widgets");
+	cr_assert_eq(e.issue, 52);
+	cr_assert_str_eq(e.path, path);
+	cr_assert_eq(worktree_find(fx.base, "widgets-issue-53", &e), -ENOENT);
+	FMT(plain, "%s/widgets-issue-54", fx.base);
+	cr_assert_eq(mkdir(plain, 0755), 0);
+	cr_assert_eq(worktree_find(fx.base, "widgets-issue-54", &e), -ENOENT, "not a worktree");
+	cr_assert_eq(worktree_find(fx.base, "widgets-issue-052", &e), -EINVAL);
+	cr_assert_eq(worktree_find(fx.base, "widgets", &e), -EINVAL);
+	cr_assert_eq(worktree_find(fx.base, "-issue-52", &e), -EINVAL);
+	cr_assert_eq(worktree_find(fx.base, "..-issue-52", &e), -EINVAL);
+	cr_assert_eq(worktree_find(fx.base, "widgets-issue-", &e), -EINVAL);
+}

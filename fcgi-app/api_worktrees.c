@@ -1,0 +1,275 @@
+/*
+ * The git resources: GET and DELETE /worktrees, GET and DELETE /branches. Every change holds the
+ * repository's lock (worktree_lock), as the creation worker does.
+ */
+#include "api_worktrees.h"
+
+#include "log.h"
+#include "router.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define API_FORCE_MAX 8
+
+static json_object *api_repo_json(const char *owner, const char *name)
+{
+	json_object *repo = json_object_new_object();
+
+	json_object_object_add(repo, "owner", json_object_new_string(owner));
+	json_object_object_add(repo, "name", json_object_new_string(name));
+	return repo;
+}
+
+/* ?force=true */
+static bool api_force(const struct request *req)
+{
+	char force[API_FORCE_MAX];
+
+	return request_query(req, "force", force, sizeof(force)) != NULL &&
+	       strcmp(force, "true") == 0;
+}
+
+void api_worktree_removal_json(json_object *o, const struct worktree_removal *rm)
+{
+	static const char *const fate[] = {
+	    [WORKTREE_REMOVED] = "removed",
+	    [WORKTREE_KEPT] = "kept",
+	    [WORKTREE_ABSENT] = "absent",
+	};
+
+	json_object_object_add(o, "worktree", json_object_new_string(fate[rm->fate]));
+	if (rm->fate == WORKTREE_KEPT)
+		json_object_object_add(o, "reason", json_object_new_string(rm->reason));
+	if (rm->fate == WORKTREE_REMOVED)
+		json_object_object_add(o, "ignoredRemoved",
+				       json_object_new_int64((int64_t)rm->ignored_removed));
+	if (rm->kept_ref[0] != '\0') {
+		json_object_object_add(o, "keptRef", json_object_new_string(rm->kept_ref));
+		json_object_object_add(o, "keptCommits",
+				       json_object_new_int64((int64_t)rm->kept_commits));
+	}
+}
+
+/* Reads the record of the session that owns worktree e, if any, into s. Returns 0 when one
+ * exists, -ENOENT when none, or -errno. */
+static int api_session_of(const struct app *app, const struct worktree_entry *e, struct session *s)
+{
+	char id[SESSION_ID_MAX + 1];
+
+	if (snprintf(id, sizeof(id), "%s-%ld", e->name, e->issue) >= (int)sizeof(id))
+		return -ENOENT;
+	return store_read(&app->store, id, s, NULL);
+}
+
+static void api_worktrees_list(const struct app *app, struct request *req,
+			       const char *const args[ROUTER_MAX_ARGS])
+{
+	struct worktree_entry *list;
+	struct session *s = malloc(sizeof(*s));
+	json_object *arr;
+	size_t n;
+	int r = s != NULL ? worktree_list(app->cfg->base_dir, &list, &n) : -ENOMEM;
+
+	if (r < 0) {
+		free(s);
+		request_error(req, 500, "git_error", "cannot list worktrees: %s", strerror(-r));
+		return;
+	}
+	arr = json_object_new_array_ext((int)n);
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "repo", api_repo_json(list[i].owner, list[i].name));
+		json_object_object_add(o, "issue", json_object_new_int64(list[i].issue));
+		json_object_object_add(o, "path", json_object_new_string(list[i].path));
+		/* null: no session uses it (kept by a DELETE): DELETE /worktrees/<dir> removes it.
+		 */
+		json_object_object_add(
+		    o, "session",
+		    api_session_of(app, &list[i], s) == 0 ? json_object_new_string(s->id) : NULL);
+		json_object_array_add(arr, o);
+	}
+	free(list);
+	free(s);
+	request_reply(req, 200, arr, NULL);
+}
+
+/* Under the repository lock: refuses a worktree a session uses, else removes it per force. */
+static void api_worktrees_delete_locked(const struct app *app, struct request *req,
+					const struct worktree_entry *e, const char *dir)
+{
+	char id[SESSION_ID_MAX + 1], branch[32];
+	struct worktree_removal rm;
+	struct cause cause = {{0}};
+	struct session *s = malloc(sizeof(*s));
+	json_object *o;
+	int r = s != NULL ? api_session_of(app, e, s) : -ENOMEM;
+
+	if (r != -ENOENT) {
+		if (r == 0)
+			request_error(req, 409, "session_exists",
+				      "session %s uses worktree %s; DELETE /sessions/%s instead",
+				      s->id, dir, s->id);
+		else
+			request_error(req, 500, "store_error",
+				      "cannot tell whether a session uses %s: %s", dir,
+				      strerror(-r));
+		free(s);
+		return;
+	}
+	free(s);
+	snprintf(id, sizeof(id), "%s-%ld", e->name, e->issue);
+	snprintf(branch, sizeof(branch), "feat/issue-%ld", e->issue);
+	r = worktree_delete(app->cfg->base_dir, e->owner, e->name, e->path, branch, id,
+			    api_force(req), &rm, &cause);
+	if (r < 0) {
+		log_error("cannot remove worktree %s: %s", e->path, cause.msg);
+		request_error(req, 500, "git_error", "%s", cause.msg);
+		return;
+	}
+	if (rm.fate == WORKTREE_ABSENT) {
+		request_error(req, 404, "not_found", "no worktree %s", dir);
+		return;
+	}
+	o = json_object_new_object();
+	if (rm.fate == WORKTREE_KEPT) {
+		char msg[CAUSE_MAX + 128];
+
+		snprintf(msg, sizeof(msg), "worktree %s kept: %s (?force=true removes it)", dir,
+			 rm.reason);
+		json_object_object_add(o, "error", json_object_new_string(msg));
+		json_object_object_add(o, "code", json_object_new_string("worktree_kept"));
+	}
+	api_worktree_removal_json(o, &rm);
+	if (rm.fate == WORKTREE_REMOVED)
+		log_info("worktree %s removed", e->path);
+	request_reply(req, rm.fate == WORKTREE_KEPT ? 409 : 200, o, NULL);
+}
+
+static void api_worktrees_delete(const struct app *app, struct request *req,
+				 const char *const args[ROUTER_MAX_ARGS])
+{
+	struct worktree_entry e;
+	int lock, r = worktree_find(app->cfg->base_dir, args[0], &e);
+
+	if (r == -EINVAL) {
+		request_error(req, 400, "invalid_worktree",
+			      "'%.120s' is not a worktree name (<name>-issue-<N>)", args[0]);
+		return;
+	}
+	if (r == -ENOENT) {
+		request_error(req, 404, "not_found", "no worktree %.120s", args[0]);
+		return;
+	}
+	if (r < 0) {
+		request_error(req, 500, "git_error", "cannot list worktrees: %s", strerror(-r));
+		return;
+	}
+	lock = worktree_lock(app->cfg->base_dir, e.owner, e.name);
+	if (lock < 0) {
+		request_error(req, 500, "git_error", "cannot lock the repository %s/%s: %s",
+			      e.owner, e.name, strerror(-lock));
+		return;
+	}
+	api_worktrees_delete_locked(app, req, &e, args[0]);
+	store_unlock(lock);
+}
+
+static void api_branches_list(const struct app *app, struct request *req,
+			      const char *const args[ROUTER_MAX_ARGS])
+{
+	struct worktree_branch *list;
+	json_object *arr;
+	size_t n;
+	int r = worktree_list_branches(app->cfg->base_dir, &list, &n);
+
+	if (r < 0) {
+		request_error(req, 500, "git_error", "cannot list branches: %s", strerror(-r));
+		return;
+	}
+	arr = json_object_new_array_ext((int)n);
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "repo", api_repo_json(list[i].owner, list[i].name));
+		json_object_object_add(o, "issue", json_object_new_int64(list[i].issue));
+		json_object_object_add(o, "name", json_object_new_string(list[i].branch));
+		json_object_object_add(o, "sync",
+				       json_object_new_string(worktree_sync_name(list[i].sync)));
+		json_object_object_add(o, "ahead", json_object_new_int64((int64_t)list[i].ahead));
+		json_object_object_add(o, "behind", json_object_new_int64((int64_t)list[i].behind));
+		json_object_array_add(arr, o);
+	}
+	free(list);
+	request_reply(req, 200, arr, NULL);
+}
+
+/* DELETE /branches/<owner>/<name>/<branch>: args[2] is the rest of the path ("feat/issue-7"). */
+static void api_branches_delete(const struct app *app, struct request *req,
+				const char *const args[ROUTER_MAX_ARGS])
+{
+	const char *owner = args[0], *name = args[1], *branch = args[2];
+	char bare[WORKTREE_PATH_MAX];
+	struct cause cause = {{0}};
+	json_object *o;
+	struct stat st;
+	int lock, r;
+
+	if (!session_owner_valid(owner) || !session_name_valid(name)) {
+		request_error(req, 400, "invalid_repo", "'%.60s/%.120s' is not a repository name",
+			      owner, name);
+		return;
+	}
+	/* Nothing is made on disk for a repository that is not managed (worktree_lock would). */
+	if (worktree_bare_path(app->cfg->base_dir, owner, name, bare, sizeof(bare)) < 0 ||
+	    stat(bare, &st) < 0) {
+		request_error(req, 404, "not_found", "no repository %s/%s is managed here", owner,
+			      name);
+		return;
+	}
+	lock = worktree_lock(app->cfg->base_dir, owner, name);
+	if (lock < 0) {
+		request_error(req, 500, "git_error", "cannot lock the repository %s/%s: %s", owner,
+			      name, strerror(-lock));
+		return;
+	}
+	r = worktree_branch_delete(app->cfg->base_dir, owner, name, branch, &cause);
+	store_unlock(lock);
+	switch (r) {
+	case 0:
+		log_info("branch %s of %s/%s deleted", branch, owner, name);
+		o = json_object_new_object();
+		json_object_object_add(o, "repo", api_repo_json(owner, name));
+		json_object_object_add(o, "name", json_object_new_string(branch));
+		json_object_object_add(o, "deleted", json_object_new_boolean(1));
+		request_reply(req, 200, o, NULL);
+		return;
+	case -EINVAL:
+		request_error(req, 400, "invalid_branch",
+			      "'%.120s' is not a branch agentd deletes (feat/issue-<N>)", branch);
+		return;
+	case -ENOENT:
+		request_error(req, 404, "not_found", "%s", cause.msg);
+		return;
+	case -EBUSY:
+		request_error(req, 409, "branch_checked_out", "%s", cause.msg);
+		return;
+	case -ENOTEMPTY:
+		request_error(req, 409, "branch_not_merged", "%s", cause.msg);
+		return;
+	default:
+		request_error(req, 500, "git_error", "%s", cause.msg);
+	}
+}
+
+const struct route api_worktrees_routes[] = {
+    {"GET", "/worktrees", api_worktrees_list, false},
+    {"DELETE", "/worktrees/*", api_worktrees_delete, true},
+    {"GET", "/branches", api_branches_list, false},
+    {"DELETE", "/branches/*/*/**", api_branches_delete, true},
+    {NULL, NULL, NULL, false},
+};
