@@ -19,17 +19,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 RC_DIR=$REPO/tests/integration/real_claude
 source "$RC_DIR/lib_real_claude.sh"
 TUI_WAIT=60  # seconds for the TUI to show an answer (the CLI starts in a few seconds)
-TURN_WAIT=90 # seconds for a structured turn
-SSE_PID=
-
-# The fake API and curl must go even when a check fails; lib.sh's cleanup does the rest.
-stop_helpers() {
-	[ -n "$SSE_PID" ] && kill "$SSE_PID" 2>/dev/null
-	[ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null && wait "$API_PID" 2>/dev/null
-	API_PID=
-}
-trap 'rc=$?; stop_helpers; (exit $rc); cleanup' EXIT
-
 # ------------------------------------------------------------------------------------------------
 # processes
 
@@ -76,44 +65,6 @@ assert_one_claude() {
 	return 1
 }
 
-# ------------------------------------------------------------------------------------------------
-# the structured turn: POST /prompt through nginx and the bridge
-
-# sse_start ID PROMPT: POST /sessions/ID/prompt in the background; the stream goes to $T/sse.out,
-# the response head to $T/sse.headers (written as it arrives).
-sse_start() {
-	: >"$T/sse.out"
-	: >"$T/sse.headers"
-	curl -sN -m "$TURN_WAIT" -X POST -H 'Content-Type: application/json' \
-		--data-binary "$(jq -cn --arg p "$2" '{prompt: $p}')" -D "$T/sse.headers" \
-		-o "$T/sse.out" "$BASE_URL/sessions/$1/prompt" &
-	SSE_PID=$!
-}
-
-sse_running() { [ -n "$SSE_PID" ] && alive "$SSE_PID"; }
-
-# sse_reap: SSE_RC = curl's exit status once it ended (bash keeps it for wait; not in a subshell).
-sse_reap() {
-	wait "$SSE_PID"
-	SSE_RC=$?
-	SSE_PID=
-}
-
-sse_status() { head -n 1 "$T/sse.headers" 2>/dev/null | awk '{ print $2 }'; }
-
-# sse_data EVENT: the data of the first SSE event named EVENT in $T/sse.out.
-sse_data() {
-	awk -v ev="$1" '
-		/^event: / { name = substr($0, 8); sub(/\r$/, "", name); next }
-		/^data: / && name == ev { d = substr($0, 7); sub(/\r$/, "", d); print d; exit }
-		/^\r?$/ { name = "" }' "$T/sse.out"
-}
-
-# re STRING: STRING as an extended regular expression matching itself.
-re() { printf '%s' "$1" | sed 's/[][\.^$*+?(){}|]/\\&/g'; }
-
-sse_events() { grep '^event: ' "$T/sse.out" | cut -c8- | tr -d '\r' | tr '\n' ' '; }
-
 # ================================================================================================
 
 install_claude || exit 1
@@ -122,20 +73,12 @@ make_remote acme widgets
 
 ISSUE=1
 WORKTREE=$T/code/widgets-issue-$ISSUE
-# The CLI's own state: onboarding done, dark theme, the worktree trusted, the API key approved
-# (the CLI remembers approved keys by their last 20 characters).
-jq -n --arg wt "$WORKTREE" --arg key "${API_KEY: -20}" '{
-	hasCompletedOnboarding: true, theme: "dark",
-	customApiKeyResponses: {approved: [$key], rejected: []},
-	projects: {($wt): {hasTrustDialogAccepted: true}}}' >"$T/home/.claude.json"
+seed_home "$WORKTREE"
 
 # The structured-mode host of this build (agentd-api finds it in the build tree by itself).
 HOST_BIN=$BUILD_DIR/ptybridge/host/agentd-host
-AGENT_ENV="HOME PATH LANG ANTHROPIC_API_KEY ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TELEMETRY DISABLE_AUTOUPDATER"
 TEST_T0=$SECONDS
-start_stack AGENTD_CLAUDE="$CLAUDE" AGENTD_AGENT_ENV="$AGENT_ENV" \
-	ANTHROPIC_BASE_URL="http://127.0.0.1:$API_PORT" ANTHROPIC_API_KEY="$API_KEY" \
-	CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 || exit 1
+start_real_stack || exit 1
 
 # --- terminal mode: the TUI shows the fake model's answer -------------------------------------
 api POST /sessions "$(jq -cn --argjson i "$ISSUE" \

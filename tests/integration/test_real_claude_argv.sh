@@ -10,9 +10,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$REPO/tests/integration/real_claude/lib_real_claude.sh"
 
 TUI_WAIT=60  # seconds for the TUI to show an answer
-TURN_WAIT=90 # seconds for a structured turn
-
-trap 'rc=$?; [ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null; (exit $rc); cleanup' EXIT
 
 # user_texts: the text of every user message the fake API got, one a line (system reminders
 # removed), for the conversation requests.
@@ -38,17 +35,8 @@ start_fake_api || exit 1
 make_remote acme widgets
 
 # The CLI's own state: onboarding done, both worktrees trusted, the API key approved.
-jq -n --arg w1 "$T/code/widgets-issue-1" --arg w2 "$T/code/widgets-issue-2" \
-	--arg key "${API_KEY: -20}" '{
-	hasCompletedOnboarding: true, theme: "dark",
-	customApiKeyResponses: {approved: [$key], rejected: []},
-	projects: {($w1): {hasTrustDialogAccepted: true}, ($w2): {hasTrustDialogAccepted: true}}}' \
-	>"$T/home/.claude.json"
-
-AGENT_ENV="HOME PATH LANG ANTHROPIC_API_KEY ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TELEMETRY DISABLE_AUTOUPDATER"
-start_stack AGENTD_CLAUDE="$CLAUDE" AGENTD_AGENT_ENV="$AGENT_ENV" \
-	ANTHROPIC_BASE_URL="http://127.0.0.1:$API_PORT" ANTHROPIC_API_KEY="$API_KEY" \
-	CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 || exit 1
+seed_home "$T/code/widgets-issue-1" "$T/code/widgets-issue-2"
+start_real_stack || exit 1
 
 # --- terminal mode --------------------------------------------------------------------------------
 PROMPT1="--version please DASHONE"

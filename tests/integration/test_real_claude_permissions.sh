@@ -4,17 +4,17 @@
 # ("addRules") as "updatedPermissions" (their destination set to "session": nothing is written to
 # the settings files); the same tool use in the next turn then runs without asking again. Before the fix the
 # bridge dropped updatedPermissions and claude asked again.
-# The CLI and the fake Messages API are set up as in test_real_claude.sh (real_claude/common.sh).
+# The CLI and the fake Messages API are set up as in test_real_claude.sh (real_claude/lib_real_claude.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-source "$(dirname "${BASH_SOURCE[0]}")/real_claude/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/real_claude/lib_real_claude.sh"
 
-rc_install_claude || exit 1
-rc_start_fake_api || exit 1
+install_claude || exit 1
+start_fake_api || exit 1
 make_remote acme widgets
 ISSUE=2
 WORKTREE=$T/code/widgets-issue-$ISSUE
-rc_seed_home "$WORKTREE"
-rc_start_stack || exit 1
+seed_home "$WORKTREE"
+start_real_stack || exit 1
 
 api POST /sessions "$(jq -cn --argjson i "$ISSUE" \
 	'{repo: {owner: "acme", name: "widgets"}, issue: $i, mode: "structured", prompt: "say hello BOOT"}')"
@@ -31,10 +31,10 @@ PROMPT="please RUNBASH touch allowed-for-the-session"
 FILE=$WORKTREE/allowed-for-the-session
 
 # --- first turn: asked, allowed for the session ---------------------------------------------------
-rc_sse_start "$SID" "$PROMPT"
-rc_wait_sse_until '^event: (permission|result)'
-assert_eq "first turn: POST /prompt answers 200" 200 "$(rc_sse_status)"
-PERM=$(rc_sse_data permission)
+sse_start "$SID" "$PROMPT"
+wait_sse_until '^event: (permission|result)'
+assert_eq "first turn: POST /prompt answers 200" 200 "$(sse_status)"
+PERM=$(sse_data permission)
 RID=$(printf '%s' "$PERM" | jq -r '.requestId // empty' 2>/dev/null)
 assert_jq "first turn: the Bash tool use asks for permission, with suggestions" \
 	'.toolName == "Bash" and .input.command == "touch allowed-for-the-session" and
@@ -47,36 +47,36 @@ ANSWER=$(printf '%s' "${PERM:-null}" | jq -c '{behavior: "allow",
 	updatedPermissions: [(.suggestions // [])[] | select(.type == "addRules") | .destination = "session"]}')
 api POST "/sessions/$SID/permissions/${RID:-none}" "$ANSWER"
 assert_status "allow with updatedPermissions (the suggestions) answers 200" 200
-rc_wait_sse_until '^event: result'
+wait_sse_until '^event: result'
 deadline=$((SECONDS + 10))
-while rc_sse_running && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-log "first turn events: $(rc_sse_events)"
+while sse_running && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+log "first turn events: $(sse_events)"
 assert_json "first turn: the result is a success saying Done." '[.subtype, .result]' \
-	'["success","Done."]' "$(rc_sse_data result)"
+	'["success","Done."]' "$(sse_data result)"
 check "first turn: the allowed command ran in the worktree" test -f "$FILE"
 rm -f "$FILE"
 check_not "settings files were not touched (destination session)" \
 	test -e "$WORKTREE/.claude/settings.local.json"
 
 # --- second turn: the same tool use is not asked again -----------------------------------------------
-rc_sse_start "$SID" "$PROMPT"
-if rc_wait_sse_until '^event: (permission|result)' && grep -q '^event: permission' "$T/sse.out"; then
+sse_start "$SID" "$PROMPT"
+if wait_sse_until '^event: (permission|result)' && grep -q '^event: permission' "$T/sse.out"; then
 	fail "second turn: the same Bash tool use is not asked again" \
-		"a permission event came: $(rc_sse_data permission)"
+		"a permission event came: $(sse_data permission)"
 	# End the turn so that the test does not wait for the permission timeout.
-	RID2=$(rc_sse_data permission | jq -r '.requestId // empty' 2>/dev/null)
+	RID2=$(sse_data permission | jq -r '.requestId // empty' 2>/dev/null)
 	api POST "/sessions/$SID/permissions/${RID2:-none}" '{"behavior":"deny","message":"test"}'
-	rc_wait_sse_until '^event: result'
+	wait_sse_until '^event: result'
 else
 	pass "second turn: the same Bash tool use is not asked again"
 fi
 deadline=$((SECONDS + 10))
-while rc_sse_running && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-log "second turn events: $(rc_sse_events)"
+while sse_running && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+log "second turn events: $(sse_events)"
 assert_match "second turn: the tool ran (tool_use, tool_result, then the result)" \
-	'(^| )assistant .*user .*assistant .*result $' "$(rc_sse_events)"
+	'(^| )assistant .*user .*assistant .*result $' "$(sse_events)"
 assert_json "second turn: the result is a success saying Done." '[.subtype, .result]' \
-	'["success","Done."]' "$(rc_sse_data result)"
+	'["success","Done."]' "$(sse_data result)"
 check "second turn: the command ran again without a question" test -f "$FILE"
 
 # --- a deny cannot carry updatedPermissions ---------------------------------------------------------
@@ -86,5 +86,5 @@ assert_status "a deny with updatedPermissions: 400" 400
 api DELETE "/sessions/$SID?force=true"
 assert_status "DELETE ?force=true answers 200" 200
 deadline=$((SECONDS + 10))
-while [ -n "$(rc_test_claudes)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
-assert_eq "no claude of this test is left" "" "$(rc_test_claudes)"
+while [ -n "$(test_claudes)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+assert_eq "no claude of this test is left" "" "$(test_claudes)"

@@ -131,3 +131,86 @@ start_fake_api() {
 	API_PORT=$(cat "$T/api.port")
 	log "fake Messages API on 127.0.0.1:$API_PORT (pid $API_PID)"
 }
+
+# ------------------------------------------------------------------------------------------------
+# the stack
+
+TURN_WAIT=${TURN_WAIT:-90} # seconds for a structured turn
+SSE_PID=
+# What the agent gets: the fake API's address and key, and no traffic of its own.
+AGENT_ENV="HOME PATH LANG ANTHROPIC_API_KEY ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TELEMETRY DISABLE_AUTOUPDATER"
+
+# The fake API and curl must go even when a check fails; lib.sh's cleanup does the rest.
+stop_helpers() {
+	[ -n "$SSE_PID" ] && kill "$SSE_PID" 2>/dev/null
+	[ -n "$API_PID" ] && kill "$API_PID" 2>/dev/null && wait "$API_PID" 2>/dev/null
+	API_PID=
+}
+trap 'rc=$?; stop_helpers; (exit $rc); cleanup' EXIT
+
+# seed_home WORKTREE...: the CLI's own state: onboarding done, dark theme, the worktrees trusted,
+# the API key approved (the CLI remembers approved keys by their last 20 characters).
+seed_home() {
+	printf '%s\n' "$@" | jq -R . | jq -s --arg key "${API_KEY: -20}" '{
+		hasCompletedOnboarding: true, theme: "dark",
+		customApiKeyResponses: {approved: [$key], rejected: []},
+		projects: (map({key: ., value: {hasTrustDialogAccepted: true}}) | from_entries)}' \
+		>"$T/home/.claude.json"
+}
+
+# start_real_stack: the stack with the real CLI as agent, talking to the fake API.
+start_real_stack() {
+	start_stack AGENTD_CLAUDE="$CLAUDE" AGENTD_AGENT_ENV="$AGENT_ENV" \
+		ANTHROPIC_BASE_URL="http://127.0.0.1:$API_PORT" ANTHROPIC_API_KEY="$API_KEY" \
+		CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1
+}
+
+# ------------------------------------------------------------------------------------------------
+# the structured turn: POST /prompt through nginx and the bridge
+
+# sse_start ID PROMPT: POST /sessions/ID/prompt in the background; the stream goes to $T/sse.out,
+# the response head to $T/sse.headers (written as it arrives).
+sse_start() {
+	: >"$T/sse.out"
+	: >"$T/sse.headers"
+	curl -sN -m "$TURN_WAIT" -X POST -H 'Content-Type: application/json' \
+		--data-binary "$(jq -cn --arg p "$2" '{prompt: $p}')" -D "$T/sse.headers" \
+		-o "$T/sse.out" "$BASE_URL/sessions/$1/prompt" &
+	SSE_PID=$!
+}
+
+sse_running() { [ -n "$SSE_PID" ] && alive "$SSE_PID"; }
+
+# sse_reap: SSE_RC = curl's exit status once it ended (bash keeps it for wait; not in a subshell).
+sse_reap() {
+	wait "$SSE_PID"
+	SSE_RC=$?
+	SSE_PID=
+}
+
+sse_status() { head -n 1 "$T/sse.headers" 2>/dev/null | awk '{ print $2 }'; }
+
+# sse_data EVENT: the data of the first SSE event named EVENT in $T/sse.out.
+sse_data() {
+	awk -v ev="$1" '
+		/^event: / { name = substr($0, 8); sub(/\r$/, "", name); next }
+		/^data: / && name == ev { d = substr($0, 7); sub(/\r$/, "", d); print d; exit }
+		/^\r?$/ { name = "" }' "$T/sse.out"
+}
+
+# re STRING: STRING as an extended regular expression matching itself.
+re() { printf '%s' "$1" | sed 's/[][\.^$*+?(){}|]/\\&/g'; }
+
+sse_events() { grep '^event: ' "$T/sse.out" | cut -c8- | tr -d '\r' | tr '\n' ' '; }
+
+# wait_sse_until PATTERN: waits (up to TURN_WAIT) until the stream has a line matching PATTERN
+# (grep -E) or ends. Returns 0 when the pattern was seen.
+wait_sse_until() {
+	local deadline=$((SECONDS + TURN_WAIT))
+	while [ $SECONDS -lt $deadline ]; do
+		grep -qE "$1" "$T/sse.out" && return 0
+		sse_running || break
+		sleep 0.1
+	done
+	grep -qE "$1" "$T/sse.out"
+}
