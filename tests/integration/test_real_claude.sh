@@ -68,6 +68,7 @@ assert_one_claude() {
 # ================================================================================================
 
 install_claude || exit 1
+assert_pinned_claude
 start_fake_api || exit 1
 make_remote acme widgets
 

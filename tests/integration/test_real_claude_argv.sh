@@ -31,6 +31,7 @@ wait_user_text() {
 }
 
 install_claude || exit 1
+assert_pinned_claude
 start_fake_api || exit 1
 make_remote acme widgets
 

@@ -31,7 +31,8 @@ cache_dir() {
 	fi
 }
 
-# install_claude: sets CLAUDE (the executable) and CLAUDE_EXE (what /proc/<pid>/exe shows).
+# install_claude: sets CLAUDE (the executable), CLAUDE_EXE (what /proc/<pid>/exe shows) and
+# CLAUDE_VERSION_OUT (what claude --version says). Counts no check.
 # Installs $NPM_PACKAGE@$CLAUDE_VERSION into the cache unless that version is there already.
 install_claude() {
 	local t0 lockfd out cache
@@ -79,10 +80,18 @@ install_claude() {
 		return 1
 	fi
 	log "claude CLI: $CLAUDE, version $out"
-	if [ -z "${AGENTD_TEST_CLAUDE:-}" ]; then
-		assert_eq "claude --version is the pinned $CLAUDE_VERSION" "$CLAUDE_VERSION (Claude Code)" "$out"
-	fi
+	CLAUDE_VERSION_OUT=$out
 	CLAUDE_EXE=$(readlink -f "$CLAUDE")
+}
+
+# assert_pinned_claude: after install_claude, one check that the cached CLI is the pinned version
+# (none with AGENTD_TEST_CLAUDE, which may be any version). Apart from install_claude so that
+# each script decides which checks it counts.
+assert_pinned_claude() {
+	if [ -z "${AGENTD_TEST_CLAUDE:-}" ]; then
+		assert_eq "claude --version is the pinned $CLAUDE_VERSION" "$CLAUDE_VERSION (Claude Code)" \
+			"$CLAUDE_VERSION_OUT"
+	fi
 }
 
 # test_claudes: pids of every claude process of this test, wherever it runs (its HOME is ours).
@@ -135,7 +144,7 @@ start_fake_api() {
 # ------------------------------------------------------------------------------------------------
 # the stack
 
-TURN_WAIT=${TURN_WAIT:-90} # seconds for a structured turn
+TURN_WAIT=90 # seconds for a structured turn
 SSE_PID=
 # What the agent gets: the fake API's address and key, and no traffic of its own.
 AGENT_ENV="HOME PATH LANG ANTHROPIC_API_KEY ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TELEMETRY DISABLE_AUTOUPDATER"
