@@ -5,6 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* What a terminal program needs, when AGENTD_AGENT_ENV does not give it. */
+static const char *const claude_terminal_env[] = {"COLORTERM=truecolor", "LANG=C.UTF-8"};
+
 struct claude_builder {
 	struct claude_argv *out;
 	size_t argc, used;
@@ -29,7 +32,7 @@ static int claude_push(struct claude_builder *b, const char *word, size_t len)
 
 static int claude_pushf(struct claude_builder *b, const char *prefix, const char *value)
 {
-	char word[128];
+	char word[CONFIG_PATH_MAX + 64];
 	int n = snprintf(word, sizeof(word), "%s%s", prefix, value);
 
 	if (n < 0 || (size_t)n >= sizeof(word))
@@ -68,8 +71,12 @@ int claude_terminal_argv(const struct config *cfg, const struct session *s, stru
 		r = claude_pushf(&b, "--session-id=", s->agent_session_id);
 	if (r < 0 || (r = claude_push_extra(&b, cfg->claude_args)) < 0)
 		return r;
-	if (!s->launched && s->prompt[0] != '\0')
-		return claude_push(&b, s->prompt, strlen(s->prompt));
+	/* "--" ends the options: a prompt such as "--dangerously-skip-permissions" stays a prompt.
+	 */
+	if (!s->launched && s->prompt[0] != '\0' &&
+	    ((r = claude_push(&b, "--", 2)) < 0 ||
+	     (r = claude_push(&b, s->prompt, strlen(s->prompt))) < 0))
+		return r;
 	return 0;
 }
 
@@ -85,11 +92,22 @@ int claude_structured_argv(const struct config *cfg, const struct session *s, co
 					    "--permission-prompt-tool",
 					    "stdio"};
 	struct claude_builder b = {out, 0, 0};
+	char timeout[16];
 	int r;
 
 	out->argv[0] = NULL;
 	if ((r = claude_push(&b, host_bin, strlen(host_bin))) < 0)
 		return r;
+	/* The host's pane has only the agent's environment: its own settings come as words. */
+	if ((r = claude_push(&b, "--set", 5)) < 0 ||
+	    (r = claude_pushf(&b, "AGENTD_RUNTIME_DIR=", cfg->runtime_dir)) < 0 ||
+	    (r = claude_push(&b, "--set", 5)) < 0)
+		return r;
+	snprintf(timeout, sizeof(timeout), "%d", cfg->permission_timeout);
+	if ((r = claude_pushf(&b, "AGENTD_PERMISSION_TIMEOUT=", timeout)) < 0)
+		return r;
+	/* The prompt is the value of --prompt, which the host sends as a stream-json message: it
+	 * never reaches claude's argv. */
 	if (first_prompt != NULL && first_prompt[0] != '\0' &&
 	    ((r = claude_push(&b, "--prompt", 8)) < 0 ||
 	     (r = claude_push(&b, first_prompt, strlen(first_prompt))) < 0))
@@ -125,4 +143,59 @@ bool claude_has_transcript(const struct session *s, const char *home, const char
 		     s->agent_session_id) >= (int)sizeof(path))
 		return false;
 	return access(path, F_OK) == 0;
+}
+
+/* The value of name in from (an environ), or NULL. */
+static const char *claude_env_get(char *const *from, const char *name, size_t len)
+{
+	for (size_t i = 0; from != NULL && from[i] != NULL; i++)
+		if (strncmp(from[i], name, len) == 0 && from[i][len] == '=')
+			return from[i] + len + 1;
+	return NULL;
+}
+
+/* Appends "name=value" unless name is there already (the first one wins). */
+static int claude_env_add(struct claude_env *out, size_t *n, size_t *used, const char *name,
+			  size_t len, const char *value)
+{
+	size_t need = len + 1 + strlen(value) + 1;
+
+	if (claude_env_get(out->words, name, len) != NULL)
+		return 0;
+	if (*n >= CLAUDE_ENV_MAX)
+		return -E2BIG;
+	if (*used + need > sizeof(out->buf))
+		return -ENAMETOOLONG;
+	out->words[*n] = out->buf + *used;
+	snprintf(out->words[*n], need, "%.*s=%s", (int)len, name, value);
+	out->words[++*n] = NULL;
+	*used += need;
+	return 0;
+}
+
+int claude_env(const struct config *cfg, char *const *from, struct claude_env *out)
+{
+	size_t n = 0, used = 0;
+	int r;
+
+	out->words[0] = NULL;
+	for (const char *p = cfg->agent_env; *p != '\0';) {
+		const char *val;
+		size_t len;
+
+		p += strspn(p, " \t,");
+		len = strcspn(p, " \t,=");
+		if (len > 0 && (val = claude_env_get(from, p, len)) != NULL &&
+		    (r = claude_env_add(out, &n, &used, p, len, val)) < 0)
+			return r;
+		p += len;
+		p += strspn(p, "="); /* a stray '=' is no part of a name */
+	}
+	for (size_t i = 0; i < sizeof(claude_terminal_env) / sizeof(claude_terminal_env[0]); i++) {
+		const char *w = claude_terminal_env[i], *eq = strchr(w, '=');
+
+		if ((r = claude_env_add(out, &n, &used, w, (size_t)(eq - w), eq + 1)) < 0)
+			return r;
+	}
+	return 0;
 }

@@ -1,7 +1,8 @@
 /*
- * The argv of the agent process. Terminal mode: claude --session-id=<uuid> [extra args] <prompt>
- * on the first launch and claude --resume=<uuid> [extra args] afterwards. The prompt is one argv
- * word (tmux execs argv of two or more words without a shell).
+ * The argv and environment of the agent process. Terminal mode: claude --session-id=<uuid>
+ * [extra args] -- <prompt> on the first launch and claude --resume=<uuid> [extra args]
+ * afterwards. The prompt is one argv word after "--" (tmux execs argv of two or more words
+ * without a shell), so it can never be read as an option.
  */
 #ifndef AGENTD_CLAUDE_H
 #define AGENTD_CLAUDE_H
@@ -10,11 +11,28 @@
 #include "session.h"
 
 #define CLAUDE_ARGV_MAX 64
+#define CLAUDE_ENV_MAX  64
+#define CLAUDE_ENV_BUF  (16 * 1024) /* tmux carries the -e words in one 16 KiB message too */
 
 struct claude_argv {
 	char *argv[CLAUDE_ARGV_MAX + 1]; /* NULL-terminated; points into buf */
-	char buf[CONFIG_VALUE_MAX * 2 + SESSION_PROMPT_MAX + 128];
+	char buf[CONFIG_VALUE_MAX * 2 + CONFIG_PATH_MAX * 2 + SESSION_PROMPT_MAX + 256];
 };
+
+/* "NAME=value" words for tmux's -e, NULL-terminated; they point into buf. */
+struct claude_env {
+	char *words[CLAUDE_ENV_MAX + 1];
+	char buf[CLAUDE_ENV_BUF];
+};
+
+/*
+ * Builds the agent's environment into out: every variable named in cfg->agent_env (names split on
+ * blanks and commas; the first of a repeated name counts) that is set in from (an environ array),
+ * then what a terminal program needs unless the list gave it: COLORTERM=truecolor and
+ * LANG=C.UTF-8. tmux adds its own (tmux.h). Returns 0, -E2BIG (over CLAUDE_ENV_MAX variables) or
+ * -ENAMETOOLONG (over CLAUDE_ENV_BUF bytes).
+ */
+int claude_env(const struct config *cfg, char *const *from, struct claude_env *out);
 
 /*
  * Builds the terminal-mode argv for s into out: --session-id on first launch (s->launched false,
@@ -25,8 +43,9 @@ int claude_terminal_argv(const struct config *cfg, const struct session *s,
 			 struct claude_argv *out);
 
 /*
- * Builds the structured-mode argv for s into out: host_bin [--prompt <first_prompt>] <id> --
- * claude -p --input-format stream-json --output-format stream-json --verbose
+ * Builds the structured-mode argv for s into out: host_bin --set AGENTD_RUNTIME_DIR=<dir> --set
+ * AGENTD_PERMISSION_TIMEOUT=<n> [--prompt <first_prompt>] <id> -- claude -p --input-format
+ * stream-json --output-format stream-json --verbose
  * --permission-prompt-tool stdio (--resume=<uuid> when has_transcript, else --session-id=<uuid>)
  * [extra args]. agentd-host runs in the pane, starts claude from the words after "--" and sends
  * first_prompt (NULL or "" for none) as the first user message.

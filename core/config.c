@@ -46,6 +46,7 @@ static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_AGENT_ENV", agent_env),
     INT_KEY("AGENTD_MAX_SESSIONS", max_sessions, 1, 10000),
     STR_KEY("AGENTD_ALLOWED_ORIGINS", allowed_origins),
+    STR_KEY("AGENTD_ALLOWED_HOSTS", allowed_hosts),
     INT_KEY("AGENTD_PERMISSION_TIMEOUT", permission_timeout, 1, 86400),
     STR_KEY("AGENTD_TMUX", tmux),
     STR_KEY("AGENTD_HOST_BIN", host),

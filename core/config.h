@@ -28,6 +28,7 @@ struct config {
 	char agent_env[CONFIG_VALUE_MAX];       /* AGENTD_AGENT_ENV, names split on blanks */
 	int max_sessions;                       /* AGENTD_MAX_SESSIONS */
 	char allowed_origins[CONFIG_VALUE_MAX]; /* AGENTD_ALLOWED_ORIGINS, split on blanks/commas */
+	char allowed_hosts[CONFIG_VALUE_MAX];   /* AGENTD_ALLOWED_HOSTS: for nginx (deploy/up) */
 	int permission_timeout;                 /* AGENTD_PERMISSION_TIMEOUT, seconds */
 	char tmux[CONFIG_PATH_MAX];             /* AGENTD_TMUX: the tmux executable */
 	char host[CONFIG_PATH_MAX]; /* AGENTD_HOST_BIN: agentd-host ("" = beside agentd-api) */

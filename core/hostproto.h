@@ -12,7 +12,8 @@
  *       answers {"type":"accepted","after":N} and then streams the turn's events (ids > N) until
  *       the turn's "result" event, then closes; or {"type":"error",...} when a turn is running.
  *   {"type":"permission","requestId":"…","behavior":"allow"|"deny","message":"…",
- *    "updatedInput":{…},"interrupt":true}
+ *    "updatedInput":{…},"interrupt":true,"updatedPermissions":[{…}]}
+ *       (updatedPermissions only with allow: passed to claude in its control_response)
  *   {"type":"interrupt"}
  *       answer {"type":"ok"} or an error, then close.
  * Errors are {"type":"error","status":<HTTP status>,"code":"snake_case","error":"sentence"}.

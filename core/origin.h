@@ -9,10 +9,11 @@
 #include <stdbool.h>
 
 /*
- * origin: the Origin header or NULL; scheme: "http"/"https" as the client used it (nginx passes
- * X-Forwarded-Proto from tailscale serve, else its own scheme); host: the Host header with port;
- * allowed: AGENTD_ALLOWED_ORIGINS (blank- or comma-separated). Comparison is exact on scheme and
- * host (case-insensitive), so "null" and look-alike prefixes fail.
+ * origin: the Origin header or NULL; scheme: "http"/"https" as nginx received the request (its
+ * own $scheme, never a client-sent X-Forwarded-Proto: an https origin in front of nginx, such as
+ * tailscale serve, must be listed); host: the Host header with port, one nginx's Host rule
+ * allowed; allowed: AGENTD_ALLOWED_ORIGINS (blank- or comma-separated). Comparison is exact on
+ * scheme and host (case-insensitive), so "null" and look-alike prefixes fail.
  */
 bool origin_allowed(const char *origin, const char *scheme, const char *host, const char *allowed);
 

@@ -1,6 +1,7 @@
 #include "session.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,14 +94,37 @@ int session_worktree_path(const char *base_dir, const char *name, long issue, ch
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
-void session_tmux_name(const char *id, char *out, size_t outlen)
+/* Maps id into out character by character: '.' becomes '_' (tmux's own rule), and '_' becomes
+ * underscore (SESSION_TMUX_UNDERSCORE for the current names, '_' for the names before issue 8). */
+static void session_tmux_map(const char *id, char underscore, char *out, size_t outlen)
 {
 	size_t i;
 
-	for (i = 0; id[i] != '\0' && i + 1 < outlen; i++)
-		out[i] = (id[i] == '.' || id[i] == ':') ? '_' : id[i];
+	for (i = 0; id[i] != '\0' && i + 1 < outlen; i++) {
+		char c = id[i];
+
+		out[i] = (c == '.' || c == ':') ? '_' : c == '_' ? underscore : c;
+	}
 	if (outlen > 0)
 		out[i] = '\0';
+}
+
+void session_tmux_name(const char *id, char *out, size_t outlen)
+{
+	session_tmux_map(id, SESSION_TMUX_UNDERSCORE, out, outlen);
+}
+
+bool session_tmux_name_valid(const char *id, const char *name)
+{
+	char want[SESSION_ID_MAX + 1];
+
+	if (strlen(id) > SESSION_ID_MAX)
+		return false;
+	session_tmux_map(id, SESSION_TMUX_UNDERSCORE, want, sizeof(want));
+	if (strcmp(want, name) == 0)
+		return true;
+	session_tmux_map(id, '_', want, sizeof(want));
+	return strcmp(want, name) == 0;
 }
 
 int session_uuid(char out[SESSION_UUID_LEN + 1])
@@ -207,7 +231,8 @@ int session_render_prompt(const char *tmpl, const char *owner, const char *name,
 
 static const char *const session_state_names[] = {
     [SESSION_CREATING] = "creating", [SESSION_RUNNING] = "running", [SESSION_ATTACHED] = "attached",
-    [SESSION_STOPPING] = "stopping", [SESSION_FAILED] = "failed",
+    [SESSION_STOPPING] = "stopping", [SESSION_FAILED] = "failed",   [SESSION_EXITED] = "exited",
+    [SESSION_LOST] = "lost",
 };
 
 static const char *const session_mode_names[] = {
@@ -228,6 +253,59 @@ int session_state_parse(const char *s, enum session_state *out)
 			return 0;
 		}
 	return -EINVAL;
+}
+
+void session_set_exited(struct session *s, int status, int signal, int64_t at)
+{
+	const char *abbrev = signal > 0 ? sigabbrev_np(signal) : NULL;
+
+	s->state = SESSION_EXITED;
+	s->error[0] = '\0';
+	s->exit_signal[0] = '\0';
+	if (signal > 0) {
+		s->exit_status = 128 + signal > SESSION_EXIT_MAX ? SESSION_EXIT_MAX : 128 + signal;
+		if (abbrev != NULL)
+			snprintf(s->exit_signal, sizeof(s->exit_signal), "SIG%s", abbrev);
+	} else {
+		s->exit_status =
+		    status < 0 || status > SESSION_EXIT_MAX ? SESSION_EXIT_MAX : status;
+	}
+	s->exited_at = at;
+}
+
+const char *session_unavailable(const struct session *s, char *msg, size_t msglen)
+{
+	char at[32];
+
+	switch (s->state) {
+	case SESSION_CREATING:
+	case SESSION_RUNNING:
+	case SESSION_ATTACHED:
+		return NULL;
+	case SESSION_STOPPING:
+		snprintf(msg, msglen, "the session is stopping");
+		return "not_running";
+	case SESSION_FAILED:
+		snprintf(msg, msglen, "the session failed: %s", s->error);
+		return "not_running";
+	case SESSION_EXITED:
+		session_format_time(s->exited_at, at, sizeof(at));
+		snprintf(msg, msglen,
+			 "the agent exited with status %d%s%s at %s; POST /sessions restarts it",
+			 s->exit_status, s->exit_signal[0] != '\0' ? " by " : "", s->exit_signal,
+			 at);
+		return "agent_exited";
+	case SESSION_LOST:
+		snprintf(msg, msglen, "the session is lost: %s; POST /sessions starts it again",
+			 s->error);
+		return "session_lost";
+	}
+	return "not_running";
+}
+
+bool session_holds_slot(enum session_state st)
+{
+	return st != SESSION_FAILED && st != SESSION_LOST;
 }
 
 const char *session_mode_name(enum session_mode m)
@@ -305,8 +383,14 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	session_add_time(o, "createdAt", s->created_at);
 	session_add_time(o, "updatedAt", s->updated_at);
 	session_add_time(o, "lastActivity", s->last_activity);
-	if (s->state == SESSION_FAILED)
+	if (s->state == SESSION_FAILED || s->state == SESSION_LOST)
 		session_add_str(o, "error", s->error);
+	if (s->state == SESSION_EXITED) {
+		json_object_object_add(o, "exitStatus", json_object_new_int(s->exit_status));
+		if (s->exit_signal[0] != '\0')
+			session_add_str(o, "exitSignal", s->exit_signal);
+		session_add_time(o, "exitedAt", s->exited_at);
+	}
 	if (for_disk)
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
 	return o;
@@ -343,10 +427,52 @@ static int session_get_time(json_object *o, const char *key, int64_t *out, struc
 	return 0;
 }
 
+/* "SIG" and 1..12 of [A-Z0-9+] (sigabbrev_np's names: "KILL", "RTMIN+3"). */
+static bool session_signal_name_valid(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n < 4 || n >= SESSION_SIGNAL_MAX || strncmp(v, "SIG", 3) != 0)
+		return false;
+	for (size_t i = 3; i < n; i++)
+		if (!((v[i] >= 'A' && v[i] <= 'Z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '+'))
+			return false;
+	return true;
+}
+
+/* The fields of an exited record: required in that state, checked whenever present. */
+static int session_exit_from_json(struct session *s, json_object *obj, struct cause *cause)
+{
+	bool exited = s->state == SESSION_EXITED;
+	json_object *v;
+	int r;
+
+	if (json_object_object_get_ex(obj, "exitStatus", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
+		    json_object_get_int64(v) > SESSION_EXIT_MAX)
+			return cause_fail(cause, EINVAL, "field exitStatus is not 0..%d",
+					  SESSION_EXIT_MAX);
+		s->exit_status = json_object_get_int(v);
+	} else if (exited) {
+		return cause_fail(cause, EINVAL, "field exitStatus is missing");
+	}
+	if (json_object_object_get_ex(obj, "exitSignal", &v)) {
+		const char *sig = session_get_str(obj, "exitSignal");
+
+		if (sig == NULL || !session_signal_name_valid(sig))
+			return cause_fail(cause, EINVAL, "field exitSignal is not a signal name");
+		snprintf(s->exit_signal, sizeof(s->exit_signal), "%s", sig);
+	}
+	if (json_object_object_get_ex(obj, "exitedAt", &v) || exited) {
+		if ((r = session_get_time(obj, "exitedAt", &s->exited_at, cause)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 {
 	json_object *repo, *v;
-	char tmux_name[SESSION_ID_MAX + 1];
 	int r;
 
 	memset(s, 0, sizeof(*s));
@@ -383,8 +509,7 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	}
 	if (!session_uuid_valid(s->agent_session_id))
 		return cause_fail(cause, EINVAL, "field agentSessionId is not a UUID");
-	session_tmux_name(s->id, tmux_name, sizeof(tmux_name));
-	if (strcmp(tmux_name, s->tmux_name) != 0)
+	if (!session_tmux_name_valid(s->id, s->tmux_name))
 		return cause_fail(cause, EINVAL, "field tmuxName does not match id");
 	if (session_state_parse(session_get_str(obj, "state") ? session_get_str(obj, "state") : "",
 				&s->state) < 0)
@@ -410,5 +535,5 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	    (r = session_get_time(obj, "updatedAt", &s->updated_at, cause)) < 0 ||
 	    (r = session_get_time(obj, "lastActivity", &s->last_activity, cause)) < 0)
 		return r;
-	return 0;
+	return session_exit_from_json(s, obj, cause);
 }

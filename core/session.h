@@ -23,6 +23,8 @@
 #define SESSION_ERROR_MAX  512
 #define SESSION_UUID_LEN   36
 #define SESSION_RECORD_MAX (64 * 1024)
+#define SESSION_EXIT_MAX   255 /* exitStatus: an exit code, or 128 + a signal number */
+#define SESSION_SIGNAL_MAX 16  /* "SIGKILL", "SIGRTMIN+15", ... */
 
 enum session_state {
 	SESSION_CREATING,
@@ -30,6 +32,8 @@ enum session_state {
 	SESSION_ATTACHED,
 	SESSION_STOPPING,
 	SESSION_FAILED,
+	SESSION_EXITED, /* the agent's process ended; its tmux session keeps the last screen */
+	SESSION_LOST,   /* the tmux session is gone (killed behind our back, or the whole server) */
 };
 
 enum session_mode { SESSION_TERMINAL, SESSION_STRUCTURED };
@@ -50,6 +54,11 @@ struct session {
 	char prompt[SESSION_PROMPT_MAX + 1];
 	char error[SESSION_ERROR_MAX];
 	int64_t created_at, updated_at, last_activity; /* unix seconds */
+	/* EXITED only: the pane process's exit code, or 128 + N when signal N ended it (the shell's
+	 * convention; exit_signal then names it, e.g. "SIGKILL", else it is ""), and when. */
+	int exit_status;
+	char exit_signal[SESSION_SIGNAL_MAX];
+	int64_t exited_at;
 };
 
 /* Validators for API input. Return true when s is acceptable. */
@@ -75,8 +84,19 @@ int session_init(struct session *s, const char *base_dir, const char *owner, con
 int session_worktree_path(const char *base_dir, const char *name, long issue, char *out,
 			  size_t outlen);
 
-/* tmux forbids '.' and ':' in session names; they become '_'. out must hold strlen(id)+1. */
+/*
+ * The tmux session name of id, one character for each: tmux forbids '.' and ':' in session names,
+ * so '.' becomes '_' (tmux's own rule), and '_' becomes SESSION_TMUX_UNDERSCORE so that two ids
+ * never share a name ("a.b-1" -> "a_b-1", "a_b-1" -> "a+b-1"). out must hold strlen(id)+1.
+ */
+#define SESSION_TMUX_UNDERSCORE '+'
 void session_tmux_name(const char *id, char *out, size_t outlen);
+
+/*
+ * Tells whether name is a tmux name id may have: session_tmux_name's, or the one versions before
+ * issue 8 gave it ('_' kept as is), which records and tmux sessions made then still carry.
+ */
+bool session_tmux_name_valid(const char *id, const char *name);
 
 /* Fills prompt_template with {owner} {name} {issue} replaced into out. -ENAMETOOLONG if it is too
  * long. */
@@ -85,6 +105,22 @@ int session_render_prompt(const char *tmpl, const char *owner, const char *name,
 
 /* Writes a random RFC 4122 version-4 UUID (36 chars + NUL) into out. Returns 0 or -errno. */
 int session_uuid(char out[SESSION_UUID_LEN + 1]);
+
+/*
+ * Moves s to EXITED from what tmux says of its dead pane: status is the exit code (ignored when
+ * signal > 0), signal the number of the signal that ended it (0: none), at the time it died.
+ */
+void session_set_exited(struct session *s, int status, int signal, int64_t at);
+
+/* True for the states that hold a claude or its tmux session: not failed or lost. */
+bool session_holds_slot(enum session_state st);
+
+/*
+ * For a session that has no agent to talk to (stopping, failed, exited, lost): writes a sentence
+ * for a 409 answer into msg and returns its error code ("not_running", "agent_exited",
+ * "session_lost"). Returns NULL (msg untouched) for creating, running and attached.
+ */
+const char *session_unavailable(const struct session *s, char *msg, size_t msglen);
 
 const char *session_state_name(enum session_state st);
 int session_state_parse(const char *s, enum session_state *out);
@@ -96,13 +132,16 @@ void session_format_time(int64_t t, char *out, size_t outlen);
 
 /*
  * Encodes s as a new JSON object (caller puts it). With for_disk, fields used only by the daemons
- * (launched) are included. Returns NULL on allocation failure.
+ * (launched) are included. "error" is present in states failed and lost; "exitStatus",
+ * "exitedAt" (and "exitSignal" when a signal ended the agent) only in state exited. Returns NULL
+ * on allocation failure.
  */
 json_object *session_to_json(const struct session *s, bool for_disk);
 
 /*
- * Decodes a record written by session_to_json(for_disk). Every field is checked; returns 0 or
- * -EINVAL with cause naming the bad field.
+ * Decodes a record written by session_to_json(for_disk). Every field is checked (an exited
+ * record must carry exitStatus 0..SESSION_EXIT_MAX and exitedAt, and exitSignal if present must
+ * be "SIG" and up to 12 of [A-Z0-9+]); returns 0 or -EINVAL with cause naming the bad field.
  */
 int session_from_json(struct session *s, json_object *obj, struct cause *cause);
 

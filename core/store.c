@@ -40,28 +40,105 @@ int store_init(struct store *st, const char *runtime_dir, struct cause *cause)
 	return store_mkdir(st->dir, cause);
 }
 
+static int store_flock(int fd)
+{
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
 static int store_lock_path(const char *path)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640), r;
 
 	if (fd < 0)
 		return -errno;
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			int e = errno;
-			close(fd);
-			return -e;
-		}
+	if ((r = store_flock(fd)) < 0) {
+		close(fd);
+		return r;
 	}
 	return fd;
 }
 
-int store_lock(const struct store *st, const char *id)
+/* Whether fd is still the file at path: a lock file removed (or replaced) while we waited for it
+ * locks nothing any more. */
+static int store_lock_current(int fd, const char *path)
+{
+	struct stat a, b;
+
+	if (fstat(fd, &a) < 0)
+		return -errno;
+	if (stat(path, &b) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+static bool store_has_record(const struct store *st, const char *id)
+{
+	char path[SESSION_PATH_MAX];
+
+	return store_path(st, id, ".json", path, sizeof(path)) == 0 && access(path, F_OK) == 0;
+}
+
+/*
+ * The session lock file exists while the record does: store_lock_create makes it, store_remove
+ * and store_unlock_session remove it while they hold it. Whoever opened it before that waits,
+ * then finds it is no longer the file at its path and starts over, so one holder at a time holds
+ * the lock of an id.
+ */
+static int store_lock_id(const struct store *st, const char *id, bool create)
 {
 	char path[SESSION_PATH_MAX];
 	int r = session_id_valid(id) ? store_path(st, id, ".lock", path, sizeof(path)) : -EINVAL;
 
-	return r < 0 ? r : store_lock_path(path);
+	if (r < 0)
+		return r;
+	for (int tries = 0; tries < STORE_LOCK_TRIES; tries++) {
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+
+		/* A record without a lock file (written before lock files were removed) still
+		 * gets its lock; an unknown id gets none and no file. */
+		if (fd < 0 && errno == ENOENT && (create || store_has_record(st, id)))
+			fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+		if (fd < 0)
+			return -errno;
+		r = store_flock(fd);
+		if (r == 0)
+			r = store_lock_current(fd, path);
+		if (r == 1)
+			return fd;
+		close(fd);
+		if (r < 0)
+			return r;
+	}
+	return -EAGAIN;
+}
+
+int store_lock(const struct store *st, const char *id)
+{
+	return store_lock_id(st, id, false);
+}
+
+int store_lock_create(const struct store *st, const char *id)
+{
+	return store_lock_id(st, id, true);
+}
+
+/* Removes the lock file of id; the caller holds it and releases it next. */
+static void store_unlink_lock(const struct store *st, const char *id)
+{
+	char path[SESSION_PATH_MAX];
+
+	if (store_path(st, id, ".lock", path, sizeof(path)) == 0)
+		unlink(path);
+}
+
+void store_unlock_session(const struct store *st, const char *id, int fd)
+{
+	if (fd >= 0 && session_id_valid(id) && !store_has_record(st, id))
+		store_unlink_lock(st, id);
+	store_unlock(fd);
 }
 
 int store_lock_all(const struct store *st)
@@ -252,9 +329,9 @@ int store_remove(const struct store *st, const char *id)
 		return r;
 	if (unlink(path) < 0)
 		return -errno;
-	/* The lock file stays: removing it while another process waits on it would split the lock.
-	 */
 	store_rebuild_view(st);
+	/* Last: from here on another process may take a new lock of id (see store_lock_id). */
+	store_unlink_lock(st, id);
 	return 0;
 }
 

@@ -2,7 +2,8 @@
  * The record store: one JSON file per session in <runtime_dir>/sessions/<id>.json, written only as
  * temp file + fsync + rename so a reader never sees half a record. Every read-modify-write holds
  * the session's lock (flock on <id>.lock); readers never lock. Creation also takes the store-wide
- * lock so the session count and the new record are decided together.
+ * lock so the session count and the new record are decided together. The lock file lives as long
+ * as the record: a request about an unknown id, or a refused create, leaves no file behind.
  *
  * Every change also rebuilds <runtime_dir>/sessions.json, the JSON array GET /sessions answers
  * (API form, sorted by id), under its own lock and after the record's rename, so the last rebuild
@@ -18,6 +19,7 @@
 #include <stddef.h>
 
 #define STORE_MAX_RECORDS 4096
+#define STORE_LOCK_TRIES  64 /* lock files removed under a waiter before store_lock gives up */
 
 struct store {
 	char dir[SESSION_PATH_MAX]; /* <runtime_dir>/sessions */
@@ -28,9 +30,19 @@ int store_init(struct store *st, const char *runtime_dir, struct cause *cause);
 
 /*
  * Takes the exclusive lock of session id (blocking). Returns the lock fd (>= 0) to pass to
- * store_unlock, or -errno. id must be session_id_valid.
+ * store_unlock, -ENOENT when id has no record (and then creates no file), or -errno. id must be
+ * session_id_valid.
  */
 int store_lock(const struct store *st, const char *id);
+
+/*
+ * As store_lock, also for an id without a record: for the one who may create it. Release it with
+ * store_unlock_session, which removes the lock file again when no record was written.
+ */
+int store_lock_create(const struct store *st, const char *id);
+
+/* Releases the lock fd of id, first removing the lock file if id has no record. */
+void store_unlock_session(const struct store *st, const char *id, int fd);
 
 /* As store_lock, for the store-wide creation lock. */
 int store_lock_all(const struct store *st);
@@ -44,7 +56,10 @@ int store_read(const struct store *st, const char *id, struct session *out, stru
 /* Writes s atomically (updated_at set to now). Returns 0 or -errno with cause. */
 int store_write(const struct store *st, struct session *s, struct cause *cause);
 
-/* Removes the record of id (and its lock file). Returns 0 or -ENOENT. */
+/*
+ * Removes the record of id and its lock file. The caller holds the lock of id and releases it
+ * right after, without touching the record again. Returns 0 or -ENOENT.
+ */
 int store_remove(const struct store *st, const char *id);
 
 /*

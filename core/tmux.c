@@ -18,7 +18,9 @@
 /* tmux sends a client's command to the server in one message of at most 16 KiB (argv words with
  * their NULs, plus a header): a command we build stays below this to be sure it fits. */
 #define TMUX_MESSAGE_SAFE (12 * 1024)
-#define TMUX_PREFIX_WORDS 5 /* tmux_cmd_init's: bin -S <socket> -f <conf> */
+#define TMUX_PREFIX_WORDS 6 /* tmux_cmd_init's: bin -u -S <socket> -f <conf> */
+/* A tmux command, no shell: run by the server itself in the hook, never by /bin/sh. */
+#define TMUX_HOOK_COMMAND "wait-for -S " TMUX_CHANNEL
 
 /* A tmux invocation under construction: argv words own their storage. */
 struct tmux_cmd {
@@ -99,6 +101,9 @@ static void tmux_cmd_init(struct tmux_cmd *c, const struct tmux *t)
 {
 	memset(c, 0, sizeof(*c));
 	tmux_raw(c, t->bin);
+	/* UTF-8 output although the environment names no locale: else tmux writes '_' for our
+	 * field separator and for every non-ASCII byte. */
+	tmux_raw(c, "-u");
 	tmux_raw(c, "-S");
 	tmux_raw(c, t->socket);
 	tmux_raw(c, "-f");
@@ -113,13 +118,73 @@ static void tmux_trim(char *s)
 		s[--n] = '\0';
 }
 
+/* Words safe inside a tmux format argument: nothing that ends or opens one (',' '}' '#'). */
+static bool tmux_format_safe(const char *w)
+{
+	for (; *w != '\0'; w++)
+		if (!((*w >= 'a' && *w <= 'z') || (*w >= 'A' && *w <= 'Z') ||
+		      (*w >= '0' && *w <= '9') || *w == '.' || *w == '_' || *w == '-' || *w == '+'))
+			return false;
+	return true;
+}
+
+int tmux_guard_format(const char *name, const char *id, char *out, size_t outlen)
+{
+	int n;
+
+	if (!tmux_format_safe(name) || !tmux_format_safe(id) || name[0] == '\0')
+		return -EINVAL;
+	n = snprintf(out, outlen, "#{&&:#{==:#{session_name},%s},#{==:#{@agentd_id},%s}}", name,
+		     id);
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * Starts the command with the check that session name exists and belongs to id: has-session fails
+ * when it is gone, and if-shell -F (a format, no shell) fails on the command it cannot parse,
+ * TMUX_GUARD_FAIL, when @agentd_id is another; either failure ends the command sequence before
+ * the commands that follow run. One tmux call, so nothing can change in between.
+ */
+static void tmux_guard(struct tmux_cmd *c, const char *name, const char *id)
+{
+	char fmt[TMUX_GUARD_MAX] = "";
+	int r = tmux_guard_format(name, id, fmt, sizeof(fmt));
+
+	if (r < 0 && c->err == 0)
+		c->err = r;
+	tmux_raw(c, "has-session");
+	tmux_target(c, name, "");
+	tmux_raw(c, ";");
+	tmux_raw(c, "if-shell");
+	tmux_raw(c, "-F");
+	tmux_target(c, name, ":");
+	tmux_raw(c, fmt);
+	tmux_raw(c, "");
+	tmux_raw(c, TMUX_GUARD_FAIL);
+	tmux_raw(c, ";");
+}
+
+/* What a guarded command's failure (tmux_exec returned 1, out holds tmux's message) means. */
+static int tmux_guard_result(const char *out)
+{
+	if (strstr(out, TMUX_GUARD_FAIL) != NULL)
+		return -EPERM;
+	if (strstr(out, "can't find session") != NULL || strstr(out, "no server running") != NULL ||
+	    strstr(out, "no current target") != NULL || strstr(out, "error connecting") != NULL)
+		return -ENOENT;
+	return -EIO;
+}
+
 /*
  * Runs the command. Returns 0 on exit status 0, 1 on another exit status (out holds tmux's
  * message), or -errno when tmux could not be run.
  */
 static int tmux_exec(struct tmux_cmd *c, char *out, size_t outlen, struct cause *cause)
 {
-	struct proc_opts opts = {.envp = NULL, .cwd = NULL, .keep_fd = -1, .new_session = true};
+	/* No environment: the client that starts the server gives it its global environment, which
+	 * every pane inherits; the agent's variables go with -e (see tmux.h). */
+	static char *const no_env[] = {NULL};
+	struct proc_opts opts = {.envp = no_env, .cwd = NULL, .keep_fd = -1, .new_session = true};
 	char small[1024];
 	int st = 0, r;
 
@@ -164,15 +229,19 @@ int tmux_write_conf(const struct tmux *t, struct cause *cause)
 	int fd, n, r = 0;
 
 	/* remain-on-exit keeps a dead agent's last screen; exit-empty off keeps the server (and so
-	 * the socket the bridge attaches to) alive with zero sessions. */
+	 * the socket the bridge attaches to) alive with zero sessions; the hooks tell agentd-api
+	 * at once when an agent dies or a session goes (tmux_wait). */
 	n = snprintf(text, sizeof(text),
 		     "set -g remain-on-exit on\n"
 		     "set -g status off\n"
 		     "set -g history-limit %d\n"
 		     "set -g exit-empty off\n"
 		     "set -g default-terminal tmux-256color\n"
-		     "set -g window-size latest\n",
-		     TMUX_HISTORY_LIMIT);
+		     "set -g window-size latest\n"
+		     "set-hook -g pane-died \"%s\"\n"
+		     "set-hook -g session-created \"%s\"\n"
+		     "set-hook -g session-closed \"%s\"\n",
+		     TMUX_HISTORY_LIMIT, TMUX_HOOK_COMMAND, TMUX_HOOK_COMMAND, TMUX_HOOK_COMMAND);
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", t->conf) >= (int)sizeof(tmp))
 		return cause_fail(cause, ENAMETOOLONG, "tmux config path too long");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
@@ -191,6 +260,70 @@ int tmux_write_conf(const struct tmux *t, struct cause *cause)
 	return 0;
 }
 
+/* Runs the set-environment commands gathered in c (if any) and starts a new batch. */
+static int tmux_env_flush(const struct tmux *t, struct tmux_cmd *c, size_t *pending,
+			  struct cause *cause)
+{
+	int r = 0;
+
+	if (*pending > 0)
+		r = tmux_exec(c, NULL, 0, cause);
+	else
+		tmux_cmd_finish(c);
+	*pending = 0;
+	tmux_cmd_init(c, t);
+	return r == 1 ? -EIO : r;
+}
+
+/*
+ * Empties the server's global environment, which every pane inherits: a server started by an
+ * older agentd (or by hand) holds the whole environment of whoever started it.
+ */
+static int tmux_clear_global_env(const struct tmux *t, struct cause *cause)
+{
+	struct tmux_cmd c;
+	char *buf = malloc(TMUX_OUT_MAX), *line, *save = NULL;
+	size_t pending = 0;
+	int r;
+
+	if (buf == NULL)
+		return cause_fail(cause, ENOMEM, "out of memory");
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "show-environment");
+	tmux_raw(&c, "-g");
+	r = tmux_exec(&c, buf, TMUX_OUT_MAX, cause);
+	if (r != 0) {
+		r = r == 1 ? -EIO : r;
+		goto out;
+	}
+	tmux_cmd_init(&c, t);
+	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+
+		/* "-NAME" is already marked removed. */
+		if (line[0] == '-' || eq == NULL || eq == line)
+			continue;
+		*eq = '\0';
+		if ((c.argc + 6 > TMUX_ARGV_MAX ||
+		     tmux_cmd_bytes(&c) + strlen(line) + 64 > TMUX_MESSAGE_SAFE) &&
+		    (r = tmux_env_flush(t, &c, &pending, cause)) < 0)
+			break;
+		if (pending > 0)
+			tmux_raw(&c, ";");
+		tmux_raw(&c, "set-environment");
+		tmux_raw(&c, "-gu");
+		tmux_raw(&c, "--");
+		tmux_word(&c, line);
+		pending++;
+	}
+	if (r == 0)
+		r = tmux_env_flush(t, &c, &pending, cause);
+	tmux_cmd_finish(&c);
+out:
+	free(buf);
+	return r;
+}
+
 int tmux_start_server(const struct tmux *t, struct cause *cause)
 {
 	struct tmux_cmd c;
@@ -199,7 +332,9 @@ int tmux_start_server(const struct tmux *t, struct cause *cause)
 	tmux_cmd_init(&c, t);
 	tmux_raw(&c, "start-server");
 	r = tmux_exec(&c, NULL, 0, cause);
-	return r == 1 ? -EIO : r;
+	if (r != 0)
+		return r == 1 ? -EIO : r;
+	return tmux_clear_global_env(t, cause);
 }
 
 int tmux_escape_word(const char *in, char *out, size_t outlen)
@@ -270,6 +405,7 @@ int tmux_new_session(const struct tmux *t, const struct tmux_new *req, struct ca
 	tmux_cmd_init(&c, t);
 	tmux_raw(&c, "new-session");
 	tmux_raw(&c, "-d");
+	tmux_raw(&c, "-E"); /* no update-environment: the session environment is -e's alone */
 	tmux_raw(&c, "-s");
 	tmux_word(&c, req->name);
 	tmux_raw(&c, "-c");
@@ -335,59 +471,61 @@ int tmux_has_session(const struct tmux *t, const char *name)
 	return r == 0 ? 1 : 0;
 }
 
-int tmux_kill_session(const struct tmux *t, const char *name, struct cause *cause)
+int tmux_kill_session(const struct tmux *t, const char *name, const char *id, struct cause *cause)
 {
 	struct tmux_cmd c;
 	char out[1024];
 	int r;
 
 	tmux_cmd_init(&c, t);
+	tmux_guard(&c, name, id);
 	tmux_raw(&c, "kill-session");
 	tmux_target(&c, name, "");
 	r = tmux_exec(&c, out, sizeof(out), cause);
-	if (r == 1) {
-		if (strstr(out, "can't find session") != NULL ||
-		    strstr(out, "no server running") != NULL ||
-		    strstr(out, "no current target") != NULL ||
-		    strstr(out, "error connecting") != NULL)
-			return -ENOENT;
-		return -EIO;
-	}
-	return r;
+	return r == 1 ? tmux_guard_result(out) : r;
 }
 
-int tmux_set_option(const struct tmux *t, const char *name, const char *key, const char *value,
-		    struct cause *cause)
+int tmux_set_option(const struct tmux *t, const char *name, const char *id, const char *key,
+		    const char *value, struct cause *cause)
 {
 	struct tmux_cmd c;
+	char out[1024];
 	int r;
 
 	tmux_cmd_init(&c, t);
+	tmux_guard(&c, name, id);
 	tmux_raw(&c, "set-option");
 	tmux_target(&c, name, ":");
 	tmux_word(&c, key);
 	tmux_word(&c, value);
-	r = tmux_exec(&c, NULL, 0, cause);
-	return r == 1 ? -EIO : r;
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	return r == 1 ? tmux_guard_result(out) : r;
 }
 
-int tmux_respawn(const struct tmux *t, const char *name, char *const *argv, struct cause *cause)
+int tmux_respawn(const struct tmux *t, const char *name, const char *id, char *const *env,
+		 char *const *argv, struct cause *cause)
 {
 	struct tmux_cmd c;
+	char out[1024];
 	int r;
 
 	tmux_cmd_init(&c, t);
+	tmux_guard(&c, name, id);
 	tmux_raw(&c, "respawn-pane");
 	tmux_raw(&c, "-k");
 	tmux_target(&c, name, ":");
+	for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+		tmux_raw(&c, "-e");
+		tmux_word(&c, env[i]);
+	}
 	tmux_raw(&c, "--");
 	for (size_t i = 0; argv[i] != NULL; i++)
 		tmux_word(&c, argv[i]);
-	r = tmux_exec(&c, NULL, 0, cause);
-	return r == 1 ? -EIO : r;
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	return r == 1 ? tmux_guard_result(out) : r;
 }
 
-int tmux_pane_pid(const struct tmux *t, const char *name, struct cause *cause)
+int tmux_pane_pid(const struct tmux *t, const char *name, const char *id, struct cause *cause)
 {
 	struct tmux_cmd c;
 	char out[256];
@@ -395,13 +533,14 @@ int tmux_pane_pid(const struct tmux *t, const char *name, struct cause *cause)
 	int r;
 
 	tmux_cmd_init(&c, t);
+	tmux_guard(&c, name, id);
 	tmux_raw(&c, "display-message");
 	tmux_raw(&c, "-p");
 	tmux_target(&c, name, ":");
 	tmux_raw(&c, "#{pane_pid}");
 	r = tmux_exec(&c, out, sizeof(out), cause);
 	if (r == 1)
-		return -ENOENT;
+		return tmux_guard_result(out);
 	if (r < 0)
 		return r;
 	pid = strtol(out, NULL, 10);
@@ -436,12 +575,34 @@ static void tmux_field(char **cursor, char *out, size_t outlen)
 	*cursor = sep != NULL ? sep + 1 : p + strlen(p);
 }
 
+/* Reads #{pane_dead}, #{pane_dead_status}, #{pane_dead_signal}, #{pane_dead_time}, #{pane_pid},
+ * #{pid} into ti. */
+static void tmux_pane_fields(char **cursor, struct tmux_info *ti)
+{
+	char num[32];
+
+	tmux_field(cursor, num, sizeof(num));
+	ti->pane_dead = num[0] == '1';
+	tmux_field(cursor, num, sizeof(num));
+	ti->dead_status = num[0] != '\0' ? (int)strtol(num, NULL, 10) : -1;
+	tmux_field(cursor, num, sizeof(num));
+	ti->dead_signal = (int)strtol(num, NULL, 10);
+	tmux_field(cursor, num, sizeof(num));
+	ti->dead_time = strtol(num, NULL, 10);
+	tmux_field(cursor, num, sizeof(num));
+	ti->pane_pid = strtol(num, NULL, 10);
+	tmux_field(cursor, num, sizeof(num));
+	ti->server_pid = strtol(num, NULL, 10);
+}
+
 int tmux_list(const struct tmux *t, struct tmux_info **out, size_t *n, struct cause *cause)
 {
 	static const char fmt[] =
 	    "#{session_name}" TMUX_SEP "#{session_path}" TMUX_SEP "#{window_activity}" TMUX_SEP
-	    "#{pane_dead}" TMUX_SEP "#{@agentd_id}" TMUX_SEP "#{@agentd_owner}" TMUX_SEP
-	    "#{@agentd_repo}" TMUX_SEP "#{@agentd_issue}" TMUX_SEP "#{@agentd_mode}" TMUX_SEP
+	    "#{pane_dead}" TMUX_SEP "#{pane_dead_status}" TMUX_SEP "#{pane_dead_signal}" TMUX_SEP
+	    "#{pane_dead_time}" TMUX_SEP "#{pane_pid}" TMUX_SEP "#{pid}" TMUX_SEP
+	    "#{@agentd_id}" TMUX_SEP "#{@agentd_owner}" TMUX_SEP "#{@agentd_repo}" TMUX_SEP
+	    "#{@agentd_issue}" TMUX_SEP "#{@agentd_mode}" TMUX_SEP
 	    "#{@agentd_agent_session}" TMUX_SEP "#{@agentd_created}" TMUX_SEP "#{@agentd_prompt}";
 	struct tmux_info *list = NULL;
 	char prompt[TMUX_PROMPT_STORED_MAX + 1];
@@ -488,8 +649,7 @@ int tmux_list(const struct tmux *t, struct tmux_info **out, size_t *n, struct ca
 		tmux_field(&line, ti->path, sizeof(ti->path));
 		tmux_field(&line, num, sizeof(num));
 		ti->activity = strtol(num, NULL, 10);
-		tmux_field(&line, num, sizeof(num));
-		ti->pane_dead = num[0] == '1';
+		tmux_pane_fields(&line, ti);
 		tmux_field(&line, ti->meta.id, sizeof(ti->meta.id));
 		tmux_field(&line, ti->meta.owner, sizeof(ti->meta.owner));
 		tmux_field(&line, ti->meta.repo, sizeof(ti->meta.repo));
@@ -510,4 +670,99 @@ out:
 	*out = list;
 	*n = count;
 	return 0;
+}
+
+/* tmux's words for a server that is not there (or went away under a waiting client). */
+static bool tmux_no_server(const char *out)
+{
+	return strstr(out, "no server running") != NULL ||
+	       strstr(out, "error connecting") != NULL || strstr(out, "server exited") != NULL ||
+	       strstr(out, "lost server") != NULL;
+}
+
+int tmux_install_hooks(const struct tmux *t, struct cause *cause)
+{
+	static const char *const hooks[] = {"pane-died", "session-created", "session-closed"};
+	struct tmux_cmd c;
+	char out[1024];
+	int r;
+
+	tmux_cmd_init(&c, t);
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		if (i > 0)
+			tmux_raw(&c, ";");
+		tmux_raw(&c, "set-hook");
+		tmux_raw(&c, "-g");
+		tmux_raw(&c, hooks[i]);
+		tmux_raw(&c, TMUX_HOOK_COMMAND);
+	}
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	if (r == 1)
+		return tmux_no_server(out) ? -ENOENT : -EIO;
+	return r;
+}
+
+int tmux_wait(const struct tmux *t, struct cause *cause)
+{
+	struct tmux_cmd c;
+	char out[1024];
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "wait-for");
+	tmux_raw(&c, TMUX_CHANNEL);
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	if (r == 1)
+		return tmux_no_server(out) ? -ENOENT : -EIO;
+	return r;
+}
+
+int tmux_signal(const struct tmux *t)
+{
+	struct tmux_cmd c;
+	char out[1024];
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "wait-for");
+	tmux_raw(&c, "-S");
+	tmux_raw(&c, TMUX_CHANNEL);
+	r = tmux_exec(&c, out, sizeof(out), NULL);
+	if (r == 1)
+		return tmux_no_server(out) ? -ENOENT : -EIO;
+	return r;
+}
+
+int tmux_pane_state(const struct tmux *t, const char *name, struct tmux_info *out)
+{
+	struct tmux_cmd c;
+	char buf[512], found[128], *cursor = buf;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	out->dead_status = -1;
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "display-message");
+	tmux_raw(&c, "-p");
+	tmux_target(&c, name, ":");
+	/* display-message answers even for a target it cannot find (with empty formats): the
+	 * session's own name tells whether it was found. */
+	tmux_raw(&c,
+		 "#{session_name}" TMUX_SEP "#{pane_dead}" TMUX_SEP "#{pane_dead_status}" TMUX_SEP
+		 "#{pane_dead_signal}" TMUX_SEP "#{pane_dead_time}" TMUX_SEP "#{pane_pid}" TMUX_SEP
+		 "#{pid}" TMUX_SEP "#{@agentd_id}");
+	r = tmux_exec(&c, buf, sizeof(buf), NULL);
+	if (r < 0)
+		return r;
+	if (r ==
+	    1) /* no such session, or no server, means it is not there; anything else is an error */
+		return tmux_no_server(buf) || strstr(buf, "can't find") != NULL ? 0 : -EIO;
+	tmux_field(&cursor, found, sizeof(found));
+	if (strcmp(found, name) != 0)
+		return 0;
+	tmux_pane_fields(&cursor, out);
+	tmux_field(&cursor, out->meta.id, sizeof(out->meta.id));
+	out->meta.id[strcspn(out->meta.id, "\n")] = '\0';
+	return 1;
 }

@@ -19,6 +19,10 @@
 #define TMUX_HISTORY_LIMIT 50000
 #define TMUX_OPTION_COUNT  8
 #define TMUX_LIST_MAX      4096
+/* The wait-for channel our hooks signal when a pane dies or a session is created or closed. tmux
+ * 3.3 remembers one signal nobody waited for, but a second one before the next wait cancels it:
+ * a waiter must be registered again at once, and the rest found by rescanning. */
+#define TMUX_CHANNEL "agentd-liveness"
 
 struct tmux {
 	char bin[CONFIG_PATH_MAX];
@@ -44,6 +48,11 @@ struct tmux_info {
 	char path[1200]; /* the session's start directory */
 	long activity;   /* #{window_activity}: last output, unix seconds */
 	bool pane_dead;
+	int dead_status; /* #{pane_dead_status}: exit code (-1: none, a signal ended it) */
+	int dead_signal; /* #{pane_dead_signal}: the signal that ended it (0: none) */
+	long dead_time;  /* #{pane_dead_time}: when, unix seconds (0: unknown) */
+	long pane_pid;   /* #{pane_pid}: the pane's process (also once it is dead) */
+	long server_pid; /* #{pid}: the tmux server */
 	struct tmux_meta meta;
 };
 
@@ -56,14 +65,39 @@ struct tmux_new {
 	const struct tmux_meta *meta; /* stored as @agentd_* options in the same tmux call */
 };
 
+/*
+ * Every operation on an existing session (kill, set-option, respawn, pane pid) names the session
+ * by its tmux name AND the agentd id it must belong to: it acts only when the tmux session's
+ * @agentd_id is that id, checked in the same tmux call (tmux_guard_format), and answers -EPERM
+ * when the session belongs to another id, -ENOENT when it is gone. Two sessions can then never
+ * act on each other's agent, whatever their names. An id of "" matches a session without
+ * @agentd_id (one made by an older tool, for recovery to claim).
+ *
+ * Environment: tmux is always run with an empty environment, so a server we start has an empty
+ * global environment, and tmux_start_server empties one that another process started. A pane's
+ * environment is then exactly its -e words plus what tmux 3.3a itself sets (TERM, TERM_PROGRAM,
+ * TERM_PROGRAM_VERSION, TMUX, TMUX_PANE, SHELL, PWD, and PATH=/usr/bin:/bin when PATH is not
+ * given). new-session keeps its -e words as the session's environment (so a respawn has them
+ * too) and runs with -E, so no client's variables are copied in (update-environment).
+ */
+#define TMUX_GUARD_FAIL "agentd-not-this-session" /* the command if-shell cannot parse */
+#define TMUX_GUARD_MAX  (2 * SESSION_ID_MAX + 80)
+
+/*
+ * Writes the tmux format that is 1 only on session name whose @agentd_id is id into out. Returns
+ * 0, -EINVAL (a character that could end a format argument) or -ENAMETOOLONG.
+ */
+int tmux_guard_format(const char *name, const char *id, char *out, size_t outlen);
+
 /* Fills t from cfg. Returns 0 or -ENAMETOOLONG. */
 int tmux_init(struct tmux *t, const struct config *cfg);
 
 /* Writes the server config file atomically (remain-on-exit, status off, history-limit, exit-empty
- * off). Returns 0 or -errno with cause. */
+ * off, and the hooks of tmux_install_hooks). Returns 0 or -errno with cause. */
 int tmux_write_conf(const struct tmux *t, struct cause *cause);
 
-/* Starts the server if it does not run (start-server). Returns 0 or -errno with cause. */
+/* Starts the server if it does not run (start-server) and empties its global environment.
+ * Returns 0 or -errno with cause. */
 int tmux_start_server(const struct tmux *t, struct cause *cause);
 
 /* Copies in to out, inserting '\' before a final ';'. Returns 0 or -ENAMETOOLONG. */
@@ -76,15 +110,20 @@ int tmux_new_session(const struct tmux *t, const struct tmux_new *req, struct ca
 /* Returns 1 if session name exists, 0 if not (or no server), -errno on failure to run tmux. */
 int tmux_has_session(const struct tmux *t, const char *name);
 
-/* Kills the session. Returns 0, -ENOENT if it did not exist, or -errno with cause. */
-int tmux_kill_session(const struct tmux *t, const char *name, struct cause *cause);
+/* Kills session name of id. Returns 0, -ENOENT if it did not exist, -EPERM if it is another
+ * id's, or -errno with cause. */
+int tmux_kill_session(const struct tmux *t, const char *name, const char *id, struct cause *cause);
 
-/* Sets user option key (e.g. "@agentd_mode") on session name. Returns 0 or -errno with cause. */
-int tmux_set_option(const struct tmux *t, const char *name, const char *key, const char *value,
-		    struct cause *cause);
+/* Sets user option key (e.g. "@agentd_mode") on session name of id. Returns 0, -ENOENT, -EPERM
+ * or -errno with cause. */
+int tmux_set_option(const struct tmux *t, const char *name, const char *id, const char *key,
+		    const char *value, struct cause *cause);
 
-/* Replaces the pane's process (respawn-pane -k) with argv. Returns 0 or -errno with cause. */
-int tmux_respawn(const struct tmux *t, const char *name, char *const *argv, struct cause *cause);
+/* Replaces the pane's process of session name of id (respawn-pane -k) with argv, env ("KEY=value"
+ * words for -e, NULL-terminated, or NULL) added to the session's environment for this process.
+ * Returns 0, -ENOENT, -EPERM or -errno with cause. */
+int tmux_respawn(const struct tmux *t, const char *name, const char *id, char *const *env,
+		 char *const *argv, struct cause *cause);
 
 /*
  * Lists every session with its metadata. *out is allocated (caller frees), *n set. No server
@@ -92,10 +131,35 @@ int tmux_respawn(const struct tmux *t, const char *name, char *const *argv, stru
  */
 int tmux_list(const struct tmux *t, struct tmux_info **out, size_t *n, struct cause *cause);
 
-/* Reads the pid of the session's pane process. Returns the pid (> 0) or -errno with cause. */
-int tmux_pane_pid(const struct tmux *t, const char *name, struct cause *cause);
+/* Reads the pid of the pane process of session name of id. Returns the pid (> 0), -ENOENT,
+ * -EPERM or -errno with cause. */
+int tmux_pane_pid(const struct tmux *t, const char *name, const char *id, struct cause *cause);
 
 /* Returns 1 if the server answers, 0 if no server runs, -errno if tmux cannot be run. */
 int tmux_server_running(const struct tmux *t);
+
+/*
+ * Sets the global hooks pane-died, session-created and session-closed to `wait-for -S
+ * TMUX_CHANNEL` on the running
+ * server (one that was started before they were in the config file). Returns 0, -ENOENT when no
+ * server runs, or -errno with cause.
+ */
+int tmux_install_hooks(const struct tmux *t, struct cause *cause);
+
+/*
+ * Blocks until TMUX_CHANNEL is signalled (or was since the last wait). Returns 0 when signalled,
+ * -ENOENT when no server runs or the server went away while waiting, or -errno with cause.
+ */
+int tmux_wait(const struct tmux *t, struct cause *cause);
+
+/* Signals TMUX_CHANNEL (wakes tmux_wait). Returns 0, -ENOENT (no server) or -errno. */
+int tmux_signal(const struct tmux *t);
+
+/*
+ * Reads the state of session name's pane into out (name, pane_dead, dead_status, dead_signal,
+ * dead_time, pane_pid, server_pid, meta.id; other fields zeroed). Returns 1 when the session
+ * exists, 0 when it (or the server) does not, -errno when tmux cannot be run.
+ */
+int tmux_pane_state(const struct tmux *t, const char *name, struct tmux_info *out);
 
 #endif

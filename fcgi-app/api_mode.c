@@ -4,6 +4,7 @@
  * the old process is gone before the answer, so two claude processes never run for one session.
  */
 #include "claude.h"
+#include "jsontext.h"
 #include "log.h"
 #include "proc.h"
 #include "router.h"
@@ -16,6 +17,7 @@
 
 #define MODE_EXIT_WAIT_MS 5000
 #define MODE_POLL_MS      20
+#define MODE_JSON_DEPTH   4
 
 /* Waits for pid to exit; past the deadline its process group is killed. */
 static void mode_reap_old(pid_t pid)
@@ -35,15 +37,19 @@ static void mode_reap_old(pid_t pid)
 static int mode_switch(const struct app *app, struct session *s, enum session_mode mode,
 		       struct cause *cause)
 {
+	extern char **environ;
 	struct claude_argv *argv = malloc(sizeof(*argv));
+	struct claude_env *env = malloc(sizeof(*env));
 	struct session copy = *s;
 	pid_t old;
 	int r = 0;
 
 	char path[CONFIG_PATH_MAX];
 
-	if (argv == NULL)
-		return cause_fail(cause, ENOMEM, "out of memory");
+	if (argv == NULL || env == NULL) {
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
 	/* Check before killing anything: a missing program would leave a dead pane. */
 	if (mode == SESSION_STRUCTURED && (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
 		cause_set(cause, "agentd-host (%s) was not found: %s", app->host_bin, strerror(-r));
@@ -63,17 +69,30 @@ static int mode_switch(const struct app *app, struct session *s, enum session_mo
 		cause_set(cause, "cannot build the command line: %s", strerror(-r));
 		goto out;
 	}
-	old = tmux_pane_pid(&app->tmux, s->tmux_name, cause);
-	if ((r = tmux_respawn(&app->tmux, s->tmux_name, argv->argv, cause)) < 0)
+	/* Today's values of the agent's variables (the session keeps those of its creation too). */
+	if ((r = claude_env(app->cfg, environ, env)) < 0) {
+		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
+			  strerror(-r));
+		goto out;
+	}
+	/* Each call checks that the tmux session is this session's (-EPERM otherwise). */
+	old = tmux_pane_pid(&app->tmux, s->tmux_name, s->id, cause);
+	if (old == -EPERM) {
+		r = old;
+		goto out;
+	}
+	if ((r = tmux_respawn(&app->tmux, s->tmux_name, s->id, env->words, argv->argv, cause)) < 0)
 		goto out;
 	if (old > 0)
 		mode_reap_old(old);
-	tmux_set_option(&app->tmux, s->tmux_name, "@agentd_mode", session_mode_name(mode), NULL);
+	tmux_set_option(&app->tmux, s->tmux_name, s->id, "@agentd_mode", session_mode_name(mode),
+			NULL);
 	s->mode = mode;
 	s->launched = true;
 	r = store_write(&app->store, s, cause);
 out:
 	free(argv);
+	free(env);
 	return r;
 }
 
@@ -92,7 +111,7 @@ static void api_mode_post(const struct app *app, struct request *req,
 	}
 	if (!request_is_json(req)) {
 		request_error(req, 415, "unsupported_media_type",
-			      "send the body with Content-Type: application/json");
+			      "send the body with Content-Type: application/json (charset utf-8)");
 		return;
 	}
 	if ((r = request_read_body(req, APP_BODY_MAX)) < 0) {
@@ -100,8 +119,12 @@ static void api_mode_post(const struct app *app, struct request *req,
 			      "the body could not be read");
 		return;
 	}
-	root = json_tokener_parse(req->body);
-	if (root == NULL || !json_object_object_get_ex(root, "mode", &v) ||
+	root = jsontext_parse(req->body, req->body_len, MODE_JSON_DEPTH, &cause);
+	if (root == NULL) {
+		request_error(req, 400, "invalid_request", "%s", cause.msg);
+		goto out;
+	}
+	if (!json_object_object_get_ex(root, "mode", &v) ||
 	    !json_object_is_type(v, json_type_string) ||
 	    session_mode_parse(json_object_get_string(v), &mode) < 0) {
 		request_error(
@@ -111,13 +134,13 @@ static void api_mode_post(const struct app *app, struct request *req,
 	}
 	s = malloc(sizeof(*s));
 	fd = s != NULL ? store_lock(&app->store, args[0]) : -ENOMEM;
-	if (fd < 0) {
-		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
-		goto out;
-	}
-	r = store_read(&app->store, args[0], s, &cause);
+	r = fd == -ENOENT ? fd : fd < 0 ? 0 : store_read(&app->store, args[0], s, &cause);
 	if (r == -ENOENT) {
 		request_error(req, 404, "not_found", "no session %s", args[0]);
+		goto out;
+	}
+	if (fd < 0) {
+		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
 		goto out;
 	}
 	if (r < 0) {
@@ -130,9 +153,16 @@ static void api_mode_post(const struct app *app, struct request *req,
 			      session_state_name(s->state));
 		goto out;
 	}
-	if (s->mode != mode && mode_switch(app, s, mode, &cause) < 0) {
-		request_error(req, 500, "mode_switch_failed", "cannot switch %s to %s mode: %s",
-			      s->id, session_mode_name(mode), cause.msg);
+	if (s->mode != mode && (r = mode_switch(app, s, mode, &cause)) < 0) {
+		if (r == -EPERM)
+			request_error(req, 409, "tmux_session_mismatch",
+				      "tmux session %s belongs to another session; %s was not "
+				      "switched",
+				      s->tmux_name, s->id);
+		else
+			request_error(req, 500, "mode_switch_failed",
+				      "cannot switch %s to %s mode: %s", s->id,
+				      session_mode_name(mode), cause.msg);
 		goto out;
 	}
 	if (s->mode == mode)

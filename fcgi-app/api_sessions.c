@@ -1,6 +1,7 @@
 /* The /sessions resource: create (asynchronous), list, get, delete. */
 #include "api_worktrees.h"
 #include "create.h"
+#include "jsontext.h"
 #include "log.h"
 #include "router.h"
 #include "worktree.h"
@@ -78,28 +79,10 @@ static int api_parse_create(json_object *root, struct create_input *in, struct c
 
 static json_object *api_parse_body(struct request *req, struct cause *cause)
 {
-	json_tokener *tok = json_tokener_new_ex(API_JSON_DEPTH);
-	json_object *root;
-
-	if (tok == NULL) {
-		cause_set(cause, "out of memory");
-		return NULL;
-	}
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	root = json_tokener_parse_ex(tok, req->body, (int)req->body_len);
-	if (root == NULL || json_tokener_get_parse_end(tok) != req->body_len) {
-		enum json_tokener_error e = json_tokener_get_error(tok);
-
-		cause_set(cause, "the body is not valid JSON: %s",
-			  root == NULL ? json_tokener_error_desc(e) : "trailing data");
-		json_object_put(root);
-		root = NULL;
-	}
-	json_tokener_free(tok);
-	return root;
+	return jsontext_parse(req->body, req->body_len, API_JSON_DEPTH, cause);
 }
 
-/* Counts sessions that hold a slot (a failed session holds none). */
+/* Counts sessions that hold a slot (a failed or lost session holds none). */
 static int api_count_active(const struct app *app, size_t *count)
 {
 	struct session *list;
@@ -110,7 +93,7 @@ static int api_count_active(const struct app *app, size_t *count)
 		return r;
 	*count = 0;
 	for (size_t i = 0; i < n; i++)
-		if (list[i].state != SESSION_FAILED)
+		if (session_holds_slot(list[i].state))
 			(*count)++;
 	free(list);
 	return 0;
@@ -142,7 +125,22 @@ static void api_create_locked(const struct app *app, struct request *req,
 			      old.id, old.owner, old.name);
 		return;
 	}
-	if (r == 0 && old.state != SESSION_FAILED) {
+	if (r == 0 && old.state == SESSION_EXITED) {
+		/* Its tmux session and worktree are there: only claude starts again. It keeps the
+		 * slot it holds, so the limit is not checked. */
+		if (create_respawn(app, &old, &cause) < 0) {
+			request_error(req, 500, "restart_failed", "cannot restart %s: %s", old.id,
+				      cause.msg);
+			return;
+		}
+		if (store_write(&app->store, &old, &cause) < 0) {
+			request_error(req, 500, "store_error", "%s", cause.msg);
+			return;
+		}
+		api_reply_session(req, 201, &old);
+		return;
+	}
+	if (r == 0 && session_holds_slot(old.state)) {
 		api_reply_session(req, 200, &old);
 		return;
 	}
@@ -152,7 +150,8 @@ static void api_create_locked(const struct app *app, struct request *req,
 		return;
 	}
 	if (r == 0) {
-		/* Started over: keep the conversation if claude ever ran with it. */
+		/* A failed or lost session is started over (a new tmux session in the same
+		 * worktree): keep the conversation if claude ever ran with it. */
 		if (old.launched) {
 			memcpy(s->agent_session_id, old.agent_session_id,
 			       sizeof(s->agent_session_id));
@@ -195,7 +194,7 @@ static void api_sessions_create(const struct app *app, struct request *req,
 
 	if (!request_is_json(req)) {
 		request_error(req, 415, "unsupported_media_type",
-			      "send the body with Content-Type: application/json");
+			      "send the body with Content-Type: application/json (charset utf-8)");
 		return;
 	}
 	r = request_read_body(req, APP_BODY_MAX);
@@ -226,14 +225,16 @@ static void api_sessions_create(const struct app *app, struct request *req,
 		goto out;
 	}
 	all_fd = store_lock_all(&app->store);
-	fd = all_fd >= 0 ? store_lock(&app->store, s->id) : -1;
+	fd = all_fd >= 0 ? store_lock_create(&app->store, s->id) : -1;
 	if (fd < 0) {
 		request_error(req, 500, "store_error", "cannot lock the session store");
 		goto out;
 	}
 	api_create_locked(app, req, &in, s);
 out:
-	store_unlock(fd);
+	/* A refused create leaves no lock file. */
+	if (s != NULL)
+		store_unlock_session(&app->store, s->id, fd);
 	store_unlock(all_fd);
 	free(s);
 	json_object_put(root);
@@ -332,13 +333,13 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	}
 	s = malloc(sizeof(*s));
 	fd = s != NULL ? store_lock(&app->store, args[0]) : -ENOMEM;
-	if (fd < 0) {
-		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
-		goto out;
-	}
-	r = store_read(&app->store, args[0], s, &cause);
+	r = fd == -ENOENT ? fd : fd < 0 ? 0 : store_read(&app->store, args[0], s, &cause);
 	if (r == -ENOENT) {
 		request_error(req, 404, "not_found", "no session %s", args[0]);
+		goto out;
+	}
+	if (fd < 0) {
+		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
 		goto out;
 	}
 	if (r < 0) {
@@ -347,8 +348,13 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	}
 	s->state = SESSION_STOPPING;
 	store_write(&app->store, s, NULL);
-	r = tmux_kill_session(&app->tmux, s->tmux_name, &cause);
-	if (r < 0 && r != -ENOENT) {
+	/* A tmux session of that name that carries another session's id is not this session's:
+	 * it is left alone, and this session is deleted as one whose tmux session is gone. */
+	r = tmux_kill_session(&app->tmux, s->tmux_name, s->id, &cause);
+	if (r == -EPERM)
+		log_warn("session %s: tmux session %s belongs to another session; not killed",
+			 s->id, s->tmux_name);
+	if (r < 0 && r != -ENOENT && r != -EPERM) {
 		request_error(req, 500, "tmux_error", "cannot stop tmux session %s: %s",
 			      s->tmux_name, cause.msg);
 		goto out;

@@ -14,25 +14,38 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CREATE_ENV_MAX 64
 #define CREATE_POLL_MS 50
 #define CREATE_LOCK_FD 3 /* where the worker finds its lock (proc_opts.keep_fd) */
 
-static int create_lock_open(const struct app *app, const char *id)
+/*
+ * The worker lock file <id>.worker exists while a worker may run: create_start makes it, and the
+ * worker removes it as it ends, so asking about an id creates no file.
+ */
+static int create_lock_open(const struct app *app, const char *id, bool create)
 {
 	char path[SESSION_PATH_MAX];
 	int fd;
 
 	if (store_path(&app->store, id, ".worker", path, sizeof(path)) < 0)
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0640);
 	return fd < 0 ? -errno : fd;
+}
+
+static void create_lock_remove(const struct app *app, const char *id)
+{
+	char path[SESSION_PATH_MAX];
+
+	if (store_path(&app->store, id, ".worker", path, sizeof(path)) == 0)
+		unlink(path);
 }
 
 int create_worker_alive(const struct app *app, const char *id)
 {
-	int fd = create_lock_open(app, id), alive;
+	int fd = create_lock_open(app, id, false), alive;
 
+	if (fd == -ENOENT)
+		return 0;
 	if (fd < 0)
 		return fd;
 	alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
@@ -62,7 +75,7 @@ int create_start(const struct app *app, const struct session *s, struct cause *c
 	int fd, r, st = 0;
 
 	/* Taken here and handed over, so the worker is "alive" from the first instant. */
-	fd = create_lock_open(app, s->id);
+	fd = create_lock_open(app, s->id, true);
 	if (fd < 0)
 		return cause_fail(cause, fd, "cannot open the worker lock: %s", strerror(-fd));
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -75,50 +88,18 @@ int create_start(const struct app *app, const struct session *s, struct cause *c
 		cause_set(cause, "cannot run %s: %s", app->self_exe, strerror(-r));
 	else if (st != 0)
 		r = cause_fail(cause, ECHILD, "the creation worker exited with status %d", st);
+	if (r < 0) /* no worker holds it: we still do */
+		create_lock_remove(app, s->id);
 out:
 	close(fd);
 	return r;
 }
 
-/* Builds "-e NAME=value" words for the variables of AGENTD_AGENT_ENV that are set. */
-static size_t create_agent_env(const struct config *cfg, char *words[CREATE_ENV_MAX + 1], char *buf,
-			       size_t buflen)
-{
-	size_t n = 0, used = 0;
-
-	for (const char *p = cfg->agent_env; *p != '\0' && n < CREATE_ENV_MAX;) {
-		char name[128];
-		size_t len;
-		const char *val;
-		int w;
-
-		p += strspn(p, " \t,");
-		len = strcspn(p, " \t,");
-		if (len == 0 || len >= sizeof(name)) {
-			p += len;
-			continue;
-		}
-		memcpy(name, p, len);
-		name[len] = '\0';
-		p += len;
-		val = getenv(name);
-		if (val == NULL)
-			continue;
-		w = snprintf(buf + used, buflen - used, "%s=%s", name, val);
-		if (w < 0 || (size_t)w >= buflen - used)
-			break;
-		words[n++] = buf + used;
-		used += (size_t)w + 1;
-	}
-	words[n] = NULL;
-	return n;
-}
-
 int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
 {
+	extern char **environ;
 	char path[CONFIG_PATH_MAX];
-	char *env[CREATE_ENV_MAX + 1];
-	char envbuf[16384];
+	struct claude_env *env = NULL;
 	struct claude_argv *cargv = NULL;
 	struct tmux_meta *meta = NULL;
 	struct tmux_new req;
@@ -133,7 +114,8 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		    app->cfg->claude, strerror(-r));
 	cargv = malloc(sizeof(*cargv));
 	meta = calloc(1, sizeof(*meta));
-	if (cargv == NULL || meta == NULL) {
+	env = malloc(sizeof(*env));
+	if (cargv == NULL || meta == NULL || env == NULL) {
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto out;
 	}
@@ -161,8 +143,12 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	snprintf(meta->agent_session, sizeof(meta->agent_session), "%s", s->agent_session_id);
 	session_format_time(s->created_at, meta->created, sizeof(meta->created));
 	snprintf(meta->prompt, sizeof(meta->prompt), "%s", s->prompt);
-	create_agent_env(app->cfg, env, envbuf, sizeof(envbuf));
-	req = (struct tmux_new){s->tmux_name, s->worktree, env, cargv->argv, meta};
+	if ((r = claude_env(app->cfg, environ, env)) < 0) {
+		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
+			  strerror(-r));
+		goto out;
+	}
+	req = (struct tmux_new){s->tmux_name, s->worktree, env->words, cargv->argv, meta};
 	/* new-session starts the server (with our -f config) when none runs. */
 	r = tmux_new_session(&app->tmux, &req, cause);
 	if (r == -EEXIST)
@@ -170,6 +156,63 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 out:
 	free(cargv);
 	free(meta);
+	free(env);
+	return r;
+}
+
+int create_respawn(const struct app *app, struct session *s, struct cause *cause)
+{
+	extern char **environ;
+	char path[CONFIG_PATH_MAX];
+	struct claude_argv *argv = malloc(sizeof(*argv));
+	struct claude_env *env = malloc(sizeof(*env));
+	struct session *copy = malloc(sizeof(*copy));
+	int r;
+
+	if (argv == NULL || env == NULL || copy == NULL) {
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Checked first: a missing program would only give another dead pane. */
+	if ((r = proc_which(app->cfg->claude, path, sizeof(path))) < 0) {
+		cause_set(cause, "the agent executable %s was not found: %s", app->cfg->claude,
+			  strerror(-r));
+		goto out;
+	}
+	if (s->mode == SESSION_STRUCTURED &&
+	    (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
+		cause_set(cause, "agentd-host (%s) was not found: %s", app->host_bin, strerror(-r));
+		goto out;
+	}
+	*copy = *s;
+	copy->launched = claude_has_transcript(s, getenv("HOME"), getenv("CLAUDE_CONFIG_DIR"));
+	r = s->mode == SESSION_STRUCTURED
+		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched, NULL, argv)
+		: claude_terminal_argv(app->cfg, copy, argv);
+	if (r < 0) {
+		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
+		goto out;
+	}
+	/* Today's values of the agent's variables, as a mode switch gives them. */
+	if ((r = claude_env(app->cfg, environ, env)) < 0) {
+		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
+			  strerror(-r));
+		goto out;
+	}
+	/* Checks that the tmux session is this session's (-EPERM otherwise). */
+	if ((r = tmux_respawn(&app->tmux, s->tmux_name, s->id, env->words, argv->argv, cause)) < 0)
+		goto out;
+	tmux_signal(&app->tmux); /* the liveness watcher watches the new process */
+	s->state = s->clients > 0 ? SESSION_ATTACHED : SESSION_RUNNING;
+	s->launched = true;
+	s->error[0] = '\0';
+	s->last_activity = (int64_t)time(NULL);
+	log_info("session %s: claude started again (%s)", s->id,
+		 copy->launched ? "--resume" : "--session-id");
+out:
+	free(copy);
+	free(env);
+	free(argv);
 	return r;
 }
 
@@ -246,12 +289,19 @@ int create_worker_main(const struct app *app, const char *id)
 	if (s == NULL || store_read(&app->store, id, s, &cause) < 0) {
 		log_error("worker for %s: cannot read the record: %s", id, cause.msg);
 		free(s);
+		create_lock_remove(app, id);
 		return 1;
 	}
 	worktree_global_init();
 	r = create_run(app, s, &cause);
 	create_finish(app, id, r, cause.msg);
+	/* An agent that died while the record still said creating was left alone by the liveness
+	 * watcher: it looks again now that the record says running. */
+	if (r == 0)
+		tmux_signal(&app->tmux);
 	free(s);
+	/* Removed while held, so that a waiter that opened it sees the worker end, then no file. */
+	create_lock_remove(app, id);
 	close(CREATE_LOCK_FD); /* releases the worker lock */
 	return r < 0 ? 1 : 0;
 }

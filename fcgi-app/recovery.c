@@ -5,16 +5,25 @@
 #include "worktree.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
+#define RECOVERY_STAT_MAX     1024
+#define RECOVERY_STAT_EXITPOS 49 /* exit_code, field 52 of /proc/<pid>/stat, counted from state */
+
+/* The tmux session of record id: named name and not carrying another id (an older tool's
+ * session carries none). */
 static const struct tmux_info *recovery_find_tmux(const struct tmux_info *ti, size_t n,
-						  const char *name)
+						  const char *name, const char *id)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(ti[i].name, name) == 0)
+		if (strcmp(ti[i].name, name) == 0 &&
+		    (ti[i].meta.id[0] == '\0' || strcmp(ti[i].meta.id, id) == 0))
 			return &ti[i];
 	return NULL;
 }
@@ -46,8 +55,11 @@ static int recovery_from_tmux(const struct app *app, const struct tmux_info *ti,
 	}
 	if (session_init(s, cfg->base_dir, owner, name, issue) < 0)
 		return -EINVAL;
-	if (strcmp(s->tmux_name, ti->name) != 0)
+	/* Sessions made before issue 8 keep the name they had ('_' not yet '+'). */
+	if (!session_tmux_name_valid(s->id, ti->name))
 		return -EINVAL;
+	snprintf(s->tmux_name, sizeof(s->tmux_name), "%.*s", (int)sizeof(s->tmux_name) - 1,
+		 ti->name);
 	s->state = SESSION_RUNNING;
 	s->launched = ours;
 	if (ours) {
@@ -67,71 +79,191 @@ static int recovery_from_tmux(const struct app *app, const struct tmux_info *ti,
 	return 0;
 }
 
-/* Brings one existing record in line with tmux. Returns true when it changed. */
+/* The record of a session whose tmux session is gone. */
+static void recovery_set_lost(struct session *s)
+{
+	s->state = SESSION_LOST;
+	snprintf(s->error, sizeof(s->error),
+		 "tmux session %s is gone (killed outside agentd, or the tmux server stopped)",
+		 s->tmux_name);
+}
+
+/*
+ * The wait status of pid while it is a zombie child of the tmux server, from /proc/<pid>/stat.
+ * tmux 3.3a sometimes sees a pane's terminal close before it reaps the process, and then reaps it
+ * only with the next child that exits: until then the pane is dead without a status. Returns 0
+ * with *status set, or -ESRCH.
+ */
+static int recovery_zombie_status(long pid, long server_pid, int *status)
+{
+	char path[64], buf[RECOVERY_STAT_MAX];
+	char *p, *save = NULL;
+	ssize_t n;
+	int fd, field = 0;
+	bool zombie = false;
+	long ppid = -1;
+
+	if (pid <= 0 || snprintf(path, sizeof(path), "/proc/%ld/stat", pid) >= (int)sizeof(path))
+		return -ESRCH;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the command name may hold blanks and parentheses */
+	if (p == NULL)
+		return -ESRCH;
+	for (p = strtok_r(p + 1, " ", &save); p != NULL; p = strtok_r(NULL, " ", &save), field++) {
+		if (field == 0)
+			zombie = strcmp(p, "Z") == 0;
+		else if (field == 1)
+			ppid = strtol(p, NULL, 10);
+		else if (field == RECOVERY_STAT_EXITPOS)
+			break;
+	}
+	/* A zombie of the server is the pane's own process: its pid cannot have been reused. */
+	if (p == NULL || !zombie || ppid != server_pid)
+		return -ESRCH;
+	*status = (int)strtol(p, NULL, 10);
+	return 0;
+}
+
+/* Running, attached or exited as tmux says: a dead pane is exited, a live one runs. A pane
+ * whose process is a zombie tmux has not reaped is dead too (its terminal may stay open while a
+ * child of the agent holds it). Returns true when s changed. */
+static bool recovery_follow_pane(struct session *s, const struct tmux_info *ti)
+{
+	int code = ti->dead_status, sig = ti->dead_signal, ws;
+	bool dead = ti->pane_dead;
+
+	if ((!dead || (code < 0 && sig <= 0)) &&
+	    recovery_zombie_status(ti->pane_pid, ti->server_pid, &ws) == 0) {
+		dead = true;
+		code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+		sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+	}
+	if (dead) {
+		if (s->state == SESSION_EXITED)
+			return false;
+		/* Neither tmux nor the kernel can tell: exitStatus reads SESSION_EXIT_MAX. */
+		session_set_exited(s, code, sig,
+				   ti->dead_time > 0 ? ti->dead_time : (int64_t)time(NULL));
+		return true;
+	}
+	if (s->state == SESSION_RUNNING || s->state == SESSION_ATTACHED)
+		return false;
+	/* Respawned behind our back (or a failed/lost record whose tmux session is back). */
+	s->state = s->clients > 0 ? SESSION_ATTACHED : SESSION_RUNNING;
+	s->error[0] = '\0';
+	return true;
+}
+
+/* Brings one existing record in line with tmux (ti: its tmux session, NULL when there is none).
+ * Returns true when it changed. */
 static bool recovery_fix_record(const struct app *app, struct session *s,
 				const struct tmux_info *ti)
 {
+	bool changed = false;
+
 	if (s->state == SESSION_CREATING) {
 		if (create_worker_alive(app, s->id) != 0)
 			return false;
-		if (ti != NULL) {
-			s->state = SESSION_RUNNING;
-			s->launched = true;
+		if (ti == NULL) {
+			s->state = SESSION_FAILED;
+			snprintf(s->error, sizeof(s->error),
+				 "creation was interrupted: its worker exited before finishing");
 			return true;
 		}
-		s->state = SESSION_FAILED;
-		snprintf(s->error, sizeof(s->error),
-			 "creation was interrupted: its worker exited before finishing");
-		return true;
+		s->state = SESSION_RUNNING;
+		s->launched = true;
+		changed = true;
 	}
 	if (ti == NULL) {
-		if (s->state == SESSION_FAILED)
-			return false;
-		s->state = SESSION_FAILED;
-		snprintf(s->error, sizeof(s->error),
-			 "tmux session %s is gone (the agent's session ended or the tmux server "
-			 "was restarted)",
-			 s->tmux_name);
+		/* A stopping record is DELETE's (which holds the lock while it works): one seen
+		 * here is a DELETE that died after killing tmux. */
+		if (s->state == SESSION_FAILED || s->state == SESSION_LOST)
+			return changed;
+		recovery_set_lost(s);
 		return true;
 	}
-	if (s->state == SESSION_FAILED || s->state == SESSION_STOPPING) {
-		s->state = s->clients > 0 ? SESSION_ATTACHED : SESSION_RUNNING;
-		s->error[0] = '\0';
-		return true;
-	}
+	if (recovery_follow_pane(s, ti))
+		changed = true;
 	if (ti->activity > s->last_activity) {
 		s->last_activity = ti->activity;
-		return true;
+		changed = true;
 	}
-	return false;
+	return changed;
 }
 
 static void recovery_record(const struct app *app, const char *id, const struct tmux_info *ti)
 {
-	struct session *s = malloc(sizeof(*s));
+	struct session *s = malloc(sizeof(*s)), *before = malloc(sizeof(*before));
+	struct tmux_info *now = malloc(sizeof(*now));
 	struct cause cause = {{0}};
-	int fd = s != NULL ? store_lock(&app->store, id) : -ENOMEM, r;
+	/* May create the record from tmux; store_unlock_session drops the lock file if not. */
+	int fd = s != NULL && before != NULL && now != NULL ? store_lock_create(&app->store, id)
+							    : -ENOMEM;
+	int r;
 
 	if (fd < 0)
 		goto out;
 	r = store_read(&app->store, id, s, &cause);
-	/* The tmux list is older than the lock: a DELETE or a worker may have acted since. Ask tmux
-	 * again before creating or failing a record. */
-	if ((r == -ENOENT && ti != NULL) || (r == 0 && ti == NULL)) {
-		if (tmux_has_session(&app->tmux, r == 0 ? s->tmux_name : ti->name) != (ti != NULL))
-			goto out;
-	}
 	if (r == -ENOENT && ti != NULL) {
+		/* The tmux list is older than the lock: a DELETE may have acted since. */
+		if (tmux_has_session(&app->tmux, ti->name) != 1)
+			goto out;
 		if (recovery_from_tmux(app, ti, s) < 0 || strcmp(s->id, id) != 0)
 			goto out;
+		recovery_follow_pane(s, ti);
 		if (store_write(&app->store, s, &cause) == 0)
-			log_info("recovered session %s from tmux", id);
-	} else if (r == 0 && recovery_fix_record(app, s, ti)) {
-		if (store_write(&app->store, s, &cause) == 0 && s->state == SESSION_FAILED)
-			log_warn("session %s: %s", id, s->error);
+			log_info("recovered session %s from tmux (%s)", id,
+				 session_state_name(s->state));
+		/* An older tool's session gets our id, which every later tmux call checks; only
+		 * while it carries none. */
+		if (ti->meta.id[0] == '\0')
+			tmux_set_option(&app->tmux, ti->name, "", "@agentd_id", id, NULL);
+		goto out;
+	}
+	if (r < 0)
+		goto out;
+	*before = *s;
+	if (!recovery_fix_record(app, s, ti))
+		goto out;
+	if (s->state != before->state) {
+		/* The tmux list is older than the lock: a DELETE, a restart or a mode switch may
+		 * have acted since. The state is decided on what tmux says now. */
+		int has = tmux_pane_state(&app->tmux, before->tmux_name, now);
+
+		if (has < 0)
+			goto out;
+		/* A tmux session of that name that carries another id is not this session's. */
+		if (has == 1 && now->meta.id[0] != '\0' && strcmp(now->meta.id, id) != 0)
+			has = 0;
+		*s = *before;
+		if (has == 1)
+			now->activity = ti != NULL ? ti->activity : 0;
+		if (!recovery_fix_record(app, s, has == 1 ? now : NULL))
+			goto out;
+	}
+	if (store_write(&app->store, s, &cause) < 0) {
+		log_warn("session %s: cannot write its record: %s", id, cause.msg);
+		goto out;
+	}
+	if (s->state != before->state) {
+		char msg[SESSION_ERROR_MAX + 128];
+
+		if (session_unavailable(s, msg, sizeof(msg)) != NULL)
+			log_warn("session %s: %s", id, msg);
+		else
+			log_info("session %s is %s", id, session_state_name(s->state));
 	}
 out:
-	store_unlock(fd);
+	store_unlock_session(&app->store, id, fd);
+	free(now);
+	free(before);
 	free(s);
 }
 
@@ -145,11 +277,20 @@ static const char *recovery_tmux_id(const struct tmux_info *ti)
 
 int recovery_run(const struct app *app, struct cause *cause)
 {
+	return recovery_pass(app, NULL, NULL, cause);
+}
+
+int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, struct cause *cause)
+{
 	struct tmux_info *ti = NULL;
 	struct session *recs = NULL;
 	size_t nt = 0, nr = 0;
 	int r;
 
+	if (list != NULL) {
+		*list = NULL;
+		*n = 0;
+	}
 	r = tmux_list(&app->tmux, &ti, &nt, cause);
 	if (r < 0)
 		return r;
@@ -165,12 +306,17 @@ int recovery_run(const struct app *app, struct cause *cause)
 		goto out;
 	}
 	for (size_t i = 0; i < nr; i++)
-		if (recovery_find_tmux(ti, nt, recs[i].tmux_name) == NULL)
+		if (recovery_find_tmux(ti, nt, recs[i].tmux_name, recs[i].id) == NULL)
 			recovery_record(app, recs[i].id, NULL);
 out:
 	/* Records may have been removed by hand: the list view must not outlive them. */
 	store_rebuild_view(&app->store);
 	free(recs);
-	free(ti);
+	if (list != NULL) {
+		*list = ti;
+		*n = nt;
+	} else {
+		free(ti);
+	}
 	return r;
 }

@@ -1,5 +1,7 @@
 #include "request.h"
 
+#include "jsontext.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +16,22 @@ static const char *request_param(FCGX_Request *f, const char *name)
 	return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
+/*
+ * nginx 1.22 passes a header the client repeated as that many HTTP_* parameters of the same name,
+ * and FCGX_GetParam returns only the first: count them, so two Origin headers cannot pass the
+ * check on the first one alone (the bridge refuses them too).
+ */
+static unsigned request_param_count(FCGX_Request *f, const char *name)
+{
+	size_t len = strlen(name);
+	unsigned n = 0;
+
+	for (char **e = f->envp; e != NULL && *e != NULL; e++)
+		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+			n++;
+	return n;
+}
+
 void request_init(struct request *req, FCGX_Request *fcgi)
 {
 	const char *v;
@@ -24,6 +42,7 @@ void request_init(struct request *req, FCGX_Request *fcgi)
 	req->path = (v = request_param(fcgi, "DOCUMENT_URI")) ? v : "/";
 	req->query = (v = request_param(fcgi, "QUERY_STRING")) ? v : "";
 	req->origin = request_param(fcgi, "HTTP_ORIGIN");
+	req->origin_repeated = request_param_count(fcgi, "HTTP_ORIGIN") > 1;
 	req->host = (v = request_param(fcgi, "AGENTD_HOST")) ? v : request_param(fcgi, "HTTP_HOST");
 	req->scheme = (v = request_param(fcgi, "AGENTD_SCHEME")) ? v : "http";
 	req->content_type = request_param(fcgi, "CONTENT_TYPE");
@@ -67,12 +86,7 @@ int request_read_body(struct request *req, size_t max)
 
 bool request_is_json(const struct request *req)
 {
-	const char *ct = req->content_type;
-	size_t n = strlen("application/json");
-
-	if (ct == NULL || strncasecmp(ct, "application/json", n) != 0)
-		return false;
-	return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+	return jsontext_content_type_ok(req->content_type);
 }
 
 const char *request_query(const struct request *req, const char *key, char *out, size_t outlen)
@@ -146,6 +160,15 @@ void request_reply(struct request *req, int status, json_object *body, const cha
 			       ? json_object_to_json_string_ext(
 				     body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 			       : NULL;
+	char *scrubbed = NULL;
+
+	/* json-c copies string bytes as they are: an id echoed from the path may not be UTF-8. */
+	if (text != NULL && !jsontext_utf8_valid(text, strlen(text))) {
+		scrubbed = jsontext_utf8_scrub(text, strlen(text));
+		text = scrubbed != NULL
+			   ? scrubbed
+			   : "{\"error\":\"out of memory\",\"code\":\"out_of_memory\"}";
+	}
 
 	FCGX_FPrintF(req->fcgi->out,
 		     "Status: %d %s\r\n"
@@ -157,6 +180,7 @@ void request_reply(struct request *req, int status, json_object *body, const cha
 		FCGX_PutStr(text, (int)strlen(text), req->fcgi->out);
 		FCGX_PutChar('\n', req->fcgi->out);
 	}
+	free(scrubbed);
 	json_object_put(body);
 }
 

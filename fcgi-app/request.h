@@ -16,6 +16,7 @@ struct request {
 	const char *path;         /* DOCUMENT_URI: decoded and normalised by nginx */
 	const char *query;        /* QUERY_STRING, "" if none */
 	const char *origin;       /* HTTP_ORIGIN or NULL */
+	bool origin_repeated;     /* the client sent more than one Origin header */
 	const char *host;         /* AGENTD_HOST (Host with port) or HTTP_HOST */
 	const char *scheme;       /* AGENTD_SCHEME or "http" */
 	const char *content_type; /* CONTENT_TYPE or NULL */
@@ -35,14 +36,14 @@ void request_finish(struct request *req);
  */
 int request_read_body(struct request *req, size_t max);
 
-/* True when Content-Type is application/json (parameters such as charset allowed). */
+/* True when Content-Type is application/json, with no charset or charset=utf-8 (jsontext.h). */
 bool request_is_json(const struct request *req);
 
 /* Returns the value of query parameter key (copied into out) or NULL. */
 const char *request_query(const struct request *req, const char *key, char *out, size_t outlen);
 
-/* Writes status + JSON body; takes ownership of body (json_object_put). extra_headers may be NULL
- * or "Name: value\r\n..." lines. */
+/* Writes status + JSON body; takes ownership of body (json_object_put). Bytes of the body that
+ * are not valid UTF-8 go out as U+FFFD. extra_headers may be NULL or "Name: value\r\n..." lines. */
 void request_reply(struct request *req, int status, json_object *body, const char *extra_headers);
 
 /* Writes the error shape with status, code and a printf-formatted sentence. */

@@ -64,8 +64,10 @@ void router_dispatch(const struct app *app, struct request *req)
 			path_known = true;
 			if (strcmp(r->method, req->method) != 0)
 				continue;
-			if (r->changes_state && !origin_allowed(req->origin, req->scheme, req->host,
-								app->cfg->allowed_origins)) {
+			if (r->changes_state &&
+			    (req->origin_repeated ||
+			     !origin_allowed(req->origin, req->scheme, req->host,
+					     app->cfg->allowed_origins))) {
 				request_error(req, 403, "origin_forbidden",
 					      "origin %s may not change state here", req->origin);
 				return;

@@ -1,8 +1,8 @@
 #include "server.h"
 
 #include "log.h"
-#include "recovery.h"
 #include "router.h"
+#include "watch.h"
 
 #include <errno.h>
 #include <fcgiapp.h>
@@ -21,9 +21,6 @@ struct server {
 	const struct app *app;
 	int listen_fd;
 	pthread_mutex_t accept_mu;
-	pthread_mutex_t stop_mu;
-	pthread_cond_t stop_cv;
-	bool stopping;
 };
 
 static int server_listen(const char *path, struct cause *cause)
@@ -81,33 +78,11 @@ static void *server_worker(void *arg)
 	return NULL;
 }
 
-static void *server_reconciler(void *arg)
-{
-	struct server *srv = arg;
-
-	pthread_mutex_lock(&srv->stop_mu);
-	while (!srv->stopping) {
-		struct timespec until;
-		struct cause cause = {{0}};
-
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += RECOVERY_INTERVAL_S;
-		pthread_cond_timedwait(&srv->stop_cv, &srv->stop_mu, &until);
-		if (srv->stopping)
-			break;
-		pthread_mutex_unlock(&srv->stop_mu);
-		if (recovery_run(srv->app, &cause) < 0)
-			log_warn("reconciliation failed: %s", cause.msg);
-		pthread_mutex_lock(&srv->stop_mu);
-	}
-	pthread_mutex_unlock(&srv->stop_mu);
-	return NULL;
-}
-
 int server_run(const struct app *app, struct cause *cause)
 {
 	struct server srv = {.app = app, .listen_fd = -1};
-	pthread_t workers[APP_WORKER_THREADS], reconciler;
+	pthread_t workers[APP_WORKER_THREADS];
+	struct watch *watch;
 	char path[CONFIG_PATH_MAX];
 	sigset_t ss;
 	int sig, r, started = 0;
@@ -120,8 +95,6 @@ int server_run(const struct app *app, struct cause *cause)
 	if (srv.listen_fd < 0)
 		return srv.listen_fd;
 	pthread_mutex_init(&srv.accept_mu, NULL);
-	pthread_mutex_init(&srv.stop_mu, NULL);
-	pthread_cond_init(&srv.stop_cv, NULL);
 	/* Blocked before any thread starts, so only sigwait below receives them. */
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
@@ -130,20 +103,17 @@ int server_run(const struct app *app, struct cause *cause)
 	for (; started < APP_WORKER_THREADS; started++)
 		if (pthread_create(&workers[started], NULL, server_worker, &srv) != 0)
 			break;
-	r = pthread_create(&reconciler, NULL, server_reconciler, &srv);
+	watch = watch_start(app);
+	if (watch == NULL)
+		log_error("cannot start the liveness watcher: %s", strerror(errno));
 	log_info("listening on %s", path);
 	sigwait(&ss, &sig);
 	log_info("stopping on signal %d", sig);
 	FCGX_ShutdownPending();
 	shutdown(srv.listen_fd, SHUT_RDWR);
-	pthread_mutex_lock(&srv.stop_mu);
-	srv.stopping = true;
-	pthread_cond_signal(&srv.stop_cv);
-	pthread_mutex_unlock(&srv.stop_mu);
 	for (int i = 0; i < started; i++)
 		pthread_join(workers[i], NULL);
-	if (r == 0)
-		pthread_join(reconciler, NULL);
+	watch_stop(watch);
 	close(srv.listen_fd);
 	unlink(path);
 	return 0;

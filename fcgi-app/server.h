@@ -1,8 +1,9 @@
 /*
  * The FastCGI side of agentd-api: a unix socket at <runtime_dir>/api.sock, APP_WORKER_THREADS
- * threads accepting in turn (libfcgi's threaded pattern), one more thread re-running recovery every
- * RECOVERY_INTERVAL_S, and a clean stop on SIGTERM/SIGINT (sigwait + FCGX_ShutdownPending +
- * shutdown(2) of the listener, see integration notes §3.3).
+ * threads accepting in turn (libfcgi's threaded pattern), the liveness watcher's threads (watch.h:
+ * recovery on every change tmux or a pane process reports, at least every RECOVERY_INTERVAL_S), and
+ * a clean stop on SIGTERM/SIGINT (sigwait + FCGX_ShutdownPending + shutdown(2) of the listener, see
+ * integration notes §3.3).
  */
 #ifndef AGENTD_SERVER_H
 #define AGENTD_SERVER_H

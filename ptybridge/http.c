@@ -1,5 +1,9 @@
 #include "http.h"
 
+#include "jsontext.h"
+
+#include <json-c/json.h>
+
 #include <http_parser.h>
 
 #include <ctype.h>
@@ -407,50 +411,48 @@ const char *http_status_text(int status)
 	}
 }
 
-/* Appends s as the inside of a JSON string. Returns the new length or -EOVERFLOW. */
-static int http_json_escape(char *out, size_t outlen, size_t at, const char *s)
+/* A JSON string value whose bytes are valid UTF-8 (invalid bytes become U+FFFD). */
+static json_object *http_json_string(const char *s)
 {
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
+	char *clean = jsontext_utf8_scrub(s, strlen(s));
+	json_object *v = clean != NULL ? json_object_new_string(clean) : NULL;
 
-		if (c < 0x20)
-			continue;
-		if (at + 2 >= outlen)
-			return -EOVERFLOW;
-		if (c == '"' || c == '\\')
-			out[at++] = '\\';
-		out[at++] = (char)c;
-	}
-	out[at] = '\0';
-	return (int)at;
+	free(clean);
+	return v;
 }
 
 int http_format_error(char *out, size_t outlen, int status, const char *code, const char *message,
 		      const char *extra)
 {
-	char body[512];
-	int blen, n;
+	json_object *o = json_object_new_object(), *m = http_json_string(message),
+		    *c = http_json_string(code);
+	const char *body;
+	int n = -EOVERFLOW;
 
-	blen = snprintf(body, sizeof(body), "{\"error\":\"");
-	blen = http_json_escape(body, sizeof(body), (size_t)blen, message);
-	if (blen < 0 || (size_t)blen + 12 >= sizeof(body))
-		return -EOVERFLOW;
-	blen += snprintf(body + blen, sizeof(body) - (size_t)blen, "\",\"code\":\"");
-	blen = http_json_escape(body, sizeof(body), (size_t)blen, code);
-	if (blen < 0 || (size_t)blen + 3 >= sizeof(body))
-		return -EOVERFLOW;
-	blen += snprintf(body + blen, sizeof(body) - (size_t)blen, "\"}\n");
+	if (o == NULL || m == NULL || c == NULL) {
+		json_object_put(m);
+		json_object_put(c);
+		goto out;
+	}
+	json_object_object_add(o, "error", m);
+	json_object_object_add(o, "code", c);
+	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+						     JSON_C_TO_STRING_NOSLASHESCAPE);
 	n = snprintf(out, outlen,
 		     "HTTP/1.1 %d %s\r\n"
 		     "Content-Type: application/json\r\n"
-		     "Content-Length: %d\r\n"
+		     "Content-Length: %zu\r\n"
 		     "Cache-Control: no-store\r\n"
 		     "Connection: close\r\n"
 		     "%s"
 		     "\r\n"
-		     "%s",
-		     status, http_status_text(status), blen, extra != NULL ? extra : "", body);
-	return n < 0 || (size_t)n >= outlen ? -EOVERFLOW : n;
+		     "%s\n",
+		     status, http_status_text(status), strlen(body) + 1, extra != NULL ? extra : "",
+		     body);
+	n = n < 0 || (size_t)n >= outlen ? -EOVERFLOW : n;
+out:
+	json_object_put(o);
+	return n;
 }
 
 int http_format_upgrade(char *out, size_t outlen, const char *accept)

@@ -99,10 +99,10 @@ int http_query_int(const char *query, const char *name, long min, long max, long
 const char *http_status_text(int status);
 
 /*
- * Formats an error response with API.md's body {"error": message, "code": code} and
- * Connection: close. extra is NULL or further header lines, each ending in "\r\n". message must
- * not need JSON escaping beyond what is done here (quotes and backslashes are escaped, control
- * characters dropped). Returns the length written, or -EOVERFLOW when out is too small.
+ * Formats an error response with API.md's body {"error": message, "code": code} (built by
+ * json-c; bytes that are not valid UTF-8 become U+FFFD) and Connection: close. extra is NULL or
+ * further header lines, each ending in "\r\n". Returns the length written, or -EOVERFLOW when out
+ * is too small (or memory ran out).
  */
 int http_format_error(char *out, size_t outlen, int status, const char *code, const char *message,
 		      const char *extra);

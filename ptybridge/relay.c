@@ -2,6 +2,7 @@
 
 #include "hostproto.h"
 #include "http.h"
+#include "jsontext.h"
 #include "log.h"
 #include "origin.h"
 #include "session.h"
@@ -25,15 +26,16 @@
 #define RELAY_SOCKET_LEAF "host.sock"
 #define RELAY_PROC_FD_DIR "/proc/self/fd/%d/" RELAY_SOCKET_LEAF
 /* An event line is claude's line (HOSTPROTO_LINE_MAX) inside {"id","event","data"}, and '\n'. */
-#define RELAY_LINE_MAX   (HOSTPROTO_LINE_MAX + 512)
-#define RELAY_IOV_MAX    64
-#define RELAY_SINK       4096
-#define RELAY_SUBSCRIBE  128 /* {"type":"subscribe","after":N} */
-#define RELAY_OK_BODY    "{\"status\":\"ok\"}\n"
-#define RELAY_JSON_OUT   (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-#define RELAY_MODE_HINT  "the session is in terminal mode; switch it with POST /sessions/<id>/mode"
-#define RELAY_STATUS_MIN 400 /* a host error status outside these is a bad gateway */
-#define RELAY_STATUS_MAX 599
+#define RELAY_LINE_MAX        (HOSTPROTO_LINE_MAX + 512)
+#define RELAY_IOV_MAX         64
+#define RELAY_SINK            4096
+#define RELAY_SUBSCRIBE       128 /* {"type":"subscribe","after":N} */
+#define RELAY_OK_BODY         "{\"status\":\"ok\"}\n"
+#define RELAY_JSON_OUT        (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define RELAY_MODE_HINT       "the session is in terminal mode; switch it with POST /sessions/<id>/mode"
+#define RELAY_STATUS_MIN      400 /* a host error status outside these is a bad gateway */
+#define RELAY_STATUS_MAX      599
+#define RELAY_ERROR_EVENT_MAX 512 /* the `error` event that ends a prompt stream without result */
 
 enum relay_state {
 	RS_CHECK,      /* the request head is being checked (never seen by poll or tick) */
@@ -108,6 +110,8 @@ struct relay {
 	size_t lingered;
 	bool in_recv; /* inside ws_recv: wslay is not re-entered, on_poll flushes after */
 	uint64_t events_sent;
+	bool result_seen; /* a prompt's stream: its turn's result went out */
+	bool was_paused;  /* the host was not read for a while: it may have dropped us */
 };
 
 static void relay_on_poll(uv_poll_t *handle, int status, int events);
@@ -181,61 +185,22 @@ bool relay_request_id_valid(const char *id)
 
 bool relay_utf8_valid(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s, *end = p + len;
-
-	while (p < end) {
-		unsigned char c = *p++;
-		size_t more;
-		uint32_t cp, min;
-
-		if (c < 0x80)
-			continue;
-		if ((c & 0xe0) == 0xc0)
-			more = 1, cp = c & 0x1f, min = 0x80;
-		else if ((c & 0xf0) == 0xe0)
-			more = 2, cp = c & 0x0f, min = 0x800;
-		else if ((c & 0xf8) == 0xf0)
-			more = 3, cp = c & 0x07, min = 0x10000;
-		else
-			return false;
-		if ((size_t)(end - p) < more)
-			return false;
-		for (; more > 0; more--, p++) {
-			if ((*p & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (*p & 0x3f);
-		}
-		/* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are invalid. */
-		if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-			return false;
-	}
-	return true;
+	return jsontext_utf8_valid(s, len);
 }
 
 json_object *relay_parse_object(const char *text, size_t len)
 {
-	json_tokener *tok;
 	json_object *obj;
-	size_t used;
 
 	if (len > RELAY_BODY_MAX)
 		return NULL;
-	tok = json_tokener_new();
-	if (tok == NULL)
+	/* The API's rule too: strict, UTF-8, one value, no key twice. */
+	obj = jsontext_parse(text, len, JSON_TOKENER_DEFAULT_DEPTH, NULL);
+	if (obj != NULL && !json_object_is_type(obj, json_type_object)) {
+		json_object_put(obj);
 		return NULL;
-	obj = json_tokener_parse_ex(tok, text, (int)len);
-	used = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (obj == NULL || !json_object_is_type(obj, json_type_object))
-		goto fail;
-	/* json-c stops after the first value: anything but blanks after it is malformed. */
-	for (; used < len; used++)
-		if (strchr(" \t\r\n", text[used]) == NULL || text[used] == '\0')
-			goto fail;
+	}
 	return obj;
-fail:
-	json_object_put(obj);
-	return NULL;
 }
 
 static json_object *relay_member(json_object *obj, const char *key)
@@ -257,6 +222,34 @@ static int relay_copy_member(json_object *req, json_object *msg, const char *key
 	if (!json_object_is_type(v, t))
 		return -EINVAL;
 	json_object_object_add(req, key, json_object_get(v));
+	return 0;
+}
+
+/*
+ * Copies a permission answer's updatedPermissions (claude's PermissionUpdate list, e.g. the
+ * event's "suggestions" for "allow for this session") when it is a bounded array of objects that
+ * each name their "type". claude checks the entries themselves.
+ */
+static int relay_copy_updates(json_object *req, json_object *msg, bool allow)
+{
+	json_object *v = relay_member(msg, "updatedPermissions");
+	size_t n;
+
+	if (v == NULL)
+		return 0;
+	if (!allow || !json_object_is_type(v, json_type_array))
+		return -EINVAL;
+	n = json_object_array_length(v);
+	if (n == 0 || n > RELAY_PERMISSION_UPDATES_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		json_object *u = json_object_array_get_idx(v, i), *t = relay_member(u, "type");
+
+		if (!json_object_is_type(u, json_type_object) ||
+		    !json_object_is_type(t, json_type_string))
+			return -EINVAL;
+	}
+	json_object_object_add(req, "updatedPermissions", json_object_get(v));
 	return 0;
 }
 
@@ -291,10 +284,13 @@ char *relay_host_request(enum relay_kind kind, json_object *msg, const char *req
 		    relay_copy_member(req, msg, "behavior", json_type_string) < 0 ||
 		    relay_copy_member(req, msg, "message", json_type_string) < 0 ||
 		    relay_copy_member(req, msg, "updatedInput", json_type_object) < 0 ||
-		    relay_copy_member(req, msg, "interrupt", json_type_boolean) < 0) {
+		    relay_copy_member(req, msg, "interrupt", json_type_boolean) < 0 ||
+		    relay_copy_updates(req, msg, strcmp(json_object_get_string(v), "allow") == 0) <
+			0) {
 			*why =
 			    "expected {\"behavior\": \"allow\"|\"deny\"} with an optional message "
-			    "(string), updatedInput (object) and interrupt (boolean)";
+			    "(string), updatedInput (object), interrupt (boolean) and, with allow, "
+			    "updatedPermissions (1 to 16 objects with a \"type\")";
 			goto out;
 		}
 		break;
@@ -472,6 +468,7 @@ static void relay_backpressure(struct relay *r)
 	else
 		return;
 	r->paused = pause;
+	r->was_paused = r->was_paused || pause;
 	if (r->ws != NULL)
 		ws_pause_read(r->ws, pause);
 	if (h == NULL || h->closing)
@@ -866,6 +863,8 @@ static void relay_event(struct relay *r, const char *line, size_t len)
 		return;
 	}
 	r->events_sent++;
+	if (ev.name_len == 6 && memcmp(ev.name, "result", 6) == 0)
+		r->result_seen = true;
 	if (r->state == RS_WS) {
 		size_t before = relay_queued(r);
 		/* A browser fails the connection on a text frame that is not UTF-8 (a "raw" event
@@ -910,6 +909,36 @@ static void relay_host_line(struct relay_host *h, const char *line, size_t len)
 	}
 }
 
+/*
+ * A prompt's stream lost its host before the turn's result: the client gets an `error` event
+ * ({"error","code"}) instead of a bare end. The host ends a stream early only when it exits (it
+ * died, or claude did) or when it drops a subscriber too far behind, which needs this relay to
+ * have stopped reading it: stream_ended then, host_exited otherwise. (Probing the host's socket
+ * would race its exit: its listener may close after the stream.)
+ */
+static void relay_stream_error(struct relay *r)
+{
+	json_object *o = json_object_new_object();
+	bool gone = !r->was_paused;
+	char frame[RELAY_ERROR_EVENT_MAX];
+	int n;
+
+	json_object_object_add(
+	    o, "error",
+	    json_object_new_string(gone ? "the agent host exited before the turn's result"
+					: "the agent host ended the stream before the turn's "
+					  "result; GET /sessions/<id>/events replays it"));
+	json_object_object_add(o, "code",
+			       json_object_new_string(gone ? "host_exited" : "stream_ended"));
+	n = snprintf(frame, sizeof(frame), "event: error\ndata: %s\n\n",
+		     json_object_to_json_string_ext(o, RELAY_JSON_OUT));
+	log_warn("session %s: prompt stream ended before its result: %s", r->id,
+		 gone ? "host_exited" : "stream_ended");
+	if (n > 0 && (size_t)n < sizeof(frame))
+		relay_queue(r, frame, (size_t)n);
+	json_object_put(o);
+}
+
 /* The host closed h (or reading failed): the end of a stream, or a request left unanswered. */
 static void relay_host_ended(struct relay_host *h, const char *why)
 {
@@ -926,6 +955,8 @@ static void relay_host_ended(struct relay_host *h, const char *why)
 		relay_respond(r, 502, "host_closed", why, NULL);
 		break;
 	case RS_STREAM:
+		if (r->kind == RELAY_PROMPT && !r->result_seen)
+			relay_stream_error(r);
 		relay_finish(r); /* a prompt's turn is over, or the host went away */
 		break;
 	case RS_WS:
@@ -1219,7 +1250,8 @@ static void relay_lookup(struct relay *r)
 {
 	struct cause cause = {{0}};
 	struct session s;
-	char msg[SESSION_ERROR_MAX + 32];
+	char msg[SESSION_ERROR_MAX + 128];
+	const char *code;
 	int fd, err;
 
 	err = store_read(&r->b->store, r->id, &s, &cause);
@@ -1242,11 +1274,11 @@ static void relay_lookup(struct relay *r)
 			   "the session is still being created");
 		return;
 	case SESSION_FAILED:
-		snprintf(msg, sizeof(msg), "the session failed: %s", s.error);
-		relay_respond(r, 409, "not_running", msg, NULL);
-		return;
 	case SESSION_STOPPING:
-		relay_respond(r, 409, "not_running", "the session is stopping", NULL);
+	case SESSION_EXITED:
+	case SESSION_LOST:
+		code = session_unavailable(&s, msg, sizeof(msg));
+		relay_respond(r, 409, code, msg, NULL);
 		return;
 	case SESSION_RUNNING:
 	case SESSION_ATTACHED:
@@ -1276,8 +1308,9 @@ static void relay_body_done(struct relay *r)
 	if (r->kind == RELAY_PROMPT || r->kind == RELAY_PERMISSION) {
 		obj = relay_parse_object(r->body != NULL ? r->body : "", r->body_len);
 		if (obj == NULL) {
-			relay_respond(r, 400, "invalid_json", "the body must be a JSON object",
-				      NULL);
+			relay_respond(
+			    r, 400, "invalid_json",
+			    "the body must be one JSON object in UTF-8, with no key twice", NULL);
 			return;
 		}
 	}
@@ -1437,11 +1470,10 @@ static void relay_handle_request(struct relay *r)
 		return;
 	}
 	ct = http_request_header(r->req, "Content-Type", NULL);
-	if (r->kind != RELAY_INTERRUPT && body > 0 &&
-	    (ct == NULL || strncasecmp(ct, "application/json", strlen("application/json")) != 0 ||
-	     (ct[16] != '\0' && ct[16] != ';' && ct[16] != ' '))) {
+	if (r->kind != RELAY_INTERRUPT && body > 0 && !jsontext_content_type_ok(ct)) {
 		relay_respond(r, 415, "unsupported_media_type",
-			      "send the body as Content-Type: application/json", NULL);
+			      "send the body as Content-Type: application/json (charset utf-8)",
+			      NULL);
 		return;
 	}
 	if (r->kind == RELAY_EVENTS || r->kind == RELAY_STREAM) {

@@ -35,16 +35,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define RELAY_BODY_MAX          (64 * 1024) /* request bodies (API.md); larger is 413 */
-#define RELAY_SSE_PING_MS       (15 * 1000) /* ": ping" after this long without output */
-#define RELAY_CONNECT_WAIT_MS   (5 * 1000)  /* host socket missing or refusing: retried this long */
-#define RELAY_ANSWER_TIMEOUT_MS (10 * 1000) /* for the host's answer to a request */
-#define RELAY_OUT_HIGH          (256 * 1024) /* output queued to the client: stop reading the host */
-#define RELAY_OUT_LOW           (64 * 1024)  /* ... and read again below this */
-#define RELAY_READ_CHUNK        (64 * 1024)  /* room offered to each read from the host */
-#define RELAY_LINGER_MAX        (256 * 1024) /* input dropped after the answer before closing */
-#define RELAY_WS_REQUESTS_MAX   8            /* host requests of one /stream client at once */
-#define RELAY_REQUEST_ID_MAX    127          /* a permission request id (agentd-host's limit) */
+#define RELAY_BODY_MAX               (64 * 1024) /* request bodies (API.md); larger is 413 */
+#define RELAY_PERMISSION_UPDATES_MAX 16 /* entries of a permission answer's updatedPermissions */
+#define RELAY_SSE_PING_MS            (15 * 1000) /* ": ping" after this long without output */
+#define RELAY_CONNECT_WAIT_MS        (5 * 1000) /* host socket missing or refusing: retried this long */
+#define RELAY_ANSWER_TIMEOUT_MS      (10 * 1000) /* for the host's answer to a request */
+#define RELAY_OUT_HIGH               (256 * 1024) /* output queued to the client: stop reading the host */
+#define RELAY_OUT_LOW                (64 * 1024)  /* ... and read again below this */
+#define RELAY_READ_CHUNK             (64 * 1024)  /* room offered to each read from the host */
+#define RELAY_LINGER_MAX             (256 * 1024) /* input dropped after the answer before closing */
+#define RELAY_WS_REQUESTS_MAX        8            /* host requests of one /stream client at once */
+#define RELAY_REQUEST_ID_MAX         127 /* a permission request id (agentd-host's limit) */
 
 enum relay_kind {
 	RELAY_PROMPT,
@@ -73,18 +74,21 @@ bool relay_request_id_valid(const char *id);
 bool relay_utf8_valid(const char *s, size_t len);
 
 /*
- * Parses a client's JSON text (a request body or a WebSocket frame): returns the object (caller
- * puts it), or NULL when text is not exactly one JSON object (surrounding whitespace allowed).
+ * Parses a client's JSON text (a request body or a WebSocket frame) by core/jsontext.h's rule:
+ * returns the object (caller puts it), or NULL when text is not exactly one JSON object
+ * (surrounding whitespace allowed), is not UTF-8 or has an object with a key twice.
  */
 json_object *relay_parse_object(const char *text, size_t len);
 
 /*
  * Builds the request line for agentd-host (core/hostproto.h; JSON and its '\n') from a client's
  * JSON object: for RELAY_PROMPT {"prompt":"<non-empty string>"}; for RELAY_PERMISSION
- * {"behavior":"allow"|"deny"} with optional "message" (string), "updatedInput" (object) and
- * "interrupt" (boolean), for the request request_id; for RELAY_INTERRUPT anything (msg may be
- * NULL). Other members are ignored. Returns the line (caller frees) with *len set, or NULL with
- * *why set to a sentence for a 400 answer (or errno ENOMEM: *why says so).
+ * {"behavior":"allow"|"deny"} with optional "message" (string), "updatedInput" (object),
+ * "interrupt" (boolean) and, with allow only, "updatedPermissions" (1..RELAY_PERMISSION_UPDATES_MAX
+ * objects with a string "type", passed to claude as they are), for the request request_id; for
+ * RELAY_INTERRUPT anything (msg may be NULL). Other members are ignored. Returns the line (caller
+ * frees) with *len set, or NULL with *why set to a sentence for a 400 answer (or errno ENOMEM: *why
+ * says so).
  */
 char *relay_host_request(enum relay_kind kind, json_object *msg, const char *request_id,
 			 size_t *len, const char **why);

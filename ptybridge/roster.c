@@ -72,7 +72,8 @@ static void roster_work(uv_work_t *req)
 
 	fd = store_lock(st, e->id);
 	if (fd < 0) {
-		log_error("cannot lock session %s: %s", e->id, strerror(-fd));
+		if (fd != -ENOENT) /* deleted: nothing to update */
+			log_error("cannot lock session %s: %s", e->id, strerror(-fd));
 		return;
 	}
 	r = store_read(st, e->id, &s, &cause);

@@ -5,6 +5,7 @@
 #include "origin.h"
 #include "ptyproc.h"
 #include "session.h"
+#include "tmux.h"
 #include "ws.h"
 
 #include <errno.h>
@@ -17,7 +18,7 @@
 
 #define TERMINAL_PATH_PREFIX "/sessions/"
 #define TERMINAL_PATH_SUFFIX "/terminal"
-#define TERMINAL_ARGV_MAX    12
+#define TERMINAL_ARGV_MAX    20
 #define TERMINAL_RESIZE_SAT  100000 /* digits beyond this only need to read as "too large" */
 /* After an error response, input is read and dropped (up to this much) before closing: closing
  * with unread input resets the connection, and the peer may lose the response. */
@@ -40,6 +41,10 @@ struct terminal {
 	int fd;
 	uv_poll_t poll;
 	int events; /* what poll watches now */
+	/* While open: the sessions directory, so a record that turns exited or lost ends the
+	 * client at once (tmux keeps a client attached to a dead pane). */
+	uv_fs_event_t watch;
+	int handles; /* poll and watch not yet closed: t is freed when both are */
 	struct http_request *req;
 	char *raw; /* HTTP bytes that go out before any frame (an error, or the 101) */
 	size_t raw_len, raw_off;
@@ -49,6 +54,8 @@ struct terminal {
 	struct roster_entry *entry;
 	char id[SESSION_ID_MAX + 1];
 	char tmux_name[SESSION_ID_MAX + 3]; /* "=" + name */
+	char tmux_pane[SESSION_ID_MAX + 4]; /* "=" + name + ":" */
+	char guard[TMUX_GUARD_MAX];         /* true only while the tmux session is this id's */
 	unsigned short cols, rows;
 	uint64_t deadline;  /* of the current state (request, waiting, responding, closing) */
 	uint64_t next_poll; /* waiting: next record read */
@@ -109,6 +116,8 @@ static void terminal_on_close(uv_handle_t *handle)
 {
 	struct terminal *t = handle->data;
 
+	if (--t->handles > 0)
+		return;
 	if (t->fd >= 0)
 		close(t->fd); /* -1: handed over to the other service */
 	ws_destroy(t->ws);
@@ -126,6 +135,7 @@ static void terminal_detach(struct terminal *t)
 		log_info("session %s: client detached (%d left)", t->id,
 			 roster_clients(t->b->roster, t->id));
 	}
+	uv_fs_event_stop(&t->watch);
 	ptyproc_destroy(t->pty);
 	t->pty = NULL;
 	if (t->input_paused) {
@@ -144,7 +154,10 @@ static void terminal_close(struct terminal *t)
 	t->state = TS_DEAD;
 	LIST_REMOVE(t, link);
 	t->b->nterminals--;
+	/* The poll handle stops watching fd here (hand-over relies on it); the memory goes when
+	 * both handles' close callbacks have run. */
 	uv_close((uv_handle_t *)&t->poll, terminal_on_close);
+	uv_close((uv_handle_t *)&t->watch, terminal_on_close);
 }
 
 /* Starts the WebSocket close handshake; the connection is cut if it does not finish in time. */
@@ -410,6 +423,32 @@ static void terminal_on_pong(void *data)
 	t->pong_due = false;
 }
 
+/* A file in the sessions directory changed: if it is this session's record and it says the
+ * agent is gone, the client is told so and closed. */
+static void terminal_on_record(uv_fs_event_t *handle, const char *filename, int events, int status)
+{
+	struct terminal *t = handle->data;
+	char leaf[SESSION_ID_MAX + 8], msg[SESSION_ERROR_MAX + 128], reason[WS_CLOSE_REASON_MAX];
+	struct session s;
+	const char *code;
+
+	if (t->state != TS_OPEN || status < 0 || filename == NULL)
+		return;
+	snprintf(leaf, sizeof(leaf), "%s.json", t->id);
+	if (strcmp(filename, leaf) != 0 || store_read(&t->b->store, t->id, &s, NULL) < 0)
+		return;
+	if (s.state != SESSION_EXITED && s.state != SESSION_LOST)
+		return;
+	code = session_unavailable(&s, msg, sizeof(msg));
+	if (s.state == SESSION_EXITED)
+		snprintf(reason, sizeof(reason), "%s: status %d%s%s", code, s.exit_status,
+			 s.exit_signal[0] != '\0' ? " " : "", s.exit_signal);
+	else
+		snprintf(reason, sizeof(reason), "%s", code);
+	log_info("session %s: %s; closing the client", t->id, msg);
+	terminal_close_ws(t, WS_CLOSE_NORMAL, reason);
+}
+
 static void terminal_attach(struct terminal *t)
 {
 	static const struct ptyproc_callbacks pty_cb = {
@@ -422,9 +461,28 @@ static void terminal_attach(struct terminal *t)
 	    .on_pong = terminal_on_pong,
 	};
 	struct bridge *b = t->b;
+	/* The attach runs only if the tmux session still carries this session's id, checked in the
+	 * same tmux call (tmux.h); -E: the bridge's variables never reach the session. */
 	char *argv[TERMINAL_ARGV_MAX] = {
-	    b->tmux_bin,      "-u", "-S",         b->tmux_socket, "-f", b->tmux_conf,
-	    "attach-session", "-t", t->tmux_name, NULL,
+	    b->tmux_bin,
+	    "-u",
+	    "-S",
+	    b->tmux_socket,
+	    "-f",
+	    b->tmux_conf,
+	    "if-shell",
+	    "-F",
+	    "-t",
+	    t->tmux_pane,
+	    t->guard,
+	    "",
+	    TMUX_GUARD_FAIL,
+	    ";",
+	    "attach-session",
+	    "-E",
+	    "-t",
+	    t->tmux_name,
+	    NULL,
 	};
 	struct ptyproc_spec spec = {
 	    .path = b->tmux_bin,
@@ -467,6 +525,11 @@ static void terminal_attach(struct terminal *t)
 	t->state = TS_OPEN;
 	t->next_ping = terminal_now(t) + b->opt.ping_interval_ms;
 	t->entry = roster_attach(b->roster, t->id);
+	r = uv_fs_event_start(&t->watch, terminal_on_record, b->store.dir, 0);
+	if (r < 0)
+		log_warn(
+		    "session %s: cannot watch its record (%s): an exit will not end the client",
+		    t->id, uv_strerror(r));
 	log_info("session %s: client attached (%d now, pid %d, %ux%u)", t->id,
 		 roster_clients(b->roster, t->id), (int)ptyproc_pid(t->pty), t->cols, t->rows);
 	if (rest_len > 0) {
@@ -485,7 +548,8 @@ static void terminal_lookup(struct terminal *t)
 {
 	struct cause cause = {{0}};
 	struct session s;
-	char msg[SESSION_ERROR_MAX + 32];
+	char msg[SESSION_ERROR_MAX + 128];
+	const char *code;
 	int r;
 
 	r = store_read(&t->b->store, t->id, &s, &cause);
@@ -502,6 +566,12 @@ static void terminal_lookup(struct terminal *t)
 	case SESSION_RUNNING:
 	case SESSION_ATTACHED:
 		snprintf(t->tmux_name, sizeof(t->tmux_name), "=%s", s.tmux_name);
+		snprintf(t->tmux_pane, sizeof(t->tmux_pane), "=%s:", s.tmux_name);
+		if (tmux_guard_format(s.tmux_name, s.id, t->guard, sizeof(t->guard)) < 0) {
+			terminal_respond(t, 500, "store_error", "bad tmux name in the record",
+					 NULL);
+			return;
+		}
 		terminal_attach(t);
 		return;
 	case SESSION_CREATING:
@@ -517,11 +587,11 @@ static void terminal_lookup(struct terminal *t)
 		terminal_update_poll(t);
 		return;
 	case SESSION_FAILED:
-		snprintf(msg, sizeof(msg), "the session failed: %s", s.error);
-		terminal_respond(t, 409, "not_running", msg, NULL);
-		return;
 	case SESSION_STOPPING:
-		terminal_respond(t, 409, "not_running", "the session is stopping", NULL);
+	case SESSION_EXITED:
+	case SESSION_LOST:
+		code = session_unavailable(&s, msg, sizeof(msg));
+		terminal_respond(t, 409, code, msg, NULL);
 		return;
 	}
 }
@@ -730,6 +800,9 @@ int terminal_accept(struct bridge *b, int fd)
 		return r;
 	}
 	t->poll.data = t;
+	uv_fs_event_init(b->loop, &t->watch); /* cannot fail; started once the client is open */
+	t->watch.data = t;
+	t->handles = 2;
 	t->state = TS_REQUEST;
 	t->deadline = terminal_now(t) + b->opt.handshake_timeout_ms;
 	LIST_INSERT_HEAD(&b->terminals, t, link);

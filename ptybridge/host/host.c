@@ -343,7 +343,8 @@ static void host_drop_pending(struct host *h, struct pending *p)
 
 /* Answers a can_use_tool request on claude's stdin and announces the decision. */
 static void host_answer(struct host *h, struct pending *p, bool allow, const char *message,
-			json_object *updated_input, bool interrupt, const char *by)
+			json_object *updated_input, json_object *updated_permissions,
+			bool interrupt, const char *by)
 {
 	json_object *msg = json_object_new_object(), *resp = json_object_new_object(),
 		    *inner = json_object_new_object(), *ev = json_object_new_object();
@@ -355,6 +356,10 @@ static void host_answer(struct host *h, struct pending *p, bool allow, const cha
 						     : json_object_get(p->input));
 	else
 		json_object_object_add(inner, "message", json_object_new_string(message));
+	/* "Allow for this session": claude adds these rules (the event's suggestions) itself. */
+	if (allow && updated_permissions != NULL)
+		json_object_object_add(inner, "updatedPermissions",
+				       json_object_get(updated_permissions));
 	if (!allow && interrupt)
 		json_object_object_add(inner, "interrupt", json_object_new_boolean(true));
 	json_object_object_add(resp, "subtype", json_object_new_string("success"));
@@ -380,7 +385,7 @@ static void pending_timeout(uv_timer_t *t)
 	snprintf(msg, sizeof(msg),
 		 "No answer within %d seconds (AGENTD_PERMISSION_TIMEOUT); denied automatically.",
 		 p->host->cfg->permission_timeout);
-	host_answer(p->host, p, false, msg, NULL, false, "timeout");
+	host_answer(p->host, p, false, msg, NULL, NULL, false, "timeout");
 }
 
 static json_object *host_get(json_object *o, const char *key)
@@ -625,17 +630,21 @@ static void host_permission_answer(struct host *h, struct sub *s, json_object *r
 {
 	const char *rid = json_object_get_string(host_get(req, "requestId"));
 	const char *behavior = json_object_get_string(host_get(req, "behavior"));
-	json_object *msg = host_get(req, "message"), *upd = host_get(req, "updatedInput");
+	json_object *msg = host_get(req, "message"), *upd = host_get(req, "updatedInput"),
+		    *perms = host_get(req, "updatedPermissions");
 	struct pending *p;
 	bool allow;
 
 	if (rid == NULL || behavior == NULL ||
 	    (strcmp(behavior, "allow") != 0 && strcmp(behavior, "deny") != 0) ||
 	    (upd != NULL && !json_object_is_type(upd, json_type_object)) ||
+	    (perms != NULL &&
+	     (!json_object_is_type(perms, json_type_array) || strcmp(behavior, "allow") != 0)) ||
 	    (msg != NULL && !json_object_is_type(msg, json_type_string))) {
-		sub_error(s, 400, "invalid_request",
-			  "expected {\"behavior\":\"allow\"|\"deny\"} with an optional message, "
-			  "updatedInput object and interrupt");
+		sub_error(
+		    s, 400, "invalid_request",
+		    "expected {\"behavior\":\"allow\"|\"deny\"} with an optional message, "
+		    "updatedInput object, interrupt and (with allow) updatedPermissions array");
 		return;
 	}
 	p = host_find_pending(h, rid);
@@ -651,7 +660,7 @@ static void host_permission_answer(struct host *h, struct sub *s, json_object *r
 	host_answer(h, p, allow,
 		    allow ? NULL
 			  : (msg != NULL ? json_object_get_string(msg) : "Denied by the user."),
-		    upd, json_object_get_boolean(host_get(req, "interrupt")), "client");
+		    upd, perms, json_object_get_boolean(host_get(req, "interrupt")), "client");
 	sub_ok(s);
 }
 
@@ -845,10 +854,47 @@ static int host_listen(struct host *h, const char *dir)
 	return r;
 }
 
+/*
+ * claude's environment: the pane's, which agentd-api made exactly the agent's (claude.h, tmux.h),
+ * without CLAUDECODE (claude refuses to start nested) and with CLAUDE_CODE_ENTRYPOINT=sdk-ts,
+ * which marks an SDK-style host as the official SDKs do (notes §1.3), unless it is set. The
+ * array points into environ; the caller frees only the array.
+ */
+static char **host_claude_env(void)
+{
+	extern char **environ;
+	static char entry[] = "CLAUDE_CODE_ENTRYPOINT=sdk-ts";
+	size_t n = 0, k = 0;
+	bool has_entry = false;
+	char **env;
+
+	while (environ[n] != NULL)
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	if (env == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(environ[i], "CLAUDECODE=", 11) == 0)
+			continue;
+		if (strncmp(environ[i], "CLAUDE_CODE_ENTRYPOINT=", 23) == 0)
+			has_entry = true;
+		env[k++] = environ[i];
+	}
+	if (!has_entry)
+		env[k++] = entry;
+	env[k] = NULL;
+	return env;
+}
+
 static int host_spawn(struct host *h, char *const argv[])
 {
 	uv_process_options_t o;
 	uv_stdio_container_t stdio[3];
+	char **env = host_claude_env();
+	int r;
+
+	if (env == NULL)
+		return UV_ENOMEM;
 
 	memset(&o, 0, sizeof(o));
 	uv_pipe_init(h->loop, &h->in, 0);
@@ -862,12 +908,15 @@ static int host_spawn(struct host *h, char *const argv[])
 	stdio[2].data.fd = 2;
 	o.file = argv[0];
 	o.args = (char **)argv;
+	o.env = env;
 	o.stdio = stdio;
 	o.stdio_count = 3;
 	o.flags = UV_PROCESS_DETACHED;
 	o.exit_cb = host_exited;
 	h->proc.data = h;
-	return uv_spawn(h->loop, &h->proc, &o);
+	r = uv_spawn(h->loop, &h->proc, &o);
+	free(env);
+	return r;
 }
 
 int host_run(const struct config *cfg, const char *id, const char *first_prompt,
@@ -885,9 +934,6 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 	h->id = id;
 	h->log.fd = -1;
 	signal(SIGPIPE, SIG_IGN);
-	/* Marks us as an SDK-style host to claude, as the official SDKs do (notes §1.3). */
-	setenv("CLAUDE_CODE_ENTRYPOINT", "sdk-ts", 0);
-	unsetenv("CLAUDECODE");
 	if (hostproto_path(cfg, id, "", dir, sizeof(dir)) < 0 ||
 	    hostproto_path(cfg, id, "events.log", h->log_path, sizeof(h->log_path)) < 0) {
 		log_error("session paths are too long");

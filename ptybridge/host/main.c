@@ -8,13 +8,15 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: agentd-host [--prompt TEXT] SESSION-ID -- CLAUDE [ARGS...]\n"
+    "usage: agentd-host [--set KEY=VALUE]... [--prompt TEXT] SESSION-ID -- CLAUDE [ARGS...]\n"
     "\n"
     "Runs claude in stream-json mode for a structured agentd session: keeps its output in\n"
     "$AGENTD_RUNTIME_DIR/sessions/SESSION-ID/events.log, serves it on host.sock there (the\n"
     "bridge relays it as SSE / WebSocket), and prints a readable transcript. agentd-api starts\n"
     "it with tmux respawn-pane; SIGTERM or SIGHUP ends claude's process group and the host.\n"
-    "--prompt TEXT starts the first turn with TEXT (a session created in structured mode).\n";
+    "--prompt TEXT starts the first turn with TEXT (a session created in structured mode).\n"
+    "--set KEY=VALUE sets an AGENTD_* setting (agentd-api passes AGENTD_RUNTIME_DIR and\n"
+    "AGENTD_PERMISSION_TIMEOUT: the pane's environment is only the agent's).\n";
 
 int main(int argc, char **argv)
 {
@@ -27,18 +29,35 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (argc > 2 && strcmp(argv[1], "--prompt") == 0) {
-		first_prompt = argv[2];
+	if (config_load(&cfg, &cause) < 0) {
+		log_error("%s", cause.msg);
+		return 1;
+	}
+	/* Options come in pairs before the session id; the words are positional, so no value
+	 * (a prompt starting with '-' included) is ever taken for an option. */
+	while (argc > 2 && (strcmp(argv[1], "--set") == 0 || strcmp(argv[1], "--prompt") == 0)) {
+		if (strcmp(argv[1], "--prompt") == 0) {
+			first_prompt = argv[2];
+		} else {
+			char key[64];
+			const char *eq = strchr(argv[2], '=');
+
+			if (eq == NULL || (size_t)(eq - argv[2]) >= sizeof(key)) {
+				fputs(usage, stderr);
+				return 2;
+			}
+			snprintf(key, sizeof(key), "%.*s", (int)(eq - argv[2]), argv[2]);
+			if (config_set(&cfg, key, eq + 1, &cause) < 0) {
+				log_error("%s", cause.msg);
+				return 2;
+			}
+		}
 		argv += 2;
 		argc -= 2;
 	}
 	if (argc < 4 || strcmp(argv[2], "--") != 0 || !session_id_valid(argv[1])) {
 		fputs(usage, stderr);
 		return 2;
-	}
-	if (config_load(&cfg, &cause) < 0) {
-		log_error("%s", cause.msg);
-		return 1;
 	}
 	return host_run(&cfg, argv[1], first_prompt, argv + 3);
 }

@@ -124,7 +124,7 @@ assert_eq "the pane cwd is still the worktree" "$WT" \
 	"$(tmx display -p -t "=widgets-7:" '#{pane_current_path}' 2>&1)"
 check_not "the terminal claude is gone" alive "$PANE0"
 PANE1=$(pane_pid widgets-7)
-assert_match "the pane runs agentd-host" 'agentd-host widgets-7 -- ' \
+assert_match "the pane runs agentd-host" 'agentd-host --set AGENTD_RUNTIME_DIR=[^ ]+ --set AGENTD_PERMISSION_TIMEOUT=600 widgets-7 -- ' \
 	"$(tr '\0' ' ' <"/proc/$PANE1/cmdline" 2>/dev/null)"
 one_claude "one claude in structured mode" widgets-7
 REC=$(pane_claude widgets-7)
@@ -180,8 +180,8 @@ one_claude "one claude in widgets-9" widgets-9
 
 # --- 409 when not running ---------------------------------------------------------------------------
 tmx kill-session -t "=widgets-9"
-kill_api KILL || true # recovery marks it failed at start
-assert_state "widgets-9 is failed once its tmux session is gone" widgets-9 failed 10
+kill_api KILL || true # the session is lost once its tmux session is gone
+assert_state "widgets-9 is lost once its tmux session is gone" widgets-9 lost 10
 api POST /sessions/widgets-9/mode '{"mode":"terminal"}'
-assert_status "switching a failed session is 409" 409
+assert_status "switching a lost session is 409" 409
 assert_error_body "... with an error body"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Restarts and recovery through nginx: kill -9 of agentd-api (deploy/up restarts it), a full
 # stop/start of deploy/up (agents keep running in tmux), records rebuilt from tmux after they were
-# deleted, and a session whose tmux session vanished becomes failed.
+# deleted, and a session whose tmux session vanished becomes lost.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 make_remote acme widgets || exit 1
@@ -93,8 +93,8 @@ fi
 # --- a tmux session killed behind our back ---------------------------------------------------------
 tmx kill-session -t '=widgets-8' || fail "kill tmux session widgets-8"
 if kill_api KILL; then
-	assert_state "vanished tmux session: widgets-8 becomes failed" widgets-8 failed 15
-	assert_jq "vanished tmux session: failed with a reason" '.error | type == "string" and length > 0'
+	assert_state "vanished tmux session: widgets-8 becomes lost" widgets-8 lost 15
+	assert_jq "vanished tmux session: lost with a reason" '.error | type == "string" and length > 0'
 	get_session widgets-7
 	assert_json "the other sessions still run" '.state' '"running"'
 	get_session socket.io-3

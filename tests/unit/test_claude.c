@@ -1,6 +1,7 @@
 /*
- * claude: the terminal-mode argv. First launch: claude --session-id=<uuid> [extra] <prompt>, the
- * prompt one word whatever it contains; later launches: --resume=<uuid> [extra], no prompt.
+ * claude: the terminal-mode argv. First launch: claude --session-id=<uuid> [extra] -- <prompt>,
+ * the prompt one word after "--" whatever it contains; later launches: --resume=<uuid> [extra], no
+ * prompt. Then the structured argv and the agent's environment.
  */
 #include "claude.h"
 
@@ -48,7 +49,7 @@ Test(claude, first_launch_session_id_and_prompt_word)
 	make_session(&s, prompt);
 	snprintf(id, sizeof(id), "--session-id=%s", s.agent_session_id);
 	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
-	expect_argv(&out, (const char *[]){"claude", id, prompt}, 3);
+	expect_argv(&out, (const char *[]){"claude", id, "--", prompt}, 4);
 }
 
 Test(claude, later_launch_resumes_without_prompt)
@@ -83,8 +84,8 @@ Test(claude, extra_args_split_on_blanks)
 	/* The executable is one word even with a blank; extra args have no quoting by design. */
 	expect_argv(&out,
 		    (const char *[]){"/opt/claude bin/claude", id, "--model=sonnet", "--add-dir=/x",
-				     "'quoted", "word'", "p"},
-		    7);
+				     "'quoted", "word'", "--", "p"},
+		    8);
 
 	s.launched = true;
 	snprintf(id, sizeof(id), "--resume=%s", s.agent_session_id);
@@ -105,8 +106,8 @@ Test(claude, blank_only_extra_args_add_nothing)
 	snprintf(cfg.claude_args, sizeof(cfg.claude_args), " \t \t ");
 	make_session(&s, "p");
 	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
-	cr_assert_eq(argv_count(out.argv), 3);
-	cr_assert_str_eq(out.argv[2], "p");
+	cr_assert_eq(argv_count(out.argv), 4);
+	cr_assert_str_eq(out.argv[3], "p");
 }
 
 Test(claude, empty_prompt_is_left_out)
@@ -134,9 +135,10 @@ Test(claude, prompt_is_one_word_verbatim)
 	snprintf(cfg.claude_args, sizeof(cfg.claude_args), "--verbose");
 	make_session(&s, prompt);
 	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
-	cr_assert_eq(argv_count(out.argv), 4);
+	cr_assert_eq(argv_count(out.argv), 5);
 	cr_assert_str_eq(out.argv[2], "--verbose");
-	cr_assert_str_eq(out.argv[3], prompt);
+	cr_assert_str_eq(out.argv[3], "--");
+	cr_assert_str_eq(out.argv[4], prompt);
 }
 
 Test(claude, largest_inputs_fit)
@@ -155,10 +157,10 @@ Test(claude, largest_inputs_fit)
 	memset(s->prompt, 'p', SESSION_PROMPT_MAX);
 	s->prompt[SESSION_PROMPT_MAX] = '\0';
 	cr_assert_eq(claude_terminal_argv(cfg, s, out), 0);
-	cr_assert_eq(argv_count(out->argv), 4);
+	cr_assert_eq(argv_count(out->argv), 5);
 	cr_assert_eq(strlen(out->argv[0]), sizeof(cfg->claude) - 1);
 	cr_assert_eq(strlen(out->argv[2]), sizeof(cfg->claude_args) - 1);
-	cr_assert_eq(strlen(out->argv[3]), SESSION_PROMPT_MAX);
+	cr_assert_eq(strlen(out->argv[4]), SESSION_PROMPT_MAX);
 	free(cfg);
 	free(s);
 	free(out);
@@ -185,20 +187,20 @@ Test(claude, too_many_args_e2big)
 	config_defaults(&cfg);
 	make_session(&s, "prompt");
 
-	/* claude + --session-id + 61 extras + prompt = CLAUDE_ARGV_MAX words: fits. */
-	extra_words(&cfg, CLAUDE_ARGV_MAX - 3);
+	/* claude + --session-id + 60 extras + -- + prompt = CLAUDE_ARGV_MAX words: fits. */
+	extra_words(&cfg, CLAUDE_ARGV_MAX - 4);
 	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
 	cr_assert_eq(argv_count(out.argv), CLAUDE_ARGV_MAX);
 	cr_assert_str_eq(out.argv[CLAUDE_ARGV_MAX - 1], "prompt");
 
 	/* One more word than fits, the prompt being the one too many. */
-	extra_words(&cfg, CLAUDE_ARGV_MAX - 2);
+	extra_words(&cfg, CLAUDE_ARGV_MAX - 3);
 	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), -E2BIG);
 
 	/* Without the prompt (resume) the same extras fit. */
 	s.launched = true;
 	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
-	cr_assert_eq(argv_count(out.argv), CLAUDE_ARGV_MAX);
+	cr_assert_eq(argv_count(out.argv), CLAUDE_ARGV_MAX - 1);
 
 	/* Far too many (2000 words) fails the same way, without overrunning argv. */
 	extra_words(&cfg, 2000);
@@ -220,11 +222,12 @@ Test(claude, structured_first_launch_with_prompt)
 	cr_assert_eq(claude_structured_argv(&cfg, &s, "/usr/bin/agentd-host", false, prompt, &out),
 		     0);
 	expect_argv(&out,
-		    (const char *[]){"/usr/bin/agentd-host", "--prompt", prompt, s.id, "--",
-				     "claude", "-p", "--input-format", "stream-json",
-				     "--output-format", "stream-json", "--verbose",
-				     "--permission-prompt-tool", "stdio", id},
-		    15);
+		    (const char *[]){
+			"/usr/bin/agentd-host", "--set", "AGENTD_RUNTIME_DIR=/run/agentd", "--set",
+			"AGENTD_PERMISSION_TIMEOUT=600", "--prompt", prompt, s.id, "--", "claude",
+			"-p", "--input-format", "stream-json", "--output-format", "stream-json",
+			"--verbose", "--permission-prompt-tool", "stdio", id},
+		    19);
 }
 
 Test(claude, structured_resume_without_prompt)
@@ -240,10 +243,116 @@ Test(claude, structured_resume_without_prompt)
 	snprintf(id, sizeof(id), "--resume=%s", s.agent_session_id);
 	cr_assert_eq(claude_structured_argv(&cfg, &s, "agentd-host", true, "", &out), 0);
 	expect_argv(&out,
-		    (const char *[]){"agentd-host", s.id, "--", "claude", "-p", "--input-format",
-				     "stream-json", "--output-format", "stream-json", "--verbose",
-				     "--permission-prompt-tool", "stdio", id, "--model=x"},
-		    14);
+		    (const char *[]){"agentd-host", "--set", "AGENTD_RUNTIME_DIR=/run/agentd",
+				     "--set", "AGENTD_PERMISSION_TIMEOUT=600", s.id, "--", "claude",
+				     "-p", "--input-format", "stream-json", "--output-format",
+				     "stream-json", "--verbose", "--permission-prompt-tool",
+				     "stdio", id, "--model=x"},
+		    18);
 	cr_assert_eq(claude_structured_argv(&cfg, &s, "agentd-host", true, NULL, &out), 0);
-	cr_assert_eq(argv_count(out.argv), 14);
+	cr_assert_eq(argv_count(out.argv), 18);
+}
+
+/* Issue 8, point 4: a prompt that reads as an option stays the prompt. */
+Test(claude, option_like_prompt_follows_double_dash)
+{
+	static const char *const prompts[] = {"--dangerously-skip-permissions", "--version please",
+					      "-p", "--", "--resume=x"};
+	struct config cfg;
+	struct session s;
+	struct claude_argv out;
+	char id[64];
+
+	config_defaults(&cfg);
+	snprintf(cfg.claude_args, sizeof(cfg.claude_args), "--model=x");
+	for (size_t i = 0; i < sizeof(prompts) / sizeof(prompts[0]); i++) {
+		make_session(&s, prompts[i]);
+		snprintf(id, sizeof(id), "--session-id=%s", s.agent_session_id);
+		cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+		expect_argv(&out, (const char *[]){"claude", id, "--model=x", "--", prompts[i]}, 5);
+
+		/* Structured: the prompt is --prompt's value for the host, never claude's word. */
+		cr_assert_eq(
+		    claude_structured_argv(&cfg, &s, "agentd-host", false, prompts[i], &out), 0);
+		cr_assert_str_eq(out.argv[5], "--prompt");
+		cr_assert_str_eq(out.argv[6], prompts[i]);
+		cr_assert_str_eq(out.argv[7], s.id);
+		cr_assert_str_eq(out.argv[8], "--");
+		/* claude's words are those it gets without a prompt. */
+		cr_assert_eq(argv_count(out.argv), 20);
+		cr_assert_str_eq(out.argv[9], "claude");
+		cr_assert_str_eq(out.argv[19], "--model=x");
+	}
+}
+
+static void expect_env(const struct claude_env *e, const char *const *want, size_t n)
+{
+	size_t got = 0;
+
+	while (e->words[got] != NULL)
+		got++;
+	cr_assert_eq(got, n, "%zu variables, want %zu", got, n);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_str_eq(e->words[i], want[i], "variable %zu", i);
+}
+
+Test(claude, env_is_the_listed_variables_that_are_set)
+{
+	char *const from[] = {"HOME=/h",     "AGENTD_SECRET_JUNK=1",
+			      "FOO_TOKEN=x", "GH_TOKEN=g=h",
+			      "PATH=/bin",   "GH=no",
+			      "HOMER=no",    NULL};
+	struct claude_env *e = malloc(sizeof(*e));
+	struct config cfg;
+
+	cr_assert_not_null(e);
+	config_defaults(&cfg);
+	/* The default list: HOME PATH LANG ANTHROPIC_* CLAUDE_CONFIG_DIR GH_TOKEN GITHUB_TOKEN. */
+	cr_assert_eq(claude_env(&cfg, from, e), 0);
+	expect_env(e,
+		   (const char *[]){"HOME=/h", "PATH=/bin", "GH_TOKEN=g=h", "COLORTERM=truecolor",
+				    "LANG=C.UTF-8"},
+		   5);
+	/* Commas, repeats (the first counts), a stray '=' and the terminal's own given. */
+	snprintf(cfg.agent_env, sizeof(cfg.agent_env), ",GH_TOKEN, ,HOME,GH_TOKEN LANG= COLORTERM");
+	cr_assert_eq(claude_env(&cfg,
+				(char *const[]){"GH_TOKEN=1", "HOME=/x", "LANG=de_DE.UTF-8",
+						"COLORTERM=24bit", NULL},
+				e),
+		     0);
+	expect_env(
+	    e, (const char *[]){"GH_TOKEN=1", "HOME=/x", "LANG=de_DE.UTF-8", "COLORTERM=24bit"}, 4);
+	/* An empty list: only what a terminal needs. */
+	cfg.agent_env[0] = '\0';
+	cr_assert_eq(claude_env(&cfg, from, e), 0);
+	expect_env(e, (const char *[]){"COLORTERM=truecolor", "LANG=C.UTF-8"}, 2);
+	free(e);
+}
+
+Test(claude, env_limits)
+{
+	struct claude_env *e = malloc(sizeof(*e));
+	struct config *cfg = calloc(1, sizeof(*cfg));
+	char **from = calloc(CLAUDE_ENV_MAX + 2, sizeof(*from));
+	char *big = malloc(CLAUDE_ENV_BUF);
+	size_t o = 0;
+
+	cr_assert(e != NULL && cfg != NULL && from != NULL && big != NULL);
+	config_defaults(cfg);
+	for (int i = 0; i < CLAUDE_ENV_MAX + 1; i++) {
+		cr_assert_geq(asprintf(&from[i], "V%d=x", i), 0);
+		o += (size_t)snprintf(cfg->agent_env + o, sizeof(cfg->agent_env) - o, "V%d ", i);
+	}
+	cr_assert_eq(claude_env(cfg, from, e), -E2BIG);
+	snprintf(cfg->agent_env, sizeof(cfg->agent_env), "BIG");
+	memcpy(big, "BIG=", 4);
+	memset(big + 4, 'b', CLAUDE_ENV_BUF - 5);
+	big[CLAUDE_ENV_BUF - 1] = '\0';
+	cr_assert_eq(claude_env(cfg, (char *const[]){big, NULL}, e), -ENAMETOOLONG);
+	for (int i = 0; i < CLAUDE_ENV_MAX + 1; i++)
+		free(from[i]);
+	free(from);
+	free(big);
+	free(cfg);
+	free(e);
 }

@@ -157,6 +157,7 @@ static void assert_defaults(const struct config *cfg)
 					 "CLAUDE_CONFIG_DIR GH_TOKEN GITHUB_TOKEN");
 	cr_assert_eq(cfg->max_sessions, 16);
 	cr_assert_str_eq(cfg->allowed_origins, "");
+	cr_assert_str_eq(cfg->allowed_hosts, "");
 	cr_assert_eq(cfg->permission_timeout, 600);
 	cr_assert_str_eq(cfg->tmux, "tmux");
 }
@@ -228,6 +229,7 @@ Test(config, file_parsing)
 		   "AGENTD_AGENT_ENV=HOME PATH\n"
 		   "AGENTD_MAX_SESSIONS=4\n"
 		   "AGENTD_ALLOWED_ORIGINS=https://a.example, https://b.example\n"
+		   "AGENTD_ALLOWED_HOSTS=machine.tailnet.ts.net, box.local:8443\n"
 		   "AGENTD_PERMISSION_TIMEOUT=30\n"
 		   "AGENTD_TMUX=/usr/bin/tmux\n"
 		   "AGENTD_HOST_BIN=/opt/agentd/agentd-host\n");
@@ -242,6 +244,7 @@ Test(config, file_parsing)
 	cr_assert_str_eq(cfg.agent_env, "HOME PATH");
 	cr_assert_eq(cfg.max_sessions, 4);
 	cr_assert_str_eq(cfg.allowed_origins, "https://a.example, https://b.example");
+	cr_assert_str_eq(cfg.allowed_hosts, "machine.tailnet.ts.net, box.local:8443");
 	cr_assert_eq(cfg.permission_timeout, 30);
 	cr_assert_str_eq(cfg.tmux, "/usr/bin/tmux");
 	cr_assert_str_eq(cfg.host, "/opt/agentd/agentd-host");
@@ -473,6 +476,22 @@ Test(config, environment_value_taken_literally)
 	load_ok(&cfg);
 	cr_assert_str_eq(cfg.base_dir, "'/srv/q' ");
 	cr_assert_str_eq(cfg.allowed_origins, "");
+}
+
+/*
+ * AGENTD_ALLOWED_HOSTS is rendered into nginx by deploy/up; the daemons read the same file, so a
+ * file that names it must load everywhere (an unknown key would stop every daemon).
+ */
+Test(config, allowed_hosts_from_file_and_environment)
+{
+	struct config cfg;
+
+	write_conf("AGENTD_ALLOWED_HOSTS=\"machine.tailnet.ts.net\"\n");
+	load_ok(&cfg);
+	cr_assert_str_eq(cfg.allowed_hosts, "machine.tailnet.ts.net");
+	cr_assert_eq(setenv("AGENTD_ALLOWED_HOSTS", "a.example:8443,b.example", 1), 0);
+	load_ok(&cfg);
+	cr_assert_str_eq(cfg.allowed_hosts, "a.example:8443,b.example");
 }
 
 Test(config, unknown_agentd_env_ignored)

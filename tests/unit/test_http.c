@@ -6,6 +6,8 @@
 #include "http.h"
 
 #include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdlib.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -300,8 +302,32 @@ Test(http, error_response)
 	cr_assert_not_null(strstr(out, "\r\nX-A: b\r\n"));
 	cr_assert_not_null(strstr(out, "Connection: close\r\n"));
 	body = strstr(out, "\r\n\r\n") + 4;
-	cr_assert_str_eq(body, "{\"error\":\"no \\\"such\\\" session\",\"code\":\"not_found\"}\n");
+	cr_assert_str_eq(body,
+			 "{\"error\":\"no \\\"such\\\" session\\n\",\"code\":\"not_found\"}\n");
 	cr_assert_eq(http_format_error(out, 40, 404, "not_found", "x", NULL), -EOVERFLOW);
+}
+
+/* Issue 8: whatever bytes a message echoes, the body is valid UTF-8 JSON of the length sent. */
+Test(http, error_body_is_utf8)
+{
+	char out[HTTP_RESPONSE_MAX];
+	int n = http_format_error(out, sizeof(out), 400, "invalid_id", "no session \xff-1 \xc3\xa9",
+				  NULL);
+	const char *body, *cl;
+	json_object *o;
+
+	cr_assert_gt(n, 0);
+	body = strstr(out, "\r\n\r\n") + 4;
+	cr_assert_str_eq(body, "{\"error\":\"no session \xef\xbf\xbd-1 \xc3\xa9\",\"code\":"
+			       "\"invalid_id\"}\n");
+	cl = strstr(out, "Content-Length: ");
+	cr_assert_not_null(cl);
+	cr_assert_eq(strtoul(cl + 16, NULL, 10), strlen(body));
+	o = json_tokener_parse(body);
+	cr_assert_not_null(o);
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(o, "error")),
+			 "no session \xef\xbf\xbd-1 \xc3\xa9");
+	json_object_put(o);
 }
 
 Test(http, upgrade_response)

@@ -88,6 +88,22 @@ Test(relay, only_one_json_object_is_a_body)
 	cr_assert_null(relay_parse_object("{}\0", 3));
 }
 
+/* Issue 8: the API's rule: a body (or /stream frame) with a key twice is refused. */
+Test(relay, a_key_twice_is_no_body)
+{
+	static const char *const bad[] = {
+	    "{\"prompt\":\"a\",\"prompt\":\"b\"}",
+	    "{\"behavior\":\"deny\",\"behavior\":\"allow\"}",
+	    "{\"behavior\":\"allow\",\"updatedInput\":{\"command\":\"ls\",\"comm\\u0061nd\":\"rm\"}"
+	    "}",
+	    "{\"type\":\"permission\",\"type\":\"prompt\"}",
+	    "{\"prompt\":\"caf\xe9\"}", /* latin1, not UTF-8 */
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_null(obj(bad[i]), "%s", bad[i]);
+}
+
 /* Builds the host line for kind from text; returns it parsed (without its '\n'), or NULL. */
 static json_object *line_for(enum relay_kind kind, const char *text, const char *rid)
 {
@@ -161,6 +177,60 @@ Test(relay, permission_requests)
 	cr_assert_null(
 	    line_for(RELAY_PERMISSION, "{\"behavior\":\"allow\",\"updatedInput\":[]}", "r"));
 	cr_assert_null(line_for(RELAY_PERMISSION, "{\"behavior\":\"deny\",\"interrupt\":1}", "r"));
+}
+
+/* Issue 8: "allow for this session" reaches the host: updatedPermissions, validated and bounded. */
+Test(relay, permission_updates_pass_through)
+{
+	static const char *const suggestion =
+	    "[{\"type\":\"addRules\",\"rules\":[{\"toolName\":\"Bash\",\"ruleContent\":"
+	    "\"touch:*\"}],\"behavior\":\"allow\",\"destination\":\"session\"}]";
+	char text[4096], many[2048];
+	json_object *o;
+	size_t at;
+
+	snprintf(text, sizeof(text), "{\"behavior\":\"allow\",\"updatedPermissions\":%s}",
+		 suggestion);
+	o = line_for(RELAY_PERMISSION, text, "r-3");
+	cr_assert_not_null(o);
+	cr_assert_str_eq(member(o, "updatedPermissions"), suggestion, "passed on as it is");
+	cr_assert_str_eq(member(o, "behavior"), "\"allow\"");
+	json_object_put(o);
+	/* Without it, none is sent. */
+	o = line_for(RELAY_PERMISSION, "{\"behavior\":\"allow\"}", "r-4");
+	cr_assert_null(member(o, "updatedPermissions"));
+	json_object_put(o);
+	/* Refused: not an array, empty, an entry without a string type or not an object, with a
+	 * deny, more than RELAY_PERMISSION_UPDATES_MAX entries. */
+	cr_assert_null(line_for(RELAY_PERMISSION,
+				"{\"behavior\":\"allow\",\"updatedPermissions\":{\"type\":\"x\"}}",
+				"r"));
+	cr_assert_null(
+	    line_for(RELAY_PERMISSION, "{\"behavior\":\"allow\",\"updatedPermissions\":[]}", "r"));
+	cr_assert_null(line_for(RELAY_PERMISSION,
+				"{\"behavior\":\"allow\",\"updatedPermissions\":[{\"type\":1}]}",
+				"r"));
+	cr_assert_null(line_for(RELAY_PERMISSION,
+				"{\"behavior\":\"allow\",\"updatedPermissions\":[\"x\"]}", "r"));
+	cr_assert_null(line_for(RELAY_PERMISSION,
+				"{\"behavior\":\"allow\",\"updatedPermissions\":[{}]}", "r"));
+	snprintf(text, sizeof(text),
+		 "{\"behavior\":\"deny\",\"message\":\"no\",\"updatedPermissions\":%s}",
+		 suggestion);
+	cr_assert_null(line_for(RELAY_PERMISSION, text, "r"));
+	at = (size_t)snprintf(many, sizeof(many), "[");
+	for (int i = 0; i < RELAY_PERMISSION_UPDATES_MAX; i++)
+		at += (size_t)snprintf(many + at, sizeof(many) - at, "%s{\"type\":\"setMode\"}",
+				       i ? "," : "");
+	snprintf(many + at, sizeof(many) - at, "]");
+	snprintf(text, sizeof(text), "{\"behavior\":\"allow\",\"updatedPermissions\":%s}", many);
+	o = line_for(RELAY_PERMISSION, text, "r");
+	cr_assert_not_null(o, "RELAY_PERMISSION_UPDATES_MAX entries are allowed");
+	json_object_put(o);
+	many[at] = '\0';
+	snprintf(many + at, sizeof(many) - at, ",{\"type\":\"setMode\"}]");
+	snprintf(text, sizeof(text), "{\"behavior\":\"allow\",\"updatedPermissions\":%s}", many);
+	cr_assert_null(line_for(RELAY_PERMISSION, text, "r"), "one more is refused");
 }
 
 Test(relay, interrupt_requests_ignore_the_body)

@@ -369,9 +369,10 @@ Test(session, state_and_mode_names_round_trip)
 {
 	enum session_state st;
 	enum session_mode m;
-	const char *states[] = {"creating", "running", "attached", "stopping", "failed"};
+	const char *states[] = {"creating", "running", "attached", "stopping",
+				"failed",   "exited",  "lost"};
 
-	for (int i = SESSION_CREATING; i <= SESSION_FAILED; i++) {
+	for (int i = SESSION_CREATING; i <= SESSION_LOST; i++) {
 		cr_assert_str_eq(session_state_name((enum session_state)i), states[i]);
 		cr_assert_eq(session_state_parse(states[i], &st), 0);
 		cr_assert_eq((int)st, i);
@@ -442,6 +443,12 @@ static void assert_same_session(const struct session *a, const struct session *b
 	cr_assert_eq(a->created_at, b->created_at);
 	cr_assert_eq(a->updated_at, b->updated_at);
 	cr_assert_eq(a->last_activity, b->last_activity);
+	cr_assert_eq(a->state == SESSION_EXITED ? a->exit_status : 0,
+		     b->state == SESSION_EXITED ? b->exit_status : 0);
+	cr_assert_str_eq(a->state == SESSION_EXITED ? a->exit_signal : "",
+			 b->state == SESSION_EXITED ? b->exit_signal : "");
+	cr_assert_eq(a->state == SESSION_EXITED ? a->exited_at : 0,
+		     b->state == SESSION_EXITED ? b->exited_at : 0);
 }
 
 /* Serialises and parses again, as the store does on disk. */
@@ -484,14 +491,16 @@ Test(session, json_round_trip_every_state_and_mode)
 	struct session a, b;
 	struct cause c = {{0}};
 
-	for (int st = SESSION_CREATING; st <= SESSION_FAILED; st++)
+	for (int st = SESSION_CREATING; st <= SESSION_LOST; st++)
 		for (int m = SESSION_TERMINAL; m <= SESSION_STRUCTURED; m++) {
 			json_object *o, *back;
 
 			full_session(&a);
+			if (st == SESSION_EXITED)
+				session_set_exited(&a, 0, 9, 1773397900);
 			a.state = (enum session_state)st;
 			a.mode = (enum session_mode)m;
-			if (st != SESSION_FAILED)
+			if (st != SESSION_FAILED && st != SESSION_LOST)
 				a.error[0] = '\0';
 			o = session_to_json(&a, true);
 			back = reparse(o);
@@ -581,12 +590,17 @@ Test(session, api_form_omits_launched_and_error_unless_failed)
 	json_object *o, *v;
 
 	full_session(&s); /* launched = true, error text set */
-	for (int st = SESSION_CREATING; st <= SESSION_FAILED; st++) {
+	for (int st = SESSION_CREATING; st <= SESSION_LOST; st++) {
+		bool has_error = st == SESSION_FAILED || st == SESSION_LOST;
+
 		s.state = (enum session_state)st;
 		o = session_to_json(&s, false);
 		cr_assert_not(json_object_object_get_ex(o, "launched", NULL),
 			      "the API form never has launched");
-		if (st == SESSION_FAILED) {
+		cr_assert_eq(json_object_object_get_ex(o, "exitStatus", NULL),
+			     st == SESSION_EXITED);
+		cr_assert_eq(json_object_object_get_ex(o, "exitedAt", NULL), st == SESSION_EXITED);
+		if (has_error) {
 			cr_assert(json_object_object_get_ex(o, "error", &v));
 			cr_assert_str_eq(json_object_get_string(v), s.error);
 		} else {
@@ -599,7 +613,7 @@ Test(session, api_form_omits_launched_and_error_unless_failed)
 		cr_assert(json_object_object_get_ex(o, "launched", &v), "the disk form has it");
 		cr_assert(json_object_is_type(v, json_type_boolean));
 		cr_assert(json_object_get_boolean(v));
-		cr_assert_eq(json_object_object_get_ex(o, "error", NULL), st == SESSION_FAILED);
+		cr_assert_eq(json_object_object_get_ex(o, "error", NULL), has_error);
 		json_object_put(o);
 	}
 }
@@ -900,4 +914,269 @@ Test(session, from_json_parses_hostile_text)
 		cr_assert_eq(session_from_json(&s, o, &c), -EINVAL, "doc %s", docs[i]);
 		json_object_put(o);
 	}
+}
+
+/* Issue 8, point 2: "a.b" and "a_b" are two repositories, so two ids, so two tmux sessions. */
+Test(session, tmux_name_is_injective)
+{
+	static const char alphabet[] = "a._-";
+	char ids[1024][16], names[1024][16];
+	size_t n = 0;
+	struct session s1, s2;
+
+	cr_assert_eq(session_init(&s1, "/code", "acme", "a.b", 1), 0);
+	cr_assert_eq(session_init(&s2, "/code", "acme", "a_b", 1), 0);
+	cr_assert_str_eq(s1.tmux_name, "a_b-1", "tmux's own rule for '.' is kept");
+	cr_assert_str_eq(s2.tmux_name, "a+b-1");
+	/* Every name of up to 4 characters over a . _ - that is valid: no two share a tmux name,
+	 * and no tmux name holds a character tmux refuses. */
+	for (size_t len = 1; len <= 4; len++) {
+		size_t combos = 1;
+
+		for (size_t i = 0; i < len; i++)
+			combos *= 4;
+		for (size_t k = 0; k < combos; k++) {
+			char name[8];
+			size_t v = k;
+
+			for (size_t i = 0; i < len; i++, v /= 4)
+				name[i] = alphabet[v % 4];
+			name[len] = '\0';
+			if (!session_name_valid(name))
+				continue;
+			snprintf(ids[n], sizeof(ids[n]), "%s-1", name);
+			session_tmux_name(ids[n], names[n], sizeof(names[n]));
+			cr_assert_null(strpbrk(names[n], ".:"), "%s -> %s", ids[n], names[n]);
+			for (size_t j = 0; j < n; j++)
+				cr_assert_str_neq(names[j], names[n], "%s and %s share %s", ids[j],
+						  ids[n], names[n]);
+			n++;
+		}
+	}
+	cr_assert_gt(n, 200);
+}
+
+Test(session, tmux_name_valid_accepts_the_name_before_issue_8)
+{
+	cr_assert(session_tmux_name_valid("a_b-1", "a+b-1"));
+	cr_assert(session_tmux_name_valid("a_b-1", "a_b-1"), "a record or session made before");
+	cr_assert(session_tmux_name_valid("a.b-1", "a_b-1"));
+	cr_assert_not(session_tmux_name_valid("a.b-1", "a+b-1"), "another id's name");
+	cr_assert_not(session_tmux_name_valid("a.b-1", "a.b-1"));
+	cr_assert_not(session_tmux_name_valid("a_b-1", "a_b-2"));
+	cr_assert_not(session_tmux_name_valid("a_b-1", ""));
+}
+
+Test(session, from_json_reads_both_tmux_names_of_an_id)
+{
+	struct session s;
+	struct cause c = {{0}};
+	json_object *o;
+
+	cr_assert_eq(session_init(&s, "/code", "acme", "my_repo", 3), 0);
+	o = session_to_json(&s, true);
+	cr_assert_eq(session_from_json(&s, o, &c), 0, "%s", c.msg);
+	cr_assert_str_eq(s.tmux_name, "my+repo-3");
+	json_object_object_add(o, "tmuxName", json_object_new_string("my_repo-3"));
+	cr_assert_eq(session_from_json(&s, o, &c), 0, "%s", c.msg);
+	cr_assert_str_eq(s.tmux_name, "my_repo-3", "kept as the record says");
+	json_object_object_add(o, "tmuxName", json_object_new_string("my+repo+3"));
+	expect_rejected(o, "neither name", "tmuxName");
+	json_object_put(o);
+}
+
+/* ---- exited and lost ---- */
+
+Test(session, set_exited_from_status_or_signal)
+{
+	struct session s;
+
+	full_session(&s);
+	session_set_exited(&s, 3, 0, 1773397900);
+	cr_assert_eq(s.state, SESSION_EXITED);
+	cr_assert_eq(s.exit_status, 3);
+	cr_assert_str_eq(s.exit_signal, "");
+	cr_assert_eq(s.exited_at, 1773397900);
+	cr_assert_str_eq(s.error, "", "an exited session carries no error");
+
+	session_set_exited(&s, 0, 9, 1773397901);
+	cr_assert_eq(s.exit_status, 137, "a signal reads as 128 + N, as in a shell");
+	cr_assert_str_eq(s.exit_signal, "SIGKILL");
+	session_set_exited(&s, 7, 15, 1);
+	cr_assert_eq(s.exit_status, 143, "the status is ignored when a signal ended it");
+	cr_assert_str_eq(s.exit_signal, "SIGTERM");
+	session_set_exited(&s, 0, 0, 1);
+	cr_assert_eq(s.exit_status, 0);
+	cr_assert_str_eq(s.exit_signal, "", "a clean exit after a signal forgets the signal");
+	session_set_exited(&s, 300, 0, 1);
+	cr_assert_eq(s.exit_status, SESSION_EXIT_MAX, "out of range is clamped");
+	session_set_exited(&s, 0, 500, 1);
+	cr_assert_eq(s.exit_status, SESSION_EXIT_MAX);
+}
+
+Test(session, exited_api_form)
+{
+	struct session s;
+	json_object *o, *v;
+
+	full_session(&s);
+	session_set_exited(&s, 0, 9, 1773397900);
+	o = session_to_json(&s, false);
+	cr_assert(json_object_object_get_ex(o, "state", &v));
+	cr_assert_str_eq(json_object_get_string(v), "exited");
+	cr_assert(json_object_object_get_ex(o, "exitStatus", &v));
+	cr_assert(json_object_is_type(v, json_type_int));
+	cr_assert_eq(json_object_get_int(v), 137);
+	cr_assert(json_object_object_get_ex(o, "exitSignal", &v));
+	cr_assert_str_eq(json_object_get_string(v), "SIGKILL");
+	cr_assert(json_object_object_get_ex(o, "exitedAt", &v));
+	cr_assert_str_eq(json_object_get_string(v), "2026-03-13T10:31:40Z");
+	cr_assert_not(json_object_object_get_ex(o, "error", NULL));
+	json_object_put(o);
+
+	session_set_exited(&s, 2, 0, 1773397900);
+	o = session_to_json(&s, false);
+	cr_assert(json_object_object_get_ex(o, "exitStatus", &v));
+	cr_assert_eq(json_object_get_int(v), 2);
+	cr_assert_not(json_object_object_get_ex(o, "exitSignal", NULL),
+		      "exitSignal only when a signal ended the agent");
+	json_object_put(o);
+}
+
+/* An exited disk record (caller puts it). */
+static json_object *exited_record(void)
+{
+	struct session s;
+
+	full_session(&s);
+	session_set_exited(&s, 0, 9, 1773397900);
+	return session_to_json(&s, true);
+}
+
+Test(session, from_json_exited_requires_its_fields)
+{
+	const char *required[] = {"exitStatus", "exitedAt"};
+
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		json_object *o = exited_record();
+
+		json_object_object_del(o, required[i]);
+		expect_rejected(o, required[i], required[i]);
+		json_object_put(o);
+	}
+	{
+		/* exitSignal is optional: an agent that exited by itself has none. */
+		json_object *o = exited_record();
+		struct session s;
+		struct cause c = {{0}};
+
+		json_object_object_del(o, "exitSignal");
+		cr_assert_eq(session_from_json(&s, o, &c), 0, "%s", c.msg);
+		cr_assert_eq(s.state, SESSION_EXITED);
+		cr_assert_eq(s.exit_status, 137);
+		cr_assert_str_eq(s.exit_signal, "");
+		json_object_put(o);
+	}
+}
+
+Test(session, from_json_exit_fields_bad_values)
+{
+	json_object *values_status[] = {
+	    json_object_new_int(-1),       json_object_new_int(256),
+	    json_object_new_string("3"),   json_object_new_double(3.5),
+	    json_object_new_boolean(true), json_object_new_int64(4294967296LL),
+	};
+	json_object *values_signal[] = {
+	    json_object_new_string("KILL"),  json_object_new_string("SIGkill"),
+	    json_object_new_string("SIG"),   json_object_new_string("SIGKILLKILLKILLX"),
+	    json_object_new_int(9),          json_object_new_string("SIG KILL"),
+	    json_object_new_string("SIG\n"), json_object_new_string(""),
+	};
+	json_object *values_time[] = {
+	    json_object_new_string("yesterday"),
+	    json_object_new_int(1773397900),
+	    json_object_new_string("2026-03-13T10:31:40"),
+	};
+
+	for (size_t i = 0; i < sizeof(values_status) / sizeof(values_status[0]); i++) {
+		json_object *o = exited_record();
+
+		json_object_object_add(o, "exitStatus", values_status[i]);
+		expect_rejected(o, "exitStatus", "exitStatus");
+		json_object_put(o);
+	}
+	for (size_t i = 0; i < sizeof(values_signal) / sizeof(values_signal[0]); i++) {
+		json_object *o = exited_record();
+
+		json_object_object_add(o, "exitSignal", values_signal[i]);
+		expect_rejected(o, "exitSignal", "exitSignal");
+		json_object_put(o);
+	}
+	for (size_t i = 0; i < sizeof(values_time) / sizeof(values_time[0]); i++) {
+		json_object *o = exited_record();
+
+		json_object_object_add(o, "exitedAt", values_time[i]);
+		expect_rejected(o, "exitedAt", "exitedAt");
+		json_object_put(o);
+	}
+	{
+		/* Checked in any state, not only when exited. */
+		json_object *o = base_record();
+
+		json_object_object_add(o, "exitStatus", json_object_new_int(999));
+		expect_rejected(o, "exitStatus on a failed record", "exitStatus");
+		json_object_put(o);
+	}
+}
+
+Test(session, lost_keeps_its_reason)
+{
+	struct session a, b;
+	struct cause c = {{0}};
+	json_object *o, *back, *v;
+
+	full_session(&a);
+	a.state = SESSION_LOST;
+	snprintf(a.error, sizeof(a.error), "tmux session x is gone");
+	o = session_to_json(&a, false);
+	cr_assert(json_object_object_get_ex(o, "error", &v));
+	cr_assert_str_eq(json_object_get_string(v), "tmux session x is gone");
+	json_object_put(o);
+	o = session_to_json(&a, true);
+	back = reparse(o);
+	cr_assert_eq(session_from_json(&b, back, &c), 0, "%s", c.msg);
+	assert_same_session(&a, &b);
+	json_object_put(o);
+	json_object_put(back);
+}
+
+Test(session, holds_slot)
+{
+	for (int st = SESSION_CREATING; st <= SESSION_LOST; st++)
+		cr_assert_eq(session_holds_slot((enum session_state)st),
+			     st != SESSION_FAILED && st != SESSION_LOST, "state %d", st);
+}
+
+Test(session, unavailable_says_why)
+{
+	struct session s;
+	char msg[SESSION_ERROR_MAX + 128];
+
+	full_session(&s);
+	for (int st = SESSION_CREATING; st <= SESSION_ATTACHED; st++) {
+		s.state = (enum session_state)st;
+		cr_assert_null(session_unavailable(&s, msg, sizeof(msg)), "state %d", st);
+	}
+	s.state = SESSION_STOPPING;
+	cr_assert_str_eq(session_unavailable(&s, msg, sizeof(msg)), "not_running");
+	s.state = SESSION_FAILED;
+	cr_assert_str_eq(session_unavailable(&s, msg, sizeof(msg)), "not_running");
+	cr_assert_not_null(strstr(msg, s.error));
+	session_set_exited(&s, 0, 9, 1773397900);
+	cr_assert_str_eq(session_unavailable(&s, msg, sizeof(msg)), "agent_exited");
+	cr_assert_not_null(strstr(msg, "status 137 by SIGKILL at 2026-03-13T10:31:40Z"), "%s", msg);
+	s.state = SESSION_LOST;
+	snprintf(s.error, sizeof(s.error), "tmux session x is gone");
+	cr_assert_str_eq(session_unavailable(&s, msg, sizeof(msg)), "session_lost");
+	cr_assert_not_null(strstr(msg, "tmux session x is gone"), "%s", msg);
 }

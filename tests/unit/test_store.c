@@ -373,6 +373,8 @@ Test(store, invalid_ids_refused_everywhere)
 
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		cr_assert_eq(store_lock(&st, ids[i]), -EINVAL, "store_lock('%s')", ids[i]);
+		cr_assert_eq(store_lock_create(&st, ids[i]), -EINVAL, "store_lock_create('%s')",
+			     ids[i]);
 		cr_assert_eq(store_remove(&st, ids[i]), -EINVAL, "store_remove('%s')", ids[i]);
 		cr_assert_eq(store_read(&st, ids[i], &b, &c), -EINVAL, "store_read('%s')", ids[i]);
 	}
@@ -402,9 +404,10 @@ Test(store, remove)
 	cr_assert_eq(store_read(&st, "gone-5", &b, &c), -ENOENT);
 	cr_assert_eq(store_remove(&st, "gone-5"), -ENOENT);
 	cr_assert_eq(store_remove(&st, "never-1"), -ENOENT);
-	/* The lock file stays (removing it would split the lock between waiters). */
+	/* The lock file goes with the record (store_lock checks it still holds the file). */
 	cr_assert_eq(store_path(&st, "gone-5", ".lock", lock, sizeof(lock)), 0);
-	cr_assert_eq(stat(lock, &sb), 0);
+	cr_assert_neq(stat(lock, &sb), 0, "the lock file of a removed session stayed");
+	cr_assert_eq(count_entries(st.dir, "gone-5"), 0);
 }
 
 Test(store, list_sorted_and_skips_corrupt)
@@ -623,13 +626,13 @@ Test(store, lock_excludes_second_locker)
 	int fd;
 
 	cr_assert_eq(store_path(&st, "s-1", ".lock", path, sizeof(path)), 0);
-	fd = store_lock(&st, "s-1");
+	fd = store_lock_create(&st, "s-1");
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(try_lock_in_child(path), 1, "a second process took a held lock");
 	store_unlock(fd);
 	cr_assert_eq(try_lock_in_child(path), 0, "the lock was not released");
 	/* Taking it again works, and is again exclusive. */
-	fd = store_lock(&st, "s-1");
+	fd = store_lock_create(&st, "s-1");
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(try_lock_in_child(path), 1);
 	store_unlock(fd);
@@ -642,7 +645,7 @@ Test(store, locks_are_per_session_and_store_wide)
 
 	cr_assert_eq(store_path(&st, "s-1", ".lock", p1, sizeof(p1)), 0);
 	cr_assert_eq(store_path(&st, "s-2", ".lock", p2, sizeof(p2)), 0);
-	f1 = store_lock(&st, "s-1");
+	f1 = store_lock_create(&st, "s-1");
 	cr_assert_geq(f1, 0);
 	cr_assert_eq(try_lock_in_child(p1), 1);
 	cr_assert_eq(try_lock_in_child(p2), 0, "another session's lock is independent");
@@ -658,7 +661,7 @@ Test(store, locks_are_per_session_and_store_wide)
 
 Test(store, lock_fd_is_cloexec)
 {
-	int fd = store_lock(&st, "s-1");
+	int fd = store_lock_create(&st, "s-1");
 
 	cr_assert_geq(fd, 0);
 	/* Spawned programs (tmux, git) must not inherit and so prolong a session lock. */
@@ -676,7 +679,7 @@ Test(store, blocking_lock_waits_for_holder, .timeout = 30)
 
 	cr_assert_eq(pipe2(to_child, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(from_child, O_CLOEXEC), 0);
-	fd = store_lock(&st, "w-1");
+	fd = store_lock_create(&st, "w-1");
 	cr_assert_geq(fd, 0);
 	pid = fork();
 	cr_assert_geq(pid, 0);
@@ -689,7 +692,7 @@ Test(store, blocking_lock_waits_for_holder, .timeout = 30)
 		close(fd); /* the child must not hold the parent's lock through the copy */
 		if (write(from_child[1], "r", 1) != 1) /* ready: about to block */
 			_exit(2);
-		cfd = store_lock(&st, "w-1");
+		cfd = store_lock_create(&st, "w-1");
 		if (cfd < 0 || write(from_child[1], "L", 1) != 1)
 			_exit(3);
 		/* Hold it until told, so the parent can see it is exclusive. */
@@ -716,4 +719,119 @@ Test(store, blocking_lock_waits_for_holder, .timeout = 30)
 	close(to_child[1]);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
+/* Issue 8: a request about an unknown id, or a refused create, leaves no file in the store. */
+Test(store, unknown_id_creates_no_file)
+{
+	struct session a;
+	int fd;
+
+	cr_assert_eq(store_lock(&st, "nobody-1"), -ENOENT);
+	cr_assert_eq(store_remove(&st, "nobody-1"), -ENOENT);
+	cr_assert_eq(count_entries(st.dir, "nobody"), 0, "locking an unknown id made a file");
+	/* A create that is refused: locked, nothing written, released. */
+	fd = store_lock_create(&st, "refused-1");
+	cr_assert_geq(fd, 0);
+	store_unlock_session(&st, "refused-1", fd);
+	cr_assert_eq(count_entries(st.dir, "refused"), 0, "a refused create left a file");
+	cr_assert_eq(store_lock(&st, "refused-1"), -ENOENT);
+	/* A create that wrote its record keeps the lock file, and store_lock finds it. */
+	make(&a, "kept", 2);
+	fd = store_lock_create(&st, "kept-2");
+	cr_assert_geq(fd, 0);
+	write_ok(&a);
+	store_unlock_session(&st, "kept-2", fd);
+	cr_assert_eq(count_entries(st.dir, "kept-2.lock"), 1);
+	fd = store_lock(&st, "kept-2");
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(store_remove(&st, "kept-2"), 0);
+	store_unlock(fd);
+	cr_assert_eq(count_entries(st.dir, "kept"), 0, "a deleted session left a file");
+}
+
+/* A record written before lock files were removed with it (no lock file) still gets its lock. */
+Test(store, record_without_lock_file_is_lockable)
+{
+	struct session a;
+	int fd;
+
+	make(&a, "old", 3);
+	write_ok(&a);
+	cr_assert_eq(count_entries(st.dir, "old-3.lock"), 0);
+	fd = store_lock(&st, "old-3");
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(count_entries(st.dir, "old-3.lock"), 1);
+	store_unlock(fd);
+}
+
+/*
+ * The unlink-while-locked race: a process that opened the lock file and waits in flock while the
+ * holder deletes the session must not believe it holds a lock. It finds the session gone, and a
+ * new session of the same id has a new lock that excludes the old waiter.
+ */
+Test(store, waiter_on_removed_lock_file_starts_over, .timeout = 30)
+{
+	int from_child[2];
+	struct session a;
+	pid_t pid;
+	int fd, status;
+	char ch;
+
+	cr_assert_eq(pipe2(from_child, O_CLOEXEC), 0);
+	make(&a, "race", 4);
+	fd = store_lock_create(&st, "race-4");
+	cr_assert_geq(fd, 0);
+	write_ok(&a);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int cfd;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(from_child[0]);
+		close(fd);
+		if (write(from_child[1], "r", 1) != 1)
+			_exit(2);
+		cfd = store_lock(&st, "race-4"); /* opens the old file, waits in flock */
+		_exit(cfd == -ENOENT ? 0 : 1);
+	}
+	close(from_child[1]);
+	cr_assert_eq(read(from_child[0], &ch, 1), 1);
+	/* Let the child reach flock on the old file (if it is slower, it finds no file: also
+	 * right). */
+	poll(NULL, 0, 200);
+	cr_assert_eq(store_remove(&st, "race-4"), 0);
+	store_unlock(fd);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "a waiter on a removed lock file believed it held the lock (status %d)", status);
+	cr_assert_eq(count_entries(st.dir, "race"), 0);
+}
+
+/* A new lock file made while an old waiter still holds the removed one: both may hold "a" lock,
+ * but only the one on the file at the path is the lock; store_lock never returns the other. */
+Test(store, recreated_session_lock_excludes_stale_waiter, .timeout = 30)
+{
+	char path[SESSION_PATH_MAX];
+	struct session a;
+	int fd, fd2, stale;
+
+	make(&a, "again", 5);
+	fd = store_lock_create(&st, "again-5");
+	cr_assert_geq(fd, 0);
+	write_ok(&a);
+	cr_assert_eq(store_path(&st, "again-5", ".lock", path, sizeof(path)), 0);
+	stale = open(path, O_RDWR | O_CLOEXEC); /* a process that opened the old file */
+	cr_assert_geq(stale, 0);
+	cr_assert_eq(store_remove(&st, "again-5"), 0);
+	store_unlock(fd);
+	cr_assert_eq(flock(stale, LOCK_EX | LOCK_NB), 0, "the old file is free now");
+	/* The session is created again: its lock is a new file, not the stale one. */
+	fd2 = store_lock_create(&st, "again-5");
+	cr_assert_geq(fd2, 0);
+	cr_assert_eq(try_lock_in_child(path), 1, "the new lock is held");
+	write_ok(&a);
+	store_unlock_session(&st, "again-5", fd2);
+	close(stale);
 }

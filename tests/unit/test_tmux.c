@@ -279,7 +279,7 @@ Test(tmux, no_server)
 
 	cr_assert_eq(tmux_server_running(&tm), 0);
 	cr_assert_eq(tmux_has_session(&tm, "x-1"), 0);
-	cr_assert_eq(tmux_kill_session(&tm, "x-1", &c), -ENOENT);
+	cr_assert_eq(tmux_kill_session(&tm, "x-1", "x-1", &c), -ENOENT);
 	cr_assert_eq(tmux_list(&tm, &list, &n, &c), 0, "no server is an empty list: %s", c.msg);
 	cr_assert_eq(n, 0);
 	free(list);
@@ -340,7 +340,7 @@ Test(tmux, missing_tmux_binary)
 	cr_assert_eq(tmux_server_running(&t), -ENOENT);
 	cr_assert_lt(tmux_has_session(&t, "x-1"), 0);
 	cr_assert_lt(tmux_list(&t, &list, &n, &c), 0);
-	cr_assert_lt(tmux_kill_session(&t, "x-1", &c), 0);
+	cr_assert_lt(tmux_kill_session(&t, "x-1", "x-1", &c), 0);
 }
 
 /* ---- new_session ---- */
@@ -493,10 +493,10 @@ Test(tmux, has_session_is_exact)
 	cr_assert_eq(tmux_has_session(&tm, "abcdef;"), 0);
 	cr_assert_eq(tmux_has_session(&tm, ""), 0);
 	/* kill with a prefix must not kill the longer name either. */
-	cr_assert_eq(tmux_kill_session(&tm, "abc", &c), -ENOENT);
+	cr_assert_eq(tmux_kill_session(&tm, "abc", "", &c), -ENOENT);
 	cr_assert_eq(tmux_has_session(&tm, "abcdef"), 1);
 	/* set-option on a prefix must not land on the longer name. */
-	cr_assert_lt(tmux_set_option(&tm, "abc", "@agentd_mode", "x", &c), 0);
+	cr_assert_lt(tmux_set_option(&tm, "abc", "", "@agentd_mode", "x", &c), 0);
 }
 
 Test(tmux, has_session_hostile_names)
@@ -526,16 +526,16 @@ Test(tmux, kill_session_then_enoent)
 	start();
 	new_sleeper("k-1", NULL);
 	new_sleeper("k-2", NULL);
-	cr_assert_eq(tmux_kill_session(&tm, "k-1", &c), 0, "%s", c.msg);
+	cr_assert_eq(tmux_kill_session(&tm, "k-1", "", &c), 0, "%s", c.msg);
 	cr_assert_eq(tmux_has_session(&tm, "k-1"), 0);
-	cr_assert_eq(tmux_kill_session(&tm, "k-1", &c), -ENOENT);
+	cr_assert_eq(tmux_kill_session(&tm, "k-1", "", &c), -ENOENT);
 	cr_assert_eq(tmux_has_session(&tm, "k-2"), 1, "the other session survives");
 	cr_assert_eq(tmux_list(&tm, &list, &n, &c), 0, "%s", c.msg);
 	cr_assert_eq(n, 1);
 	cr_assert_str_eq(list[0].name, "k-2");
 	free(list);
 	/* The last session gone, the server stays (exit-empty off). */
-	cr_assert_eq(tmux_kill_session(&tm, "k-2", &c), 0, "%s", c.msg);
+	cr_assert_eq(tmux_kill_session(&tm, "k-2", "", &c), 0, "%s", c.msg);
 	cr_assert_eq(tmux_server_running(&tm), 1);
 }
 
@@ -672,11 +672,12 @@ Test(tmux, set_option)
 	fill_meta(&m, "opt-1", "p");
 	new_sleeper("opt-1", &m);
 	new_sleeper("opt-2", &m);
-	cr_assert_eq(tmux_set_option(&tm, "opt-1", "@agentd_mode", "structured", &c), 0, "%s",
-		     c.msg);
-	/* Values that end in ';' or carry blanks and quotes arrive verbatim. */
-	cr_assert_eq(tmux_set_option(&tm, "opt-1", "@agentd_owner", "x; 'y' \"z\" end;", &c), 0,
+	cr_assert_eq(tmux_set_option(&tm, "opt-1", "opt-1", "@agentd_mode", "structured", &c), 0,
 		     "%s", c.msg);
+	/* Values that end in ';' or carry blanks and quotes arrive verbatim. */
+	cr_assert_eq(
+	    tmux_set_option(&tm, "opt-1", "opt-1", "@agentd_owner", "x; 'y' \"z\" end;", &c), 0,
+	    "%s", c.msg);
 	cr_assert_eq(tmux_list(&tm, &list, &n, &c), 0, "%s", c.msg);
 	cr_assert_str_eq(find_info(list, n, "opt-1")->meta.mode, "structured");
 	cr_assert_str_eq(find_info(list, n, "opt-1")->meta.owner, "x; 'y' \"z\" end;");
@@ -687,7 +688,7 @@ Test(tmux, set_option)
 	cr_assert_str_eq(out, "structured");
 	/* A session that does not exist. */
 	c.msg[0] = '\0';
-	cr_assert_lt(tmux_set_option(&tm, "absent-1", "@agentd_mode", "x", &c), 0);
+	cr_assert_lt(tmux_set_option(&tm, "absent-1", "absent-1", "@agentd_mode", "x", &c), 0);
 	cr_assert_neq(c.msg[0], '\0');
 }
 
@@ -731,7 +732,7 @@ Test(tmux, respawn_replaces_process)
 	cr_assert_gt(pid1, 0);
 	cr_assert_eq(kill((pid_t)pid1, 0), 0);
 
-	cr_assert_eq(tmux_respawn(&tm, "re-1", a2, &c), 0, "%s", c.msg);
+	cr_assert_eq(tmux_respawn(&tm, "re-1", "re-1", NULL, a2, &c), 0, "%s", c.msg);
 	got = wait_file(path_in("two"));
 	snprintf(want, sizeof(want), "%s\nsecond;\nx y\n", rundir);
 	cr_assert_str_eq(got, want, "respawned argv verbatim, same start directory");
@@ -756,9 +757,9 @@ Test(tmux, respawn_missing_session_fails)
 
 	start();
 	new_sleeper("present-1", NULL);
-	cr_assert_lt(tmux_respawn(&tm, "absent-1", argv, &c), 0);
+	cr_assert_lt(tmux_respawn(&tm, "absent-1", "", NULL, argv, &c), 0);
 	cr_assert_neq(c.msg[0], '\0');
-	cr_assert_lt(tmux_respawn(&tm, "present", argv, &c), 0, "no prefix match");
+	cr_assert_lt(tmux_respawn(&tm, "present", "", NULL, argv, &c), 0, "no prefix match");
 }
 
 Test(tmux, dead_pane_reported)
@@ -783,6 +784,179 @@ Test(tmux, dead_pane_reported)
 	}
 	cr_assert(dead, "pane_dead never reported");
 	cr_assert_eq(tmux_has_session(&tm, "dead-1"), 1);
+}
+
+/* ---- liveness: hooks, wait-for, dead panes ---- */
+
+/* Starts a session whose pane runs sh -c script (no meta). */
+static void new_shell(const char *name, const char *script)
+{
+	char *const argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+	struct tmux_new req = {.name = name, .cwd = rundir, .argv = argv};
+	struct cause c = {{0}};
+
+	cr_assert_eq(tmux_new_session(&tm, &req, &c), 0, "%s", c.msg);
+}
+
+/*
+ * Polls tmux_pane_state until name's pane is dead with a status or a signal. tmux 3.3a sometimes
+ * reaps a pane's process only when the next child exits (watch.h): a short-lived session nudges
+ * it.
+ */
+static void wait_dead(const char *name, struct tmux_info *st)
+{
+	for (int i = 0; i < 500; i++) {
+		cr_assert_eq(tmux_pane_state(&tm, name, st), 1);
+		if (st->pane_dead && (st->dead_status >= 0 || st->dead_signal > 0))
+			return;
+		if (i == 50)
+			new_shell("nudge-1", "exit 0");
+		sleep_ms(20);
+	}
+	cr_assert_fail("pane %s never dead with a status", name);
+}
+
+Test(tmux, conf_installs_the_hooks)
+{
+	const char *hooks[] = {"pane-died", "session-created", "session-closed"};
+	struct cause c = {{0}};
+	char out[512];
+
+	start();
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		tmux_cmd(out, sizeof(out), "show-hooks", "-g", hooks[i], NULL);
+		cr_assert_not_null(strstr(out, "wait-for -S " TMUX_CHANNEL), "%s: %s", hooks[i],
+				   out);
+	}
+	/* session-created fires reliably: the channel works end to end. */
+	new_sleeper("hooked-1", NULL);
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "%s", c.msg);
+}
+
+Test(tmux, pane_state_of_an_exited_pane)
+{
+	struct tmux_info st;
+
+	start();
+	new_shell("die-1", "sleep 0.2; exit 3");
+	wait_dead("die-1", &st);
+	cr_assert_eq(st.dead_status, 3);
+	cr_assert_eq(st.dead_signal, 0);
+	cr_assert_gt(st.dead_time, 0);
+	cr_assert_gt(st.pane_pid, 0);
+	cr_assert_gt(st.server_pid, 0);
+}
+
+Test(tmux, pane_state_of_a_signalled_pane)
+{
+	struct tmux_info st, *list = NULL;
+	struct cause c = {{0}};
+	size_t n = 0;
+	long pid;
+
+	start();
+	new_sleeper("sig-1", NULL);
+	cr_assert_eq(tmux_pane_state(&tm, "sig-1", &st), 1);
+	cr_assert_not(st.pane_dead);
+	cr_assert_eq(st.dead_signal, 0);
+	pid = pane_pid_of("sig-1");
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(st.pane_pid, pid);
+	cr_assert_eq(kill((pid_t)pid, SIGKILL), 0);
+	wait_dead("sig-1", &st);
+	cr_assert_eq(st.dead_signal, SIGKILL);
+	cr_assert_eq(st.dead_status, -1, "no exit code when a signal ended it");
+	cr_assert_eq(tmux_list(&tm, &list, &n, &c), 0, "%s", c.msg);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(list[i].name, "sig-1") == 0) {
+			cr_assert(list[i].pane_dead);
+			cr_assert_eq(list[i].dead_signal, SIGKILL);
+			cr_assert_eq(list[i].dead_status, -1);
+			cr_assert_gt(list[i].dead_time, 0);
+			cr_assert_eq(list[i].pane_pid, pid);
+		}
+	free(list);
+}
+
+Test(tmux, pane_state_of_a_missing_session)
+{
+	struct tmux_info st;
+
+	cr_assert_eq(tmux_pane_state(&tm, "none-1", &st), 0, "no server: not there");
+	start();
+	new_sleeper("here-1", NULL);
+	cr_assert_eq(tmux_pane_state(&tm, "none-1", &st), 0);
+	cr_assert_eq(tmux_pane_state(&tm, "here", &st), 0, "no prefix match");
+	cr_assert_eq(tmux_pane_state(&tm, "here-1", &st), 1);
+}
+
+Test(tmux, session_closed_signals)
+{
+	struct cause c = {{0}};
+	struct tmux_meta m;
+
+	start();
+	fill_meta(&m, "gone-1", "");
+	new_sleeper("gone-1", &m);
+	/* session-created signalled first; a second signal before a wait would cancel it. */
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "%s", c.msg);
+	cr_assert_eq(tmux_kill_session(&tm, "gone-1", "gone-1", &c), 0, "%s", c.msg);
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "session-closed signalled: %s", c.msg);
+}
+
+Test(tmux, signal_is_remembered_until_the_next_wait)
+{
+	struct cause c = {{0}};
+
+	start();
+	cr_assert_eq(tmux_signal(&tm), 0);
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "a signal sent while nobody waited: %s", c.msg);
+}
+
+Test(tmux, install_hooks_on_a_server_without_them)
+{
+	char out[256];
+	struct cause c = {{0}};
+	char *argv[] = {
+	    tm.bin,       "-S",  tm.socket, "-f",  "/dev/null", "start-server",   ";",  "set", "-g",
+	    "exit-empty", "off", ";",       "set", "-g",        "remain-on-exit", "on", NULL};
+	struct proc_opts opts = {.keep_fd = -1};
+	int status = -1;
+
+	cr_assert_eq(tmux_install_hooks(&tm, &c), -ENOENT, "no server");
+	/* A server started without our config file, as by an older agentd. */
+	cr_assert_eq(proc_run(argv, &opts, out, sizeof(out), &status), 0);
+	cr_assert_eq(status, 0, "%s", out);
+	cr_assert_eq(tmux_install_hooks(&tm, &c), 0, "%s", c.msg);
+	tmux_cmd(out, sizeof(out), "show-hooks", "-g", "pane-died", NULL);
+	cr_assert_not_null(strstr(out, "wait-for -S " TMUX_CHANNEL), "%s", out);
+	new_sleeper("late-1", NULL); /* session-created */
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "%s", c.msg);
+}
+
+Test(tmux, wait_without_server_or_when_it_dies)
+{
+	struct cause c = {{0}};
+	char out[64];
+	long server;
+	pid_t child;
+	int status;
+
+	cr_assert_eq(tmux_wait(&tm, &c), -ENOENT, "no server: %s", c.msg);
+	cr_assert_eq(tmux_signal(&tm), -ENOENT);
+	start();
+	tmux_cmd(out, sizeof(out), "display-message", "-p", "#{pid}", NULL);
+	server = strtol(out, NULL, 10);
+	cr_assert_gt(server, 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		sleep_ms(300);
+		kill((pid_t)server, SIGKILL);
+		_exit(0);
+	}
+	cr_assert_eq(tmux_wait(&tm, &c), -ENOENT, "the server died under the waiter: %s", c.msg);
+	cr_assert_eq(waitpid(child, &status, 0), child);
 }
 
 /* ---- what the server and panes inherit ---- */
@@ -859,4 +1033,179 @@ Test(tmux, server_and_panes_inherit_nothing)
 	close(p[0]);
 	close(p[1]);
 	close(77);
+}
+
+/* ---- every operation checks @agentd_id (issue 8, point 2) ---- */
+
+/* Two sessions whose names versions before issue 8 gave both to "a_b-1": "a.b-1" owns the tmux
+ * session "a_b-1"; "a_b-1" acting through that name must touch nothing of it. */
+Test(tmux, operations_refuse_another_ids_session)
+{
+	char *const argv[] = {"sleep", "999", NULL};
+	struct tmux_meta m;
+	struct cause c = {{0}};
+	char out[256];
+	long pid;
+
+	start();
+	fill_meta(&m, "a.b-1", "");
+	new_sleeper("a_b-1", &m);
+	pid = pane_pid_of("a_b-1");
+	cr_assert_gt(pid, 0);
+
+	cr_assert_eq(tmux_kill_session(&tm, "a_b-1", "a_b-1", &c), -EPERM, "%s", c.msg);
+	cr_assert_not_null(strstr(c.msg, TMUX_GUARD_FAIL), "cause: %s", c.msg);
+	cr_assert_eq(tmux_has_session(&tm, "a_b-1"), 1, "kill-session did not run");
+	cr_assert_eq(tmux_pane_pid(&tm, "a_b-1", "a_b-1", &c), -EPERM);
+	cr_assert_eq(tmux_respawn(&tm, "a_b-1", "a_b-1", NULL, argv, &c), -EPERM);
+	cr_assert_eq(tmux_set_option(&tm, "a_b-1", "a_b-1", "@agentd_mode", "structured", &c),
+		     -EPERM);
+	/* An id of "" claims only a session without @agentd_id. */
+	cr_assert_eq(tmux_set_option(&tm, "a_b-1", "", "@agentd_id", "a_b-1", &c), -EPERM);
+	cr_assert_eq(kill((pid_t)pid, 0), 0, "the owner's pane process still runs");
+	cr_assert_eq(pane_pid_of("a_b-1"), pid, "not respawned");
+	tmux_cmd(out, sizeof(out), "show-options", "-t", "=a_b-1:", "-qv", "@agentd_mode", NULL);
+	cr_assert_str_eq(out, "terminal");
+	tmux_cmd(out, sizeof(out), "show-options", "-t", "=a_b-1:", "-qv", "@agentd_id", NULL);
+	cr_assert_str_eq(out, "a.b-1");
+
+	/* The owner itself acts. */
+	cr_assert_eq(tmux_pane_pid(&tm, "a_b-1", "a.b-1", &c), (int)pid, "%s", c.msg);
+	cr_assert_eq(tmux_set_option(&tm, "a_b-1", "a.b-1", "@agentd_mode", "structured", &c), 0,
+		     "%s", c.msg);
+	cr_assert_eq(tmux_kill_session(&tm, "a_b-1", "a.b-1", &c), 0, "%s", c.msg);
+	cr_assert_eq(tmux_has_session(&tm, "a_b-1"), 0);
+	cr_assert_eq(tmux_kill_session(&tm, "a_b-1", "a.b-1", &c), -ENOENT);
+	cr_assert_eq(tmux_pane_pid(&tm, "a_b-1", "a.b-1", &c), -ENOENT);
+}
+
+Test(tmux, claim_session_without_id)
+{
+	struct cause c = {{0}};
+	char out[256];
+
+	start();
+	new_sleeper("old-1", NULL);
+	cr_assert_eq(tmux_kill_session(&tm, "old-1", "old-1", &c), -EPERM, "not claimed yet");
+	cr_assert_eq(tmux_set_option(&tm, "old-1", "", "@agentd_id", "old-1", &c), 0, "%s", c.msg);
+	tmux_cmd(out, sizeof(out), "show-options", "-t", "=old-1:", "-qv", "@agentd_id", NULL);
+	cr_assert_str_eq(out, "old-1");
+	cr_assert_eq(tmux_set_option(&tm, "old-1", "", "@agentd_id", "x-1", &c), -EPERM,
+		     "claimed once");
+	cr_assert_eq(tmux_kill_session(&tm, "old-1", "old-1", &c), 0, "%s", c.msg);
+}
+
+Test(tmux, guard_format_refuses_format_characters)
+{
+	const char *bad[] = {"a,b", "a}", "#{x}", "a b", "a;b", "a:b", "\xff"};
+	char out[TMUX_GUARD_MAX];
+
+	cr_assert_eq(tmux_guard_format("a+b-1", "a_b-1", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "#{&&:#{==:#{session_name},a+b-1},#{==:#{@agentd_id},a_b-1}}");
+	cr_assert_eq(tmux_guard_format("a-1", "", out, sizeof(out)), 0, "the claim form");
+	cr_assert_eq(tmux_guard_format("", "a-1", out, sizeof(out)), -EINVAL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(tmux_guard_format(bad[i], "a-1", out, sizeof(out)), -EINVAL, "%s",
+			     bad[i]);
+		cr_assert_eq(tmux_guard_format("a-1", bad[i], out, sizeof(out)), -EINVAL, "%s",
+			     bad[i]);
+	}
+	cr_assert_eq(tmux_guard_format("a-1", "a-1", out, 10), -ENAMETOOLONG);
+}
+
+/* ---- the pane's environment (issue 8, point 5) ---- */
+
+/* The names in a /proc/<pid>/environ copy (NUL-separated), sorted, joined by ' '. */
+static void env_names(const char *env, size_t len, char *out, size_t outlen)
+{
+	const char *names[128];
+	size_t n = 0, o = 0;
+
+	for (size_t i = 0; i < len && n < 128; i += strlen(env + i) + 1)
+		names[n++] = env + i;
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+			const char *x = names[j];
+
+			names[j] = names[j - 1];
+			names[j - 1] = x;
+		}
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)snprintf(out + o, outlen - o, "%s%.*s", i ? " " : "",
+				      (int)strcspn(names[i], "="), names[i]);
+}
+
+/* Reads /proc/<pane pid>/environ of session name into names. */
+static void pane_env_names(const char *name, char *names, size_t len)
+{
+	char path[64], *buf = malloc(1 << 16);
+	ssize_t n = 0;
+	int fd;
+
+	cr_assert_not_null(buf);
+	snprintf(path, sizeof(path), "/proc/%ld/environ", pane_pid_of(name));
+	for (int i = 0; i < 200 && n <= 0; i++) {
+		/* The pane process may still be tmux's child before its exec. */
+		sleep_ms(20);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		cr_assert_geq(fd, 0, "%s", path);
+		n = read(fd, buf, (1 << 16) - 1);
+		close(fd);
+		if (n > 0 && memmem(buf, (size_t)n, "TMUX_PANE=", 10) == NULL)
+			n = 0;
+	}
+	cr_assert_gt(n, 0);
+	env_names(buf, (size_t)n, names, len);
+	free(buf);
+}
+
+#define TMUX_OWN_ENV "PWD SHELL TERM TERM_PROGRAM TERM_PROGRAM_VERSION TMUX TMUX_PANE"
+
+Test(tmux, pane_environment_is_exactly_the_e_words)
+{
+	char *const env[] = {"AGENT_A=1", "PATH=/usr/bin:/bin:/usr/local/bin", NULL};
+	char *const env2[] = {"AGENT_B=2", NULL};
+	char *const argv[] = {"sleep", "997", NULL};
+	struct tmux_new req = {.name = "env-1", .cwd = rundir, .env = env, .argv = argv};
+	struct cause c = {{0}};
+	char names[4096];
+
+	/* What a daemon's environment holds and the agent must not see. */
+	setenv("AGENTD_SECRET_JUNK", "1", 1);
+	setenv("FOO_TOKEN", "x", 1);
+	start();
+	cr_assert_eq(tmux_new_session(&tm, &req, &c), 0, "%s", c.msg);
+	pane_env_names("env-1", names, sizeof(names));
+	cr_assert_str_eq(names, "AGENT_A PATH " TMUX_OWN_ENV);
+	/* A respawn keeps the session's -e words and adds its own. */
+	cr_assert_eq(tmux_respawn(&tm, "env-1", "", env2, argv, &c), 0, "%s", c.msg);
+	sleep_ms(100);
+	pane_env_names("env-1", names, sizeof(names));
+	cr_assert_str_eq(names, "AGENT_A AGENT_B PATH " TMUX_OWN_ENV);
+}
+
+Test(tmux, start_server_empties_a_global_environment_it_finds)
+{
+	char *argv[] = {tm.bin, "-S", tm.socket, "-f", tm.conf, "start-server", NULL};
+	char *const dirty[] = {"AGENTD_SECRET_JUNK=1", "FOO_TOKEN=x", "PATH=/usr/bin:/bin", NULL};
+	char *const sleeper[] = {"sleep", "996", NULL};
+	struct proc_opts opts = {.envp = dirty, .keep_fd = -1, .new_session = true};
+	struct tmux_new req = {.name = "env-2", .cwd = rundir, .argv = sleeper};
+	struct cause c = {{0}};
+	char out[1024], names[4096];
+	int status;
+
+	/* A server another process started, with its whole environment. */
+	cr_assert_eq(tmux_write_conf(&tm, &c), 0, "%s", c.msg);
+	cr_assert_eq(proc_run(argv, &opts, out, sizeof(out), &status), 0);
+	cr_assert_eq(status, 0, "%s", out);
+	tmux_cmd(out, sizeof(out), "show-environment", "-g", "FOO_TOKEN", NULL);
+	cr_assert_str_eq(out, "FOO_TOKEN=x");
+	cr_assert_eq(tmux_start_server(&tm, &c), 0, "%s", c.msg);
+	tmux_cmd(out, sizeof(out), "show-environment", "-g", NULL);
+	cr_assert_str_eq(out, "", "the global environment is empty: %s", out);
+	cr_assert_eq(tmux_new_session(&tm, &req, &c), 0, "%s", c.msg);
+	pane_env_names("env-2", names, sizeof(names));
+	cr_assert_str_eq(names, "PATH " TMUX_OWN_ENV, "PATH is tmux's default");
 }
