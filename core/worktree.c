@@ -762,11 +762,27 @@ int worktree_is_dirty(const char *path, struct cause *cause)
 	return rc;
 }
 
+/* Removes the worktree wt (at path) with its directory and metadata, even when locked. Returns 0
+ * or -errno with cause. */
+static int wt_prune(git_worktree *wt, const char *path, struct cause *cause)
+{
+	git_worktree_prune_options po;
+	int rc;
+
+	git_worktree_prune_options_init(&po, GIT_WORKTREE_PRUNE_OPTIONS_VERSION);
+	po.flags =
+	    GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_WORKING_TREE | GIT_WORKTREE_PRUNE_LOCKED;
+	rc = git_worktree_prune(wt, &po);
+	if (rc < 0)
+		return cause_fail(cause, wt_errno(rc), "cannot remove worktree %s: %s", path,
+				  wt_msg());
+	return 0;
+}
+
 int worktree_remove(const char *path, struct cause *cause)
 {
 	git_repository *w = NULL;
 	git_worktree *wt = NULL;
-	git_worktree_prune_options po;
 	int rc = wt_open_here(path, &w, cause);
 
 	if (rc < 0)
@@ -781,13 +797,7 @@ int worktree_remove(const char *path, struct cause *cause)
 				path, git_worktree_path(wt));
 		goto out;
 	}
-	git_worktree_prune_options_init(&po, GIT_WORKTREE_PRUNE_OPTIONS_VERSION);
-	po.flags =
-	    GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_WORKING_TREE | GIT_WORKTREE_PRUNE_LOCKED;
-	rc = git_worktree_prune(wt, &po);
-	if (rc < 0)
-		rc = cause_fail(cause, wt_errno(rc), "cannot remove worktree %s: %s", path,
-				wt_msg());
+	rc = wt_prune(wt, path, cause);
 out:
 	git_worktree_free(wt);
 	git_repository_free(w);
@@ -1120,7 +1130,6 @@ int worktree_delete(const char *base, const char *owner, const char *name, const
 		    const char *branch, const char *id, bool force, struct worktree_removal *out,
 		    struct cause *cause)
 {
-	git_worktree_prune_options po;
 	git_repository *w = NULL;
 	git_worktree *wt = NULL;
 	struct wt_repo r = {0};
@@ -1166,16 +1175,10 @@ int worktree_delete(const char *base, const char *owner, const char *name, const
 		wt_keep(out, "uncommitted changes");
 		goto out;
 	}
-	git_worktree_prune_options_init(&po, GIT_WORKTREE_PRUNE_OPTIONS_VERSION);
-	po.flags =
-	    GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_WORKING_TREE | GIT_WORKTREE_PRUNE_LOCKED;
-	rc = git_worktree_prune(wt, &po);
-	if (rc < 0)
-		rc = cause_fail(cause, wt_errno(rc), "cannot remove worktree %s: %s", path,
-				wt_msg());
-	else if (lstat(path, &st) == 0)
+	rc = wt_prune(wt, path, cause);
+	if (rc == 0 && lstat(path, &st) == 0)
 		rc = cause_fail(cause, EIO, "%s is still there after its removal", path);
-	else
+	else if (rc == 0)
 		out->fate = WORKTREE_REMOVED;
 out:
 	if (rc < 0)

@@ -3,98 +3,16 @@
  * with the same conversation (--resume when claude has a transcript). Under the session lock, and
  * the old process is gone before the answer, so two claude processes never run for one session.
  */
-#include "claude.h"
+#include "create.h"
 #include "jsontext.h"
 #include "log.h"
-#include "proc.h"
 #include "router.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define MODE_EXIT_WAIT_MS 5000
-#define MODE_POLL_MS      20
-#define MODE_JSON_DEPTH   4
-
-/* Waits for pid to exit; past the deadline its process group is killed. */
-static void mode_reap_old(pid_t pid)
-{
-	struct timespec pause = {0, MODE_POLL_MS * 1000000L};
-
-	for (int waited = 0; waited < MODE_EXIT_WAIT_MS; waited += MODE_POLL_MS) {
-		if (kill(pid, 0) < 0 && errno == ESRCH)
-			return;
-		nanosleep(&pause, NULL);
-	}
-	log_warn("pane process %d outlived respawn-pane; killing its process group", (int)pid);
-	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
-}
-
-static int mode_switch(const struct app *app, struct session *s, enum session_mode mode,
-		       struct cause *cause)
-{
-	extern char **environ;
-	struct claude_argv *argv = malloc(sizeof(*argv));
-	struct claude_env *env = malloc(sizeof(*env));
-	struct session copy = *s;
-	pid_t old;
-	int r = 0;
-
-	char path[CONFIG_PATH_MAX];
-
-	if (argv == NULL || env == NULL) {
-		r = cause_fail(cause, ENOMEM, "out of memory");
-		goto out;
-	}
-	/* Check before killing anything: a missing program would leave a dead pane. */
-	if (mode == SESSION_STRUCTURED && (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
-		cause_set(cause, "agentd-host (%s) was not found: %s", app->host_bin, strerror(-r));
-		goto out;
-	}
-	if ((r = proc_which(app->cfg->claude, path, sizeof(path))) < 0) {
-		cause_set(cause, "the agent executable %s was not found: %s", app->cfg->claude,
-			  strerror(-r));
-		goto out;
-	}
-	copy.launched = claude_has_transcript(s, getenv("HOME"), getenv("CLAUDE_CONFIG_DIR"));
-	copy.mode = mode;
-	r = mode == SESSION_STRUCTURED
-		? claude_structured_argv(app->cfg, &copy, app->host_bin, copy.launched, NULL, argv)
-		: claude_terminal_argv(app->cfg, &copy, argv);
-	if (r < 0) {
-		cause_set(cause, "cannot build the command line: %s", strerror(-r));
-		goto out;
-	}
-	/* Today's values of the agent's variables (the session keeps those of its creation too). */
-	if ((r = claude_env(app->cfg, environ, env)) < 0) {
-		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
-			  strerror(-r));
-		goto out;
-	}
-	/* Each call checks that the tmux session is this session's (-EPERM otherwise). */
-	old = tmux_pane_pid(&app->tmux, s->tmux_name, s->id, cause);
-	if (old == -EPERM) {
-		r = old;
-		goto out;
-	}
-	if ((r = tmux_respawn(&app->tmux, s->tmux_name, s->id, env->words, argv->argv, cause)) < 0)
-		goto out;
-	if (old > 0)
-		mode_reap_old(old);
-	tmux_set_option(&app->tmux, s->tmux_name, s->id, "@agentd_mode", session_mode_name(mode),
-			NULL);
-	s->mode = mode;
-	s->launched = true;
-	r = store_write(&app->store, s, cause);
-out:
-	free(argv);
-	free(env);
-	return r;
-}
+#define MODE_JSON_DEPTH 4
 
 static void api_mode_post(const struct app *app, struct request *req,
 			  const char *const args[ROUTER_MAX_ARGS])
@@ -153,7 +71,8 @@ static void api_mode_post(const struct app *app, struct request *req,
 			      session_state_name(s->state));
 		goto out;
 	}
-	if (s->mode != mode && (r = mode_switch(app, s, mode, &cause)) < 0) {
+	if (s->mode != mode && ((r = create_respawn(app, s, mode, &cause)) < 0 ||
+				(r = store_write(&app->store, s, &cause)) < 0)) {
 		if (r == -EPERM)
 			request_error(req, 409, "tmux_session_mismatch",
 				      "tmux session %s belongs to another session; %s was not "

@@ -128,7 +128,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 	if (r == 0 && old.state == SESSION_EXITED) {
 		/* Its tmux session and worktree are there: only claude starts again. It keeps the
 		 * slot it holds, so the limit is not checked. */
-		if (create_respawn(app, &old, &cause) < 0) {
+		if (create_respawn(app, &old, old.mode, &cause) < 0) {
 			request_error(req, 500, "restart_failed", "cannot restart %s: %s", old.id,
 				      cause.msg);
 			return;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CREATE_POLL_MS 50
-#define CREATE_LOCK_FD 3 /* where the worker finds its lock (proc_opts.keep_fd) */
+#define CREATE_POLL_MS      50
+#define CREATE_REAP_WAIT_MS 5000 /* for the agent that respawn-pane -k replaced */
+#define CREATE_REAP_POLL_MS 20
+#define CREATE_LOCK_FD      3 /* where the worker finds its lock (proc_opts.keep_fd) */
 
 /*
  * The worker lock file <id>.worker exists while a worker may run: create_start makes it, and the
@@ -160,54 +163,86 @@ out:
 	return r;
 }
 
-int create_respawn(const struct app *app, struct session *s, struct cause *cause)
+/* Waits for pid to exit; past the deadline its process group is killed. */
+static void create_reap_old(pid_t pid)
+{
+	struct timespec pause = {0, CREATE_REAP_POLL_MS * 1000000L};
+
+	for (int waited = 0; waited < CREATE_REAP_WAIT_MS; waited += CREATE_REAP_POLL_MS) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return;
+		nanosleep(&pause, NULL);
+	}
+	log_warn("pane process %d outlived respawn-pane; killing its process group", (int)pid);
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+}
+
+int create_respawn(const struct app *app, struct session *s, enum session_mode mode,
+		   struct cause *cause)
 {
 	extern char **environ;
 	char path[CONFIG_PATH_MAX];
 	struct claude_argv *argv = malloc(sizeof(*argv));
 	struct claude_env *env = malloc(sizeof(*env));
 	struct session *copy = malloc(sizeof(*copy));
+	pid_t old = 0;
 	int r;
 
 	if (argv == NULL || env == NULL || copy == NULL) {
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto out;
 	}
-	/* Checked first: a missing program would only give another dead pane. */
+	/* Checked before anything is killed: a missing program would only give a dead pane. */
 	if ((r = proc_which(app->cfg->claude, path, sizeof(path))) < 0) {
 		cause_set(cause, "the agent executable %s was not found: %s", app->cfg->claude,
 			  strerror(-r));
 		goto out;
 	}
-	if (s->mode == SESSION_STRUCTURED &&
-	    (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
+	if (mode == SESSION_STRUCTURED && (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
 		cause_set(cause, "agentd-host (%s) was not found: %s", app->host_bin, strerror(-r));
 		goto out;
 	}
 	*copy = *s;
+	copy->mode = mode;
 	copy->launched = claude_has_transcript(s, getenv("HOME"), getenv("CLAUDE_CONFIG_DIR"));
-	r = s->mode == SESSION_STRUCTURED
+	r = mode == SESSION_STRUCTURED
 		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched, NULL, argv)
 		: claude_terminal_argv(app->cfg, copy, argv);
 	if (r < 0) {
 		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
 		goto out;
 	}
-	/* Today's values of the agent's variables, as a mode switch gives them. */
+	/* Today's values of the agent's variables (the session keeps those of its creation too). */
 	if ((r = claude_env(app->cfg, environ, env)) < 0) {
 		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
 			  strerror(-r));
 		goto out;
 	}
-	/* Checks that the tmux session is this session's (-EPERM otherwise). */
+	/* A live agent is waited for after respawn-pane -k, so two never run for one session; a
+	 * dead pane's process is gone already. Each call checks that the tmux session is this
+	 * session's (-EPERM otherwise). */
+	if (s->state != SESSION_EXITED) {
+		old = tmux_pane_pid(&app->tmux, s->tmux_name, s->id, cause);
+		if (old == -EPERM) {
+			r = old;
+			goto out;
+		}
+	}
 	if ((r = tmux_respawn(&app->tmux, s->tmux_name, s->id, env->words, argv->argv, cause)) < 0)
 		goto out;
+	if (old > 0)
+		create_reap_old(old);
+	if (mode != s->mode)
+		tmux_set_option(&app->tmux, s->tmux_name, s->id, "@agentd_mode",
+				session_mode_name(mode), NULL);
 	tmux_signal(&app->tmux); /* the liveness watcher watches the new process */
+	s->mode = mode;
 	s->state = s->clients > 0 ? SESSION_ATTACHED : SESSION_RUNNING;
 	s->launched = true;
 	s->error[0] = '\0';
 	s->last_activity = (int64_t)time(NULL);
-	log_info("session %s: claude started again (%s)", s->id,
+	log_info("session %s: claude started in %s mode (%s)", s->id, session_mode_name(mode),
 		 copy->launched ? "--resume" : "--session-id");
 out:
 	free(copy);

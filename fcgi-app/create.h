@@ -34,11 +34,14 @@ int create_worker_wait(const struct app *app, const char *id, int timeout_ms);
 int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause);
 
 /*
- * Starts claude again in s's tmux session, whose pane is dead (respawn-pane): in s->mode, with
- * --resume when claude has a transcript of s's conversation (else --session-id and, in terminal
- * mode, the bootstrap prompt). On success s is running (attached with clients) and launched; the
- * caller holds the session lock and writes the record. Returns 0 or -errno with cause.
+ * Starts claude again in s's tmux session (respawn-pane -k), in mode, with --resume when claude
+ * has a transcript of s's conversation (else --session-id and, in terminal mode, the bootstrap
+ * prompt): the restart of an exited session and the mode switch. A live agent is gone before it
+ * returns. On success s is running (attached with clients), launched and in mode; the caller holds
+ * the session lock and writes the record. Returns 0, -EPERM when the tmux session named
+ * s->tmux_name belongs to another session, or -errno with cause.
  */
-int create_respawn(const struct app *app, struct session *s, struct cause *cause);
+int create_respawn(const struct app *app, struct session *s, enum session_mode mode,
+		   struct cause *cause);
 
 #endif
