@@ -215,6 +215,13 @@ api GET /healthz
 assert_status "/healthz is 200 again with a tmux server" 200
 
 # --- without the pane-died hook (tmux 3.3a sometimes does not fire it) the pidfd still tells -----
+# The watcher installs the hooks on the new server within WATCH_RETRY_MS; wait for that first, or
+# it could put the hook back just after it is removed here.
+deadline=$((SECONDS + DEADLINE))
+until tmx show-hooks -g pane-died 2>/dev/null | grep -qF "wait-for -S agentd-liveness" ||
+	[ $SECONDS -ge $deadline ]; do sleep 0.1; done
+assert_match "the watcher installs the pane-died hook on a new tmux server" \
+	'wait-for -S agentd-liveness' "$(tmx show-hooks -g pane-died 2>&1)"
 tmx set-hook -gu pane-died
 assert_eq "the pane-died hook is gone" "" "$(tmx show-hooks -g pane-died 2>&1 | grep -F wait-for)"
 PID=$(jq -r .pid <<<"${REC:-null}")
