@@ -168,13 +168,50 @@ static bool jsontext_at(struct jsontext_scan *s, char c)
 enum jsontext_walk {
 	JT_OK,
 	JT_DUPLICATE,
-	JT_NOT_JSON, /* what json-c tolerates even in strict mode (single quotes) */
+	JT_NOT_JSON, /* what json-c tolerates even in strict mode (single quotes, "-01", "1.") */
 };
+
+static bool jsontext_digit(const char *p, const char *end)
+{
+	return p < end && *p >= '0' && *p <= '9';
+}
+
+/*
+ * True when [p, end) is a number as RFC 8259 §6 writes it. json-c's strict mode also takes "-01",
+ * "00", "1.", "1.e5" and "-Infinity".
+ */
+static bool jsontext_number_ok(const char *p, const char *end)
+{
+	if (p < end && *p == '-')
+		p++;
+	if (!jsontext_digit(p, end))
+		return false;
+	if (*p++ != '0')
+		while (jsontext_digit(p, end))
+			p++;
+	if (p < end && *p == '.') {
+		if (!jsontext_digit(++p, end))
+			return false;
+		while (jsontext_digit(p, end))
+			p++;
+	}
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			p++;
+		if (!jsontext_digit(p, end))
+			return false;
+		while (jsontext_digit(p, end))
+			p++;
+	}
+	return p == end;
+}
 
 /* Walks the value at s->p along v. */
 static enum jsontext_walk jsontext_walk(struct jsontext_scan *s, json_object *v)
 {
 	enum jsontext_walk w;
+	const char *tok;
 
 	jsontext_skip_ws(s);
 	if (s->p >= s->end)
@@ -231,8 +268,11 @@ static enum jsontext_walk jsontext_walk(struct jsontext_scan *s, json_object *v)
 	}
 	if (strchr("-0123456789tfn", *s->p) == NULL || *s->p == '\0')
 		return JT_NOT_JSON;
+	tok = s->p;
 	while (s->p < s->end && strchr(",]} \t\r\n", *s->p) == NULL)
 		s->p++;
+	if ((*tok == '-' || (*tok >= '0' && *tok <= '9')) && !jsontext_number_ok(tok, s->p))
+		return JT_NOT_JSON;
 	return JT_OK;
 }
 
@@ -299,7 +339,8 @@ json_object *jsontext_parse(const char *text, size_t len, int depth, struct caus
 		cause_set(cause, "the body has an object with the same key twice");
 		goto fail;
 	case JT_NOT_JSON:
-		cause_set(cause, "the body is not valid JSON: strings take double quotes");
+		cause_set(cause, "the body is not valid JSON: a single-quoted string or a "
+				 "malformed number");
 		goto fail;
 	}
 	json_tokener_free(tok);

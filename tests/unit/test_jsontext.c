@@ -90,6 +90,13 @@ Test(jsontext, malformed_refused)
 	refused("{'a':1}", "not valid JSON");
 	refused("{\"a\":'x,y'}", "not valid JSON");
 	refused("{\"a\":1,}", "not valid JSON");
+	/* json-c's strict mode takes these (found by tests/fuzz/fuzz_jsontext). */
+	refused("1.", "not valid JSON");
+	refused("[1.e5]", "not valid JSON");
+	refused("{\"issue\":7.}", "not valid JSON");
+	refused("-01", "not valid JSON");
+	refused("{\"issue\":00}", "not valid JSON");
+	refused("[-Infinity]", "not valid JSON");
 	refused("[[[[[[[[[[1]]]]]]]]]]", "not valid JSON"); /* deeper than 8 */
 	refused("null", "null");
 	refused("{\"a\":\"\xff\"}", "UTF-8");
