@@ -146,13 +146,19 @@ static void jsontext_skip_ws(struct jsontext_scan *s)
 		s->p++;
 }
 
-static void jsontext_skip_string(struct jsontext_scan *s)
+/* Skips a string; false when it holds a raw control character, which json-c's strict mode takes
+ * but RFC 8259 does not. */
+static bool jsontext_skip_string(struct jsontext_scan *s)
 {
-	for (s->p++; s->p < s->end && *s->p != '"'; s->p++)
+	for (s->p++; s->p < s->end && *s->p != '"'; s->p++) {
+		if ((unsigned char)*s->p < 0x20)
+			return false;
 		if (*s->p == '\\' && s->p + 1 < s->end)
 			s->p++;
+	}
 	if (s->p < s->end)
 		s->p++;
+	return true;
 }
 
 static bool jsontext_at(struct jsontext_scan *s, char c)
@@ -168,7 +174,8 @@ static bool jsontext_at(struct jsontext_scan *s, char c)
 enum jsontext_walk {
 	JT_OK,
 	JT_DUPLICATE,
-	JT_NOT_JSON, /* what json-c tolerates even in strict mode (single quotes, "-01", "1.") */
+	JT_NOT_JSON, /* what json-c tolerates even in strict mode (single quotes, "-01", "1.",
+		      * raw control characters in strings) */
 };
 
 static bool jsontext_digit(const char *p, const char *end)
@@ -231,8 +238,7 @@ static enum jsontext_walk jsontext_walk(struct jsontext_scan *s, json_object *v)
 				return JT_NOT_JSON;
 			if (e == NULL)
 				return JT_DUPLICATE; /* more members than entries */
-			jsontext_skip_string(s);
-			if (!jsontext_at(s, ':'))
+			if (!jsontext_skip_string(s) || !jsontext_at(s, ':'))
 				return JT_NOT_JSON;
 			if ((w = jsontext_walk(s, (json_object *)lh_entry_v(e))) != JT_OK)
 				return w;
@@ -262,10 +268,8 @@ static enum jsontext_walk jsontext_walk(struct jsontext_scan *s, json_object *v)
 			return JT_NOT_JSON;
 		return i != n ? JT_DUPLICATE : JT_OK;
 	}
-	if (*s->p == '"') {
-		jsontext_skip_string(s);
-		return JT_OK;
-	}
+	if (*s->p == '"')
+		return jsontext_skip_string(s) ? JT_OK : JT_NOT_JSON;
 	if (strchr("-0123456789tfn", *s->p) == NULL || *s->p == '\0')
 		return JT_NOT_JSON;
 	tok = s->p;
@@ -339,8 +343,7 @@ json_object *jsontext_parse(const char *text, size_t len, int depth, struct caus
 		cause_set(cause, "the body has an object with the same key twice");
 		goto fail;
 	case JT_NOT_JSON:
-		cause_set(cause, "the body is not valid JSON: a single-quoted string or a "
-				 "malformed number");
+		cause_set(cause, "the body is not valid JSON: a malformed string or number");
 		goto fail;
 	}
 	json_tokener_free(tok);

@@ -97,6 +97,8 @@ Test(jsontext, malformed_refused)
 	refused("-01", "not valid JSON");
 	refused("{\"issue\":00}", "not valid JSON");
 	refused("[-Infinity]", "not valid JSON");
+	refused("{\"a\x10\":1}", "not valid JSON");
+	refused("[\"tab\there\"]", "not valid JSON");
 	refused("[[[[[[[[[[1]]]]]]]]]]", "not valid JSON"); /* deeper than 8 */
 	refused("null", "null");
 	refused("{\"a\":\"\xff\"}", "UTF-8");
