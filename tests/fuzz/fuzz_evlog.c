@@ -64,8 +64,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	want = last_id_model(data, size);
 	FUZZ_CHECK(log.last_id == want, "last id %llu, the file says %llu",
 		   (unsigned long long)log.last_id, (unsigned long long)want);
-	/* A torn last line (no final '\n') would glue to the appended event; the host only ever
-	 * writes whole lines, so check appends after whole lines only. The id must not wrap. */
+	/* Appends only after whole lines. A torn last line (a write cut short; no final '\n') is
+	 * a known gap of evlog.c, reported rather than fuzzed: its id counts as the last one, and
+	 * the next event is glued to it, so a replay reads that line as the torn event's id. */
 	if ((size == 0 || data[size - 1] == '\n') && log.last_id < INT64_MAX - 1) {
 		id = evlog_append(&log, "x", "{}", 2, &line, &line_len);
 		FUZZ_CHECK(id > 0 && (uint64_t)id == want + 1, "appended id %lld after %llu",
