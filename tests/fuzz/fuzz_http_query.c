@@ -2,11 +2,15 @@
  * The bridge's query strings (http_query_next, http_query_int, http_has_token). Input: the query
  * text (cut at a NUL, as the head parser delivers it). The parameters must tile the query exactly
  * ("name[=value]" joined by '&'), and http_query_int must agree with a plain reading of the
- * first "name=value" for that name: 1 to 9 digits, in range.
+ * first "name=value" for that name: 1 to 9 digits, in range. The same text, echoed in an error
+ * answer (http_format_error, as the bridge echoes a bad path or query), must give a response
+ * whose Content-Length is its body and whose body is API.md's JSON with the text, scrubbed to
+ * UTF-8, as "error".
  */
 #include "fuzz.h"
 
 #include "http.h"
+#include "jsontext.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -43,6 +47,33 @@ static int query_int_model(const char *q, const char *name, long min, long max, 
 			q++;
 	}
 	return -ENOENT;
+}
+
+static void check_error_echo(const char *message)
+{
+	char out[HTTP_RESPONSE_MAX], *scrubbed;
+	const char *body, *len;
+	json_object *root, *v;
+	int n = http_format_error(out, sizeof(out), 400, "bad_request", message, NULL);
+
+	FUZZ_CHECK(n == -EOVERFLOW || (n > 0 && (size_t)n == strlen(out)),
+		   "http_format_error returned %d", n);
+	if (n < 0)
+		return;
+	body = strstr(out, "\r\n\r\n");
+	len = strstr(out, "\r\nContent-Length: ");
+	FUZZ_CHECK(body != NULL && len != NULL && len < body, "response without a head");
+	body += 4;
+	FUZZ_CHECK(strtoul(len + 18, NULL, 10) == strlen(body), "Content-Length is not the body's");
+	root = jsontext_parse(body, strlen(body), 4, NULL);
+	FUZZ_CHECK(root != NULL, "error body is not JSON: %s", body);
+	scrubbed = jsontext_utf8_scrub(message, strlen(message));
+	FUZZ_CHECK(scrubbed != NULL, "out of memory");
+	FUZZ_CHECK(json_object_object_get_ex(root, "error", &v) &&
+		       strcmp(json_object_get_string(v), scrubbed) == 0,
+		   "error body does not carry the message");
+	free(scrubbed);
+	json_object_put(root);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -92,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   names[n], got, want);
 		}
 	}
+	check_error_echo(query);
 	(void)http_has_token(query, "upgrade");
 	(void)http_has_token(query, "");
 	free(query);
