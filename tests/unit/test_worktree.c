@@ -4,6 +4,8 @@
  * "remote" at <tmp>/remotes/<owner>/<name>.git reached as file://, and a base directory for
  * agentd's clones and worktrees. The directory is removed by the fini hook, also on failure.
  */
+#include "gitrepo.h"
+#include "inventory.h"
 #include "worktree.h"
 
 #include <criterion/criterion.h>
