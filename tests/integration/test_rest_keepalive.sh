@@ -99,6 +99,23 @@ wait "$HOLD_PID"
 assert_eq "the $HOLD held connections answer their next request" "reused $HOLD" \
 	"$(tail -n 1 "$T/hold.out")"
 
+# --- a malformed FastCGI request ends only its own connection ------------------------------------
+bad=$(python3 - "$T/run/api.sock" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(b"GET / HTTP/1.1\r\n\r\n" * 4)
+try:
+    print("closed" if s.recv(4096) == b"" else "answered")
+except socket.timeout:
+    print("left open")
+PY
+)
+assert_eq "agentd-api closes a connection that does not speak FastCGI" closed "$bad"
+code=$(curl -s -o /dev/null -m 5 -w '%{http_code}' "$BASE_URL/healthz")
+assert_eq "and still answers through nginx" 200 "$code"
+
 # --- bodies on kept connections --------------------------------------------------------------------
 # POSTs that agentd-api refuses before reading all of the body (bad JSON, too large for its
 # schema) or after reading it: the next request on the same connections still works.
