@@ -163,53 +163,95 @@ void store_unlock(int fd)
 		close(fd); /* closing the only descriptor releases the flock */
 }
 
-static int store_read_path(const char *path, struct session *out, struct cause *cause)
+/*
+ * Reads the whole file at path (at most max bytes) into *buf (caller frees; NUL-terminated) and
+ * *len. Returns 0, -ENOENT, -EFBIG when it is larger than max, or -errno.
+ */
+static int store_slurp(const char *path, size_t max, char **buf, size_t *len)
 {
-	char *buf = NULL;
-	json_object *obj = NULL;
-	json_tokener *tok = NULL;
 	struct stat sb;
-	ssize_t got = 0;
-	int fd, r;
+	size_t got = 0;
+	int fd, r = 0;
 
+	*buf = NULL;
+	*len = 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT ? -ENOENT : cause_fail(cause, errno, "%s", strerror(errno));
-	if (fstat(fd, &sb) < 0 || sb.st_size > SESSION_RECORD_MAX) {
-		r = cause_fail(cause, EINVAL, "record %s is too large", path);
+		return -errno;
+	if (fstat(fd, &sb) < 0 || sb.st_size < 0 || (size_t)sb.st_size > max) {
+		r = -EFBIG;
 		goto out;
 	}
-	buf = malloc((size_t)sb.st_size + 1);
-	if (buf == NULL) {
+	*buf = malloc((size_t)sb.st_size + 1);
+	if (*buf == NULL) {
 		r = -ENOMEM;
 		goto out;
 	}
-	while (got < sb.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)(sb.st_size - got));
+	while (got < (size_t)sb.st_size) {
+		ssize_t n = read(fd, *buf + got, (size_t)sb.st_size - got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		got += n;
+		got += (size_t)n;
 	}
-	tok = json_tokener_new();
-	if (tok == NULL) {
-		r = -ENOMEM;
-		goto out;
-	}
-	obj = json_tokener_parse_ex(tok, buf, (int)got);
-	if (obj == NULL || json_tokener_get_parse_end(tok) != (size_t)got) {
-		r = cause_fail(cause, EINVAL, "record %s is not valid JSON", path);
-		goto out;
-	}
-	r = session_from_json(out, obj, cause);
+	(*buf)[got] = '\0';
+	*len = got;
 out:
-	json_object_put(obj);
-	if (tok != NULL)
-		json_tokener_free(tok); /* json-c's free is not NULL-safe */
-	free(buf);
 	close(fd);
+	return r;
+}
+
+/* Parses buf[0..len) as one JSON value with nothing after it. Returns it, or NULL. */
+static json_object *store_parse(const char *buf, size_t len)
+{
+	json_tokener *tok = json_tokener_new();
+	json_object *obj;
+
+	if (tok == NULL)
+		return NULL;
+	obj = json_tokener_parse_ex(tok, buf, (int)len);
+	if (obj != NULL && json_tokener_get_parse_end(tok) != len) {
+		json_object_put(obj);
+		obj = NULL;
+	}
+	json_tokener_free(tok); /* json-c's free is not NULL-safe */
+	return obj;
+}
+
+/* The "id" of a view entry, or NULL when it has none. */
+static const char *store_entry_id(json_object *e)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(e, "id", &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static int store_read_path(const char *path, struct session *out, struct cause *cause)
+{
+	json_object *obj = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	int r = store_slurp(path, SESSION_RECORD_MAX, &buf, &len);
+
+	if (r == -ENOENT)
+		return r;
+	if (r == -EFBIG)
+		return cause_fail(cause, EINVAL, "record %s is too large", path);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return cause_fail(cause, -r, "%s", strerror(-r));
+	obj = store_parse(buf, len);
+	if (obj == NULL)
+		r = cause_fail(cause, EINVAL, "record %s is not valid JSON", path);
+	else
+		r = session_from_json(out, obj, cause);
+	json_object_put(obj);
+	free(buf);
 	return r;
 }
 
@@ -263,33 +305,144 @@ static int store_write_file(const char *path, const char *text, mode_t mode, boo
 	return r;
 }
 
-int store_rebuild_view(const struct store *st)
+static int store_view_path(const struct store *st, char *out, size_t outlen)
 {
-	char path[SESSION_PATH_MAX + 8];
+	int n = snprintf(out, outlen, "%s.json", st->dir);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+/* Writes arr as the view. Derived data: no fsync, the records are the truth. */
+static int store_view_write(const char *path, json_object *arr)
+{
+	return store_write_file(path,
+				json_object_to_json_string_ext(
+				    arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+				0644, false);
+}
+
+/* The view from every record; the caller holds the view lock. */
+static int store_view_from_records(const struct store *st, const char *path)
+{
 	struct session *list = NULL;
 	json_object *arr = NULL;
 	size_t n = 0;
-	int fd, r;
+	int r = store_list(st, &list, &n);
 
-	if (snprintf(path, sizeof(path), "%s.json", st->dir) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	fd = store_lock_all_view(st);
-	if (fd < 0)
-		return fd;
-	r = store_list(st, &list, &n);
 	if (r < 0)
-		goto out;
+		return r;
 	arr = json_object_new_array_ext((int)n);
 	for (size_t i = 0; i < n; i++)
 		json_object_array_add(arr, session_to_json(&list[i], false));
-	/* Derived data: no fsync, it is rebuilt from the records whenever they change. */
-	r = store_write_file(path,
-			     json_object_to_json_string_ext(
-				 arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-			     0644, false);
-out:
+	r = store_view_write(path, arr);
 	json_object_put(arr);
 	free(list);
+	return r;
+}
+
+int store_rebuild_view(const struct store *st)
+{
+	char path[SESSION_PATH_MAX + 8];
+	int fd, r = store_view_path(st, path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	fd = store_lock_all_view(st);
+	if (fd < 0)
+		return fd;
+	r = store_view_from_records(st, path);
+	store_unlock(fd);
+	return r;
+}
+
+/* Reads the view as a JSON array whose every element has a string "id", in strictly ascending
+ * order (as store_view_from_records writes it). Returns it, or NULL when the file is missing, too
+ * large or not such an array: the caller then rebuilds from the records. */
+static json_object *store_view_read(const char *path)
+{
+	json_object *arr = NULL;
+	const char *prev = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	size_t n;
+
+	if (store_slurp(path, STORE_VIEW_MAX, &buf, &len) < 0)
+		return NULL;
+	arr = store_parse(buf, len);
+	free(buf);
+	if (arr == NULL || !json_object_is_type(arr, json_type_array))
+		goto bad;
+	n = json_object_array_length(arr);
+	for (size_t i = 0; i < n; i++) {
+		const char *id = store_entry_id(json_object_array_get_idx(arr, i));
+
+		if (id == NULL || (prev != NULL && strcmp(prev, id) >= 0))
+			goto bad;
+		prev = id;
+	}
+	return arr;
+bad:
+	json_object_put(arr);
+	return NULL;
+}
+
+/*
+ * Brings the entry of id in the view in line with its record, reading only the view and that
+ * record: a write costs the same with one session or with thousands. The entry comes from the
+ * record as it is on disk now, under the view lock, so concurrent writers of one id leave the
+ * last record in the view whatever order they patch in; a missing or unreadable record drops the
+ * entry, as store_list skips it. A view that is missing or malformed is rebuilt from every record.
+ */
+static int store_view_patch(const struct store *st, const char *id)
+{
+	char path[SESSION_PATH_MAX + 8];
+	json_object *old = NULL, *arr = NULL, *entry = NULL;
+	struct session s;
+	bool placed = false;
+	size_t n;
+	int fd, r = store_view_path(st, path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	fd = store_lock_all_view(st);
+	if (fd < 0)
+		return fd;
+	old = store_view_read(path);
+	if (old == NULL) {
+		r = store_view_from_records(st, path);
+		goto out;
+	}
+	if (store_read(st, id, &s, NULL) == 0 && (entry = session_to_json(&s, false)) == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	n = json_object_array_length(old);
+	arr = json_object_new_array_ext((int)n + 1);
+	if (arr == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(old, i);
+		int cmp = strcmp(store_entry_id(e), id);
+
+		if (cmp >= 0 && !placed) {
+			placed = true;
+			if (entry != NULL)
+				json_object_array_add(arr, json_object_get(entry));
+		}
+		if (cmp != 0)
+			json_object_array_add(arr, json_object_get(e));
+	}
+	if (!placed && entry != NULL)
+		json_object_array_add(arr, json_object_get(entry));
+	/* As store_list, which gives up over STORE_MAX_RECORDS: the view is then left as it is. */
+	r = json_object_array_length(arr) > STORE_MAX_RECORDS ? -E2BIG
+							      : store_view_write(path, arr);
+out:
+	json_object_put(entry);
+	json_object_put(arr);
+	json_object_put(old);
 	store_unlock(fd);
 	return r;
 }
@@ -316,7 +469,7 @@ int store_write(const struct store *st, struct session *s, struct cause *cause)
 	json_object_put(obj);
 	if (r < 0)
 		return cause_fail(cause, r, "cannot write record %s: %s", path, strerror(-r));
-	store_rebuild_view(st);
+	store_view_patch(st, s->id);
 	return 0;
 }
 
@@ -329,7 +482,7 @@ int store_remove(const struct store *st, const char *id)
 		return r;
 	if (unlink(path) < 0)
 		return -errno;
-	store_rebuild_view(st);
+	store_view_patch(st, id);
 	/* Last: from here on another process may take a new lock of id (see store_lock_id). */
 	store_unlink_lock(st, id);
 	return 0;

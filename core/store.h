@@ -5,10 +5,13 @@
  * lock so the session count and the new record are decided together. The lock file lives as long
  * as the record: a request about an unknown id, or a refused create, leaves no file behind.
  *
- * Every change also rebuilds <runtime_dir>/sessions.json, the JSON array GET /sessions answers
- * (API form, sorted by id), under its own lock and after the record's rename, so the last rebuild
- * always sees every change. nginx serves GET /sessions from that file directly: the list that
- * clients poll costs no process hop.
+ * Every change also updates <runtime_dir>/sessions.json, the JSON array GET /sessions answers
+ * (API form, sorted by id), under its own lock and after the record's rename: the entry of the
+ * changed id is made again from its record, and every other entry is kept as the view has it, so
+ * a write reads the view and its own record, never the other records. Whoever patches last sees
+ * every change of its id. store_rebuild_view makes the whole view from the records (recovery runs
+ * it on every pass, which also repairs a view a crash left behind). nginx serves GET /sessions
+ * from that file directly: the list that clients poll costs no process hop.
  */
 #ifndef AGENTD_STORE_H
 #define AGENTD_STORE_H
@@ -20,6 +23,8 @@
 
 #define STORE_MAX_RECORDS 4096
 #define STORE_LOCK_TRIES  64 /* lock files removed under a waiter before store_lock gives up */
+/* The largest view store_write patches; a larger one is rebuilt from the records. */
+#define STORE_VIEW_MAX ((size_t)STORE_MAX_RECORDS * SESSION_RECORD_MAX)
 
 struct store {
 	char dir[SESSION_PATH_MAX]; /* <runtime_dir>/sessions */
@@ -53,7 +58,8 @@ void store_unlock(int fd);
 /* Reads the record of id. Returns 0, -ENOENT, or -EINVAL (corrupt record, cause says why). */
 int store_read(const struct store *st, const char *id, struct session *out, struct cause *cause);
 
-/* Writes s atomically (updated_at set to now). Returns 0 or -errno with cause. */
+/* Writes s atomically (updated_at set to now) and patches its entry of the view. Returns 0 or
+ * -errno with cause (a failed view update is not an error: the next rebuild repairs it). */
 int store_write(const struct store *st, struct session *s, struct cause *cause);
 
 /*
@@ -68,7 +74,7 @@ int store_remove(const struct store *st, const char *id);
  */
 int store_list(const struct store *st, struct session **out, size_t *n);
 
-/* Rebuilds <runtime_dir>/sessions.json from the records. Returns 0 or -errno. */
+/* Rebuilds <runtime_dir>/sessions.json from every record. Returns 0 or -errno. */
 int store_rebuild_view(const struct store *st);
 
 /* Writes the per-session path "<dir>/<id><suffix>" into out. Returns 0 or -ENAMETOOLONG. */

@@ -568,10 +568,13 @@ int tmux_server_running(const struct tmux *t)
 static void tmux_field(char **cursor, char *out, size_t outlen)
 {
 	char *p = *cursor, *sep = strstr(p, TMUX_SEP);
+	size_t n;
 
 	if (sep != NULL)
 		*sep = '\0';
-	snprintf(out, outlen, "%s", p);
+	n = strnlen(p, outlen - 1); /* a longer field is cut to what out holds */
+	memcpy(out, p, n);
+	out[n] = '\0';
 	*cursor = sep != NULL ? sep + 1 : p + strlen(p);
 }
 

@@ -8,375 +8,28 @@
  */
 #include "worktree.h"
 
+#include "fsutil.h"
+#include "gitrepo.h"
 #include "session.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <git2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#define WT_NAME_MAX     64
-#define WT_REF_MAX      256
-#define WT_LABEL_MAX    (SESSION_OWNER_MAX + 1 + SESSION_NAME_MAX + 1)
-#define WT_NFTW_FDS     16
-#define WT_ISSUE_DIGITS 10
-#define WT_SHORT_SHA    8  /* 7 hex digits, as git abbreviates, and the NUL */
-#define WT_KEEP_TRIES   16 /* names tried for a kept ref within one second */
+#define WT_NAME_MAX   64
+#define WT_SHORT_SHA  8  /* 7 hex digits, as git abbreviates, and the NUL */
+#define WT_KEEP_TRIES 16 /* names tried for a kept ref within one second */
 /* A cap on the commits one reachability question walks: the answer only needs "any", and the
  * count in a reason is a courtesy, so a pathological history does not hold the request. */
 #define WT_WALK_MAX 100000
 
-static const char WT_BRANCH_PREFIX[] = "feat/issue-";
 static const char WT_KEEP_PREFIX[] = "refs/agentd/kept/";
-
-/* One managed bare repository, opened for the length of one call. */
-struct wt_repo {
-	git_repository *git;
-	char bare[WORKTREE_PATH_MAX];
-	char label[WT_LABEL_MAX]; /* "owner/name", for causes */
-};
-
-/* Maps a libgit2 return code to a negative errno. */
-static int wt_errno(int rc)
-{
-	switch (rc) {
-	case GIT_ENOTFOUND:
-		return -ENOENT;
-	case GIT_EEXISTS:
-		return -EEXIST;
-	case GIT_ELOCKED:
-		return -EBUSY;
-	case GIT_EAUTH:
-	case GIT_ECERTIFICATE:
-		return -EACCES;
-	case GIT_EINVALIDSPEC:
-		return -EINVAL;
-	default:
-		return -EIO;
-	}
-}
-
-/* libgit2's message for the last failure of this thread (it can be NULL, e.g. after a failed
- * git_worktree_lookup). */
-static const char *wt_msg(void)
-{
-	const git_error *e = git_error_last();
-
-	return e != NULL && e->message != NULL ? e->message : "unknown libgit2 error";
-}
-
-static int wt_mkdir_p(const char *path)
-{
-	char buf[WORKTREE_PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len == 0 || len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p != '\0'; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* Creates the parent directories of path. */
-static int wt_mkdir_parent(const char *path)
-{
-	char buf[WORKTREE_PATH_MAX];
-	char *slash;
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	slash = strrchr(buf, '/');
-	if (slash == NULL || slash == buf)
-		return 0;
-	*slash = '\0';
-	return wt_mkdir_p(buf);
-}
-
-static int wt_rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-/* rm -r without following symlinks; a missing path is fine. */
-static int wt_rm_tree(const char *path)
-{
-	struct stat st;
-
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (nftw(path, wt_rm_entry, WT_NFTW_FDS, FTW_DEPTH | FTW_PHYS) != 0)
-		return errno != 0 ? -errno : -EIO;
-	return 0;
-}
-
-/* True when a and b name the same existing file (whatever symlinks or trailing slashes). */
-static bool wt_same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino;
-}
-
-/* Parses a canonical issue number (digits, no leading zero) in 1..SESSION_ISSUE_MAX. */
-static bool wt_parse_issue(const char *s, long *out)
-{
-	long v = 0;
-	size_t n;
-
-	if (s[0] < '1' || s[0] > '9')
-		return false;
-	for (n = 0; s[n] != '\0'; n++) {
-		if (s[n] < '0' || s[n] > '9' || n >= WT_ISSUE_DIGITS)
-			return false;
-		v = v * 10 + (s[n] - '0');
-	}
-	if (!session_issue_valid(v))
-		return false;
-	*out = v;
-	return true;
-}
-
-int worktree_global_init(void)
-{
-	int r = git_libgit2_init();
-
-	if (r < 0)
-		return -EIO;
-	/* agentd owns its repositories; libgit2's check gives misleading errors (notes §4.1). */
-	if (git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0) < 0)
-		return -EIO;
-	return 0;
-}
-
-int worktree_bare_path(const char *base, const char *owner, const char *name, char *out,
-		       size_t outlen)
-{
-	int n = snprintf(out, outlen, "%s/.repos/%s/%s.git", base, owner, name);
-
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
-}
-
-/* Validates owner/name (they become path components) and fills r's paths; opens nothing. */
-static int wt_repo_init(struct wt_repo *r, const char *base, const char *owner, const char *name,
-			struct cause *cause)
-{
-	r->git = NULL;
-	if (!session_owner_valid(owner) || !session_name_valid(name))
-		return cause_fail(cause, EINVAL, "invalid repository owner or name");
-	snprintf(r->label, sizeof(r->label), "%s/%s", owner, name);
-	if (worktree_bare_path(base, owner, name, r->bare, sizeof(r->bare)) < 0)
-		return cause_fail(cause, ENAMETOOLONG,
-				  "the path of the clone of %s under %s is too long", r->label,
-				  base);
-	return 0;
-}
-
-/* The one way to open the bare clone of owner/name. */
-static int wt_repo_open(struct wt_repo *r, const char *base, const char *owner, const char *name,
-			struct cause *cause)
-{
-	int rc = wt_repo_init(r, base, owner, name, cause);
-
-	if (rc < 0)
-		return rc;
-	rc = git_repository_open_bare(&r->git, r->bare);
-	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc), "cannot open the clone of %s at %s: %s",
-				  r->label, r->bare, wt_msg());
-	return 0;
-}
-
-int worktree_lock(const char *base, const char *owner, const char *name)
-{
-	struct wt_repo repo;
-	char path[WORKTREE_PATH_MAX + sizeof(".lock")];
-	int fd, r;
-
-	r = wt_repo_init(&repo, base, owner, name, NULL);
-	if (r < 0)
-		return r;
-	snprintf(path, sizeof(path), "%s.lock", repo.bare);
-	r = wt_mkdir_parent(path);
-	if (r < 0)
-		return r;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			r = -errno;
-			close(fd);
-			return r;
-		}
-	}
-	return fd;
-}
-
-/* Clones into "<bare>.clone" and renames it into place, so an interrupted clone never leaves a
- * half-made repository at the bare path. */
-static int wt_clone(const struct wt_repo *r, const char *url, struct cause *cause)
-{
-	char tmp[WORKTREE_PATH_MAX + sizeof(".clone")];
-	git_clone_options co;
-	git_repository *git = NULL;
-	int rc;
-
-	snprintf(tmp, sizeof(tmp), "%s.clone", r->bare);
-	rc = wt_mkdir_parent(r->bare);
-	if (rc == 0)
-		rc = wt_rm_tree(tmp);
-	if (rc < 0)
-		return cause_fail(cause, rc, "cannot prepare %s for the clone of %s: %s", tmp, url,
-				  strerror(-rc));
-	git_clone_options_init(&co, GIT_CLONE_OPTIONS_VERSION);
-	co.bare = 1;
-	co.fetch_opts.proxy_opts.type = GIT_PROXY_AUTO;
-	rc = git_clone(&git, url, tmp, &co);
-	if (rc < 0) {
-		rc = cause_fail(cause, wt_errno(rc), "clone of %s failed: %s", url, wt_msg());
-		wt_rm_tree(tmp);
-		return rc;
-	}
-	git_repository_free(git);
-	if (rename(tmp, r->bare) < 0) {
-		rc = -errno;
-		cause_set(cause, "cannot move the clone of %s to %s: %s", url, r->bare,
-			  strerror(-rc));
-		wt_rm_tree(tmp);
-		return rc;
-	}
-	return 0;
-}
-
-/* Returns origin, creating it or correcting its URL: the configured URL is the source of truth. */
-static int wt_origin(const struct wt_repo *r, const char *url, git_remote **out,
-		     struct cause *cause)
-{
-	const char *cur;
-	int rc = git_remote_lookup(out, r->git, "origin");
-
-	if (rc == GIT_ENOTFOUND)
-		rc = git_remote_create(out, r->git, "origin", url);
-	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc), "cannot set up remote origin of %s: %s",
-				  r->label, wt_msg());
-	cur = git_remote_url(*out);
-	if (cur != NULL && strcmp(cur, url) == 0)
-		return 0;
-	git_remote_free(*out);
-	*out = NULL;
-	rc = git_remote_set_url(r->git, "origin", url);
-	if (rc == 0)
-		rc = git_remote_lookup(out, r->git, "origin");
-	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc), "cannot set the URL of origin of %s: %s",
-				  r->label, wt_msg());
-	return 0;
-}
-
-/* Fetch does not move refs/remotes/origin/HEAD: point it at the remote's default branch. */
-static int wt_update_origin_head(const struct wt_repo *r, git_remote *origin, struct cause *cause)
-{
-	static const char heads[] = "refs/heads/";
-	char want[WT_REF_MAX];
-	git_buf def = {0};
-	git_reference *head = NULL, *set = NULL;
-	git_oid oid;
-	int rc = 0;
-
-	if (git_remote_default_branch(&def, origin) < 0 ||
-	    strncmp(def.ptr, heads, sizeof(heads) - 1) != 0)
-		goto out; /* an empty remote, or a server that does not say: keep what we have */
-	if (snprintf(want, sizeof(want), "refs/remotes/origin/%s", def.ptr + sizeof(heads) - 1) >=
-		(int)sizeof(want) ||
-	    git_reference_name_to_id(&oid, r->git, want) < 0)
-		goto out;
-	if (git_reference_lookup(&head, r->git, "refs/remotes/origin/HEAD") == 0 &&
-	    git_reference_type(head) == GIT_REFERENCE_SYMBOLIC &&
-	    strcmp(git_reference_symbolic_target(head), want) == 0)
-		goto out;
-	rc = git_reference_symbolic_create(&set, r->git, "refs/remotes/origin/HEAD", want, 1,
-					   "agentd: origin default branch");
-	if (rc < 0)
-		rc = cause_fail(cause, wt_errno(rc), "cannot point origin/HEAD of %s at %s: %s",
-				r->label, want, wt_msg());
-out:
-	git_reference_free(set);
-	git_reference_free(head);
-	git_buf_dispose(&def);
-	return rc;
-}
-
-static int wt_fetch(struct wt_repo *r, const char *url, struct cause *cause)
-{
-	git_remote *origin = NULL;
-	git_fetch_options fo;
-	int rc;
-
-	rc = git_repository_open_bare(&r->git, r->bare);
-	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc),
-				  "%s exists but is not a usable clone of %s (%s); move it away to "
-				  "clone again",
-				  r->bare, r->label, wt_msg());
-	rc = wt_origin(r, url, &origin, cause);
-	if (rc < 0)
-		return rc;
-	git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
-	fo.prune = GIT_FETCH_PRUNE;
-	fo.proxy_opts.type = GIT_PROXY_AUTO;
-	rc = git_remote_fetch(origin, NULL, &fo, NULL);
-	if (rc < 0) {
-		/* Not fatal: work goes on from the last fetched state. */
-		cause_set(cause, "fetch of %s failed: %s", url, wt_msg());
-		rc = 1;
-	} else if (wt_update_origin_head(r, origin, cause) < 0) {
-		rc = 1;
-	}
-	git_remote_free(origin);
-	return rc;
-}
-
-int worktree_ensure_repo(const char *base, const char *owner, const char *name, const char *url,
-			 struct cause *cause)
-{
-	struct wt_repo r;
-	struct stat st;
-	int rc = wt_repo_init(&r, base, owner, name, cause);
-
-	if (rc < 0)
-		return rc;
-	if (url == NULL || url[0] == '\0')
-		return cause_fail(cause, EINVAL, "no URL to clone %s from", r.label);
-	if (stat(r.bare, &st) < 0) {
-		rc = -errno;
-		if (rc != -ENOENT)
-			return cause_fail(cause, rc, "cannot use %s: %s", r.bare, strerror(-rc));
-		return wt_clone(&r, url, cause);
-	}
-	rc = wt_fetch(&r, url, cause);
-	git_repository_free(r.git);
-	return rc;
-}
 
 /* Worktree name from the branch's last component, limited to [A-Za-z0-9._-] (libgit2 makes a
  * directory of it), starting with an alphanumeric. */
@@ -431,10 +84,10 @@ static int wt_checked_out_at(git_repository *repo, const char *refname, char *ou
 }
 
 /* An existing path is fine only when it is a worktree of this repository on branch. */
-static int wt_reuse(const struct wt_repo *r, const char *path, const char *branch,
+static int wt_reuse(const struct gitrepo *r, const char *path, const char *branch,
 		    struct cause *cause)
 {
-	char ref[WT_REF_MAX];
+	char ref[GITREPO_REF_MAX];
 	git_repository *w = NULL;
 	git_reference *head = NULL;
 	const char *on;
@@ -442,7 +95,8 @@ static int wt_reuse(const struct wt_repo *r, const char *path, const char *branc
 
 	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
 	if (git_repository_open_ext(&w, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
-	    !git_repository_is_worktree(w) || !wt_same_file(git_repository_commondir(w), r->bare)) {
+	    !git_repository_is_worktree(w) ||
+	    !fsutil_same_file(git_repository_commondir(w), r->bare)) {
 		rc =
 		    cause_fail(cause, EEXIST,
 			       "path %s exists and is not a worktree of %s; move it away or remove "
@@ -491,7 +145,7 @@ static void wt_prune_stale(git_repository *repo)
 
 /* Makes <bare>/worktrees/<name> free: debris of a failed add (which git_worktree_list hides)
  * is removed; a live worktree elsewhere under that name is an error. */
-static int wt_free_name(const struct wt_repo *r, const char *name, struct cause *cause)
+static int wt_free_name(const struct gitrepo *r, const char *name, struct cause *cause)
 {
 	char meta[WORKTREE_PATH_MAX + WT_NAME_MAX + sizeof("/worktrees/")];
 	git_worktree *wt = NULL;
@@ -508,7 +162,7 @@ static int wt_free_name(const struct wt_repo *r, const char *name, struct cause 
 		return rc;
 	}
 	git_worktree_free(wt);
-	rc = wt_rm_tree(meta);
+	rc = fsutil_rm_tree(meta);
 	if (rc < 0)
 		return cause_fail(cause, rc, "cannot remove the leftover %s: %s", meta,
 				  strerror(-rc));
@@ -517,10 +171,10 @@ static int wt_free_name(const struct wt_repo *r, const char *name, struct cause 
 
 /* The start of a new branch: origin's branch of that name if there is one (work pushed from
  * elsewhere continues), else origin's default branch. */
-static int wt_start_commit(const struct wt_repo *r, const char *branch, git_commit **out,
+static int wt_start_commit(const struct gitrepo *r, const char *branch, git_commit **out,
 			   bool *from_origin, struct cause *cause)
 {
-	char ref[WT_REF_MAX];
+	char ref[GITREPO_REF_MAX];
 	git_oid oid;
 	int rc;
 
@@ -529,23 +183,23 @@ static int wt_start_commit(const struct wt_repo *r, const char *branch, git_comm
 	if (!*from_origin) {
 		rc = git_reference_name_to_id(&oid, r->git, "refs/remotes/origin/HEAD");
 		if (rc < 0)
-			return cause_fail(cause, wt_errno(rc),
+			return cause_fail(cause, gitrepo_errno(rc),
 					  "origin's default branch of %s is unknown (%s); fetch it "
 					  "again",
-					  r->label, wt_msg());
+					  r->label, gitrepo_msg());
 	}
 	rc = git_commit_lookup(out, r->git, &oid);
 	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc),
+		return cause_fail(cause, gitrepo_errno(rc),
 				  "cannot read the start commit of %s in %s: %s", branch, r->label,
-				  wt_msg());
+				  gitrepo_msg());
 	return 0;
 }
 
 /* A branch can be checked out in one worktree only. */
-static int wt_branch_free(const struct wt_repo *r, const char *branch, struct cause *cause)
+static int wt_branch_free(const struct gitrepo *r, const char *branch, struct cause *cause)
 {
-	char ref[WT_REF_MAX], where[WORKTREE_PATH_MAX];
+	char ref[GITREPO_REF_MAX], where[WORKTREE_PATH_MAX];
 
 	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
 	if (wt_checked_out_at(r->git, ref, where, sizeof(where)))
@@ -555,10 +209,10 @@ static int wt_branch_free(const struct wt_repo *r, const char *branch, struct ca
 }
 
 /* Looks up branch, or creates it (*created set). An existing branch keeps its commits. */
-static int wt_branch(const struct wt_repo *r, const char *branch, git_reference **out,
+static int wt_branch(const struct gitrepo *r, const char *branch, git_reference **out,
 		     bool *created, struct cause *cause)
 {
-	char upstream[WT_REF_MAX];
+	char upstream[GITREPO_REF_MAX];
 	git_commit *start = NULL;
 	bool from_origin;
 	int rc = git_branch_lookup(out, r->git, branch, GIT_BRANCH_LOCAL);
@@ -567,16 +221,16 @@ static int wt_branch(const struct wt_repo *r, const char *branch, git_reference 
 	if (rc == 0)
 		return 0;
 	if (rc != GIT_ENOTFOUND)
-		return cause_fail(cause, wt_errno(rc), "cannot look up branch %s in %s: %s", branch,
-				  r->label, wt_msg());
+		return cause_fail(cause, gitrepo_errno(rc), "cannot look up branch %s in %s: %s",
+				  branch, r->label, gitrepo_msg());
 	rc = wt_start_commit(r, branch, &start, &from_origin, cause);
 	if (rc < 0)
 		return rc;
 	rc = git_branch_create(out, r->git, branch, start, 0);
 	git_commit_free(start);
 	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc), "cannot create branch %s in %s: %s", branch,
-				  r->label, wt_msg());
+		return cause_fail(cause, gitrepo_errno(rc), "cannot create branch %s in %s: %s",
+				  branch, r->label, gitrepo_msg());
 	*created = true;
 	snprintf(upstream, sizeof(upstream), "origin/%s", branch);
 	if (from_origin && git_branch_set_upstream(*out, upstream) < 0)
@@ -586,14 +240,14 @@ static int wt_branch(const struct wt_repo *r, const char *branch, git_reference 
 
 /* Undoes a failed add: the metadata and directory it made, and a branch made for it (which
  * has no commits of its own yet). */
-static void wt_undo_add(const struct wt_repo *r, const char *name, const char *path,
+static void wt_undo_add(const struct gitrepo *r, const char *name, const char *path,
 			git_reference *br, bool created)
 {
 	char meta[WORKTREE_PATH_MAX + WT_NAME_MAX + sizeof("/worktrees/")];
 
 	snprintf(meta, sizeof(meta), "%s/worktrees/%s", r->bare, name);
-	wt_rm_tree(meta);
-	wt_rm_tree(path);
+	fsutil_rm_tree(meta);
+	fsutil_rm_tree(path);
 	if (created)
 		git_branch_delete(br);
 }
@@ -611,7 +265,7 @@ static int wt_find_gitattributes(const char *root, const git_tree_entry *e, void
  * drivers, ident): .gitattributes in the tree, the repository's info/attributes, a global
  * attributes file, core.autocrlf. Without any, checkout can skip the per-file attribute lookups,
  * which cost libgit2 a dozen system calls per file. Errors answer true (the safe side). */
-static bool wt_filters_possible(const struct wt_repo *r, git_reference *br)
+static bool wt_filters_possible(const struct gitrepo *r, git_reference *br)
 {
 	char path[WORKTREE_PATH_MAX + 64];
 	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
@@ -650,7 +304,7 @@ static bool wt_filters_possible(const struct wt_repo *r, git_reference *br)
 	return found;
 }
 
-static int wt_create(const struct wt_repo *r, const char *path, const char *branch,
+static int wt_create(const struct gitrepo *r, const char *path, const char *branch,
 		     struct cause *cause)
 {
 	char name[WT_NAME_MAX];
@@ -672,7 +326,7 @@ static int wt_create(const struct wt_repo *r, const char *path, const char *bran
 	rc = wt_branch(r, branch, &br, &created, cause);
 	if (rc < 0)
 		return rc;
-	rc = wt_mkdir_parent(path);
+	rc = fsutil_mkdir_parent(path);
 	if (rc < 0) {
 		rc = cause_fail(cause, rc, "cannot create the parent directory of %s: %s", path,
 				strerror(-rc));
@@ -683,8 +337,8 @@ static int wt_create(const struct wt_repo *r, const char *path, const char *bran
 	wo.checkout_options.disable_filters = !wt_filters_possible(r, br);
 	rc = git_worktree_add(&wt, r->git, name, path, &wo);
 	if (rc < 0) {
-		rc = cause_fail(cause, wt_errno(rc), "cannot add worktree %s of %s on %s: %s", path,
-				r->label, branch, wt_msg());
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot add worktree %s of %s on %s: %s",
+				path, r->label, branch, gitrepo_msg());
 		goto fail;
 	}
 	git_worktree_free(wt);
@@ -699,7 +353,7 @@ fail:
 int worktree_add(const char *base, const char *owner, const char *name, const char *path,
 		 const char *branch, struct cause *cause)
 {
-	struct wt_repo r;
+	struct gitrepo r;
 	struct stat st;
 	int valid = 0, rc;
 
@@ -708,9 +362,9 @@ int worktree_add(const char *base, const char *owner, const char *name, const ch
 				  "worktree path must be absolute and shorter than %d",
 				  WORKTREE_PATH_MAX);
 	if (branch == NULL || git_branch_name_is_valid(&valid, branch) < 0 || !valid ||
-	    strlen(branch) >= WT_REF_MAX - sizeof("refs/remotes/origin/"))
+	    strlen(branch) >= GITREPO_REF_MAX - sizeof("refs/remotes/origin/"))
 		return cause_fail(cause, EINVAL, "invalid branch name %s", branch ? branch : "");
-	rc = wt_repo_open(&r, base, owner, name, cause);
+	rc = gitrepo_open(&r, base, owner, name, cause);
 	if (rc < 0)
 		return rc;
 	rc = lstat(path, &st) == 0 ? 0 : -errno;
@@ -734,7 +388,8 @@ static int wt_open_here(const char *path, git_repository **out, struct cause *ca
 		return cause_fail(cause, EINVAL, "no worktree path");
 	rc = git_repository_open_ext(out, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
 	if (rc < 0)
-		return cause_fail(cause, ENOENT, "%s is not a git worktree: %s", path, wt_msg());
+		return cause_fail(cause, ENOENT, "%s is not a git worktree: %s", path,
+				  gitrepo_msg());
 	return 0;
 }
 
@@ -753,8 +408,8 @@ int worktree_is_dirty(const char *path, struct cause *cause)
 		   GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
 	rc = git_status_list_new(&sl, w, &so);
 	if (rc < 0)
-		rc = cause_fail(cause, wt_errno(rc), "cannot read the status of %s: %s", path,
-				wt_msg());
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot read the status of %s: %s", path,
+				gitrepo_msg());
 	else
 		rc = git_status_list_entrycount(sl) > 0 ? 1 : 0;
 	git_status_list_free(sl);
@@ -774,8 +429,8 @@ static int wt_prune(git_worktree *wt, const char *path, struct cause *cause)
 	    GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_WORKING_TREE | GIT_WORKTREE_PRUNE_LOCKED;
 	rc = git_worktree_prune(wt, &po);
 	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc), "cannot remove worktree %s: %s", path,
-				  wt_msg());
+		return cause_fail(cause, gitrepo_errno(rc), "cannot remove worktree %s: %s", path,
+				  gitrepo_msg());
 	return 0;
 }
 
@@ -792,7 +447,7 @@ int worktree_remove(const char *path, struct cause *cause)
 		goto out;
 	}
 	/* Prune deletes the directory recorded in the metadata: make sure it is this one. */
-	if (!wt_same_file(git_worktree_path(wt), path)) {
+	if (!fsutil_same_file(git_worktree_path(wt), path)) {
 		rc = cause_fail(cause, EINVAL, "worktree %s is registered at %s; not removing",
 				path, git_worktree_path(wt));
 		goto out;
@@ -880,8 +535,8 @@ static int wt_count_unreached(git_repository *bare, const git_oid *start, size_t
 	if (rc == 0)
 		rc = wt_walk_count(walk, count);
 	if (rc < 0)
-		rc = cause_fail(cause, wt_errno(rc), "cannot tell which commits a branch has: %s",
-				wt_msg());
+		rc = cause_fail(cause, gitrepo_errno(rc),
+				"cannot tell which commits a branch has: %s", gitrepo_msg());
 	git_revwalk_free(walk);
 	return rc;
 }
@@ -896,8 +551,8 @@ static int wt_head_oid(git_repository *w, git_oid *out, struct cause *cause)
 		return 1;
 	}
 	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc), "cannot read HEAD of %s: %s",
-				  git_repository_workdir(w), wt_msg());
+		return cause_fail(cause, gitrepo_errno(rc), "cannot read HEAD of %s: %s",
+				  git_repository_workdir(w), gitrepo_msg());
 	return 0;
 }
 
@@ -915,8 +570,8 @@ static int wt_submodule_local_only(git_submodule *sm, size_t *count, struct caus
 
 	*count = 0;
 	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc), "cannot open submodule %s: %s",
-				  git_submodule_path(sm), wt_msg());
+		return cause_fail(cause, gitrepo_errno(rc), "cannot open submodule %s: %s",
+				  git_submodule_path(sm), gitrepo_msg());
 	rc = git_revwalk_new(&walk, sub);
 	if (rc == 0 && git_reference_name_to_id(&head, sub, "HEAD") == 0)
 		rc = git_revwalk_push(walk, &head);
@@ -927,8 +582,9 @@ static int wt_submodule_local_only(git_submodule *sm, size_t *count, struct caus
 	if (rc == 0)
 		rc = wt_walk_count(walk, count);
 	if (rc < 0)
-		rc = cause_fail(cause, wt_errno(rc), "cannot read the history of submodule %s: %s",
-				git_submodule_path(sm), wt_msg());
+		rc = cause_fail(cause, gitrepo_errno(rc),
+				"cannot read the history of submodule %s: %s",
+				git_submodule_path(sm), gitrepo_msg());
 	git_revwalk_free(walk);
 	git_repository_free(sub);
 	return rc;
@@ -949,8 +605,9 @@ static int wt_submodule_cb(git_submodule *sm, const char *name, void *payload)
 	int rc = git_submodule_status(&st, scan->w, name, GIT_SUBMODULE_IGNORE_NONE);
 
 	if (rc < 0) {
-		scan->rc = cause_fail(scan->cause, wt_errno(rc), "cannot read submodule %s: %s",
-				      git_submodule_path(sm), wt_msg());
+		scan->rc =
+		    cause_fail(scan->cause, gitrepo_errno(rc), "cannot read submodule %s: %s",
+			       git_submodule_path(sm), gitrepo_msg());
 		return 1;
 	}
 	/* Any change, also inside the submodule (whatever its "ignore" setting): as git status
@@ -992,8 +649,8 @@ static int wt_scan_status(git_repository *w, bool *dirty, size_t *ignored, struc
 		   GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
 	rc = git_status_list_new(&sl, w, &so);
 	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc), "cannot read the status of %s: %s",
-				  git_repository_workdir(w), wt_msg());
+		return cause_fail(cause, gitrepo_errno(rc), "cannot read the status of %s: %s",
+				  git_repository_workdir(w), gitrepo_msg());
 	n = git_status_list_entrycount(sl);
 	for (size_t i = 0; i < n; i++) {
 		const git_status_entry *e = git_status_byindex(sl, i);
@@ -1014,7 +671,7 @@ static int wt_scan_status(git_repository *w, bool *dirty, size_t *ignored, struc
 static int wt_must_keep(git_repository *bare, git_repository *w, git_worktree *wt,
 			const char *branch, struct worktree_removal *out, struct cause *cause)
 {
-	char ref[WT_REF_MAX], sha[WT_SHORT_SHA];
+	char ref[GITREPO_REF_MAX], sha[WT_SHORT_SHA];
 	struct wt_sub_scan scan = {w, out, cause, 0};
 	git_buf why = GIT_BUF_INIT;
 	git_reference *head = NULL;
@@ -1032,8 +689,8 @@ static int wt_must_keep(git_repository *bare, git_repository *w, git_worktree *w
 	if (rc == 0)
 		rc = git_reference_lookup(&head, w, "HEAD");
 	if (rc < 0) {
-		rc = cause_fail(cause, wt_errno(rc), "cannot read HEAD of %s: %s",
-				git_worktree_path(wt), wt_msg());
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot read HEAD of %s: %s",
+				git_worktree_path(wt), gitrepo_msg());
 		goto out;
 	}
 	rc = wt_head_oid(w, &oid, cause);
@@ -1066,8 +723,8 @@ static int wt_must_keep(git_repository *bare, git_repository *w, git_worktree *w
 	if (scan.rc != 0)
 		rc = scan.rc;
 	else if (rc < 0)
-		rc = cause_fail(cause, wt_errno(rc), "cannot list the submodules of %s: %s",
-				git_worktree_path(wt), wt_msg());
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot list the submodules of %s: %s",
+				git_worktree_path(wt), gitrepo_msg());
 out:
 	git_reference_free(head);
 	git_buf_dispose(&why);
@@ -1075,7 +732,7 @@ out:
 }
 
 /* Makes refs/agentd/kept/<id>-<time> point at HEAD of w when HEAD has commits no ref reaches. */
-static int wt_keep_head(const struct wt_repo *r, git_repository *w, const char *id,
+static int wt_keep_head(const struct gitrepo *r, git_repository *w, const char *id,
 			struct worktree_removal *out, struct cause *cause)
 {
 	char ref[WORKTREE_REF_MAX], stem[WORKTREE_REF_MAX];
@@ -1107,20 +764,22 @@ static int wt_keep_head(const struct wt_repo *r, git_repository *w, const char *
 	}
 	git_reference_free(made);
 	if (rc < 0)
-		return cause_fail(cause, wt_errno(rc), "cannot keep the commits of %s under %s: %s",
-				  git_repository_workdir(w), ref, wt_msg());
+		return cause_fail(cause, gitrepo_errno(rc),
+				  "cannot keep the commits of %s under %s: %s",
+				  git_repository_workdir(w), ref, gitrepo_msg());
 	snprintf(out->kept_ref, sizeof(out->kept_ref), "%s", ref);
 	return 0;
 }
 
 /* Opens path as a worktree registered in r's bare clone at path. False when it is not one. */
-static bool wt_open_member(const struct wt_repo *r, const char *path, git_repository **w,
+static bool wt_open_member(const struct gitrepo *r, const char *path, git_repository **w,
 			   git_worktree **wt)
 {
 	if (git_repository_open_ext(w, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) == 0 &&
-	    git_repository_is_worktree(*w) && wt_same_file(git_repository_commondir(*w), r->bare) &&
+	    git_repository_is_worktree(*w) &&
+	    fsutil_same_file(git_repository_commondir(*w), r->bare) &&
 	    git_worktree_open_from_repository(wt, *w) == 0 &&
-	    wt_same_file(git_worktree_path(*wt), path))
+	    fsutil_same_file(git_worktree_path(*wt), path))
 		return true;
 	git_error_clear();
 	return false;
@@ -1132,7 +791,7 @@ int worktree_delete(const char *base, const char *owner, const char *name, const
 {
 	git_repository *w = NULL;
 	git_worktree *wt = NULL;
-	struct wt_repo r = {0};
+	struct gitrepo r = {0};
 	struct stat st;
 	bool dirty = false;
 	int rc;
@@ -1143,7 +802,7 @@ int worktree_delete(const char *base, const char *owner, const char *name, const
 		rc = cause_fail(cause, EINVAL, "no worktree path, branch or id");
 		goto out;
 	}
-	rc = wt_repo_init(&r, base, owner, name, cause);
+	rc = gitrepo_init(&r, base, owner, name, cause);
 	if (rc < 0)
 		goto out;
 	if (lstat(path, &st) < 0) {
@@ -1160,8 +819,8 @@ int worktree_delete(const char *base, const char *owner, const char *name, const
 	}
 	rc = git_repository_open_bare(&r.git, r.bare);
 	if (rc < 0) {
-		rc = cause_fail(cause, wt_errno(rc), "cannot open the clone of %s at %s: %s",
-				r.label, r.bare, wt_msg());
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot open the clone of %s at %s: %s",
+				r.label, r.bare, gitrepo_msg());
 		goto out;
 	}
 	rc = force ? wt_keep_head(&r, w, id, out, cause)
@@ -1196,7 +855,7 @@ out:
 static int wt_hide_origin(git_repository *git, git_revwalk *walk, const char *branch, char *def,
 			  size_t deflen)
 {
-	char ref[WT_REF_MAX];
+	char ref[GITREPO_REF_MAX];
 	git_reference *head = NULL;
 	git_oid oid;
 	int rc = 0;
@@ -1220,30 +879,30 @@ static int wt_hide_origin(git_repository *git, git_revwalk *walk, const char *br
 int worktree_branch_delete(const char *base, const char *owner, const char *name,
 			   const char *branch, struct cause *cause)
 {
-	char ref[WT_REF_MAX], where[WORKTREE_PATH_MAX], def[WT_REF_MAX];
+	char ref[GITREPO_REF_MAX], where[WORKTREE_PATH_MAX], def[GITREPO_REF_MAX];
 	git_reference *br = NULL;
 	git_revwalk *walk = NULL;
-	struct wt_repo r = {0};
+	struct gitrepo r = {0};
 	size_t n = 0;
 	long issue;
 	int rc;
 
 	if (branch == NULL ||
-	    strncmp(branch, WT_BRANCH_PREFIX, sizeof(WT_BRANCH_PREFIX) - 1) != 0 ||
-	    !wt_parse_issue(branch + sizeof(WT_BRANCH_PREFIX) - 1, &issue))
+	    strncmp(branch, GITREPO_BRANCH_PREFIX, sizeof(GITREPO_BRANCH_PREFIX) - 1) != 0 ||
+	    !gitrepo_parse_issue(branch + sizeof(GITREPO_BRANCH_PREFIX) - 1, &issue))
 		return cause_fail(cause, EINVAL, "only feat/issue-<N> branches can be deleted");
-	rc = wt_repo_init(&r, base, owner, name, cause);
+	rc = gitrepo_init(&r, base, owner, name, cause);
 	if (rc < 0)
 		return rc;
 	rc = git_repository_open_bare(&r.git, r.bare);
 	if (rc < 0) {
-		rc = cause_fail(cause, rc == GIT_ENOTFOUND ? ENOENT : wt_errno(rc),
-				"no clone of %s: %s", r.label, wt_msg());
+		rc = cause_fail(cause, rc == GIT_ENOTFOUND ? ENOENT : gitrepo_errno(rc),
+				"no clone of %s: %s", r.label, gitrepo_msg());
 		goto out;
 	}
 	rc = git_branch_lookup(&br, r.git, branch, GIT_BRANCH_LOCAL);
 	if (rc < 0) {
-		rc = cause_fail(cause, wt_errno(rc), "no branch %s in %s", branch, r.label);
+		rc = cause_fail(cause, gitrepo_errno(rc), "no branch %s in %s", branch, r.label);
 		goto out;
 	}
 	wt_prune_stale(r.git);
@@ -1261,8 +920,8 @@ int worktree_branch_delete(const char *base, const char *owner, const char *name
 	if (rc == 0)
 		rc = wt_walk_count(walk, &n);
 	if (rc < 0) {
-		rc = cause_fail(cause, wt_errno(rc), "cannot read the history of %s in %s: %s",
-				branch, r.label, wt_msg());
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot read the history of %s in %s: %s",
+				branch, r.label, gitrepo_msg());
 		goto out;
 	}
 	if (n > 0) {
@@ -1275,405 +934,11 @@ int worktree_branch_delete(const char *base, const char *owner, const char *name
 	}
 	rc = git_branch_delete(br);
 	if (rc < 0)
-		rc = cause_fail(cause, wt_errno(rc), "cannot delete branch %s of %s: %s", branch,
-				r.label, wt_msg());
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot delete branch %s of %s: %s",
+				branch, r.label, gitrepo_msg());
 out:
 	git_revwalk_free(walk);
 	git_reference_free(br);
 	git_repository_free(r.git);
 	return rc;
-}
-
-int worktree_remote_url(const char *path, char *out, size_t outlen, struct cause *cause)
-{
-	git_repository *repo = NULL;
-	git_config *cfg = NULL;
-	const char *url = NULL;
-	int rc;
-
-	if (path == NULL || path[0] == '\0')
-		return cause_fail(cause, EINVAL, "no path");
-	rc = git_repository_open_ext(&repo, path, 0, NULL);
-	if (rc < 0)
-		return cause_fail(cause, ENOENT, "%s is not inside a git repository: %s", path,
-				  wt_msg());
-	/* The config key, not git_remote_lookup: libgit2 1.5.1 leaks PCRE2 match data on every
-	 * remote lookup (fixed upstream by libgit2 PR #6382), and agentd-api runs for weeks. */
-	if (git_repository_config_snapshot(&cfg, repo) < 0 ||
-	    git_config_get_string(&url, cfg, "remote.origin.url") < 0)
-		rc = cause_fail(cause, ENOENT, "the repository of %s has no remote origin", path);
-	else if (strlen(url) >= outlen)
-		rc = cause_fail(cause, ENAMETOOLONG, "the URL of origin of %s is too long", path);
-	else
-		rc = snprintf(out, outlen, "%s", url) < 0 ? -EIO : 0;
-	git_config_free(cfg);
-	git_repository_free(repo);
-	return rc;
-}
-
-/* Finds the path part of url: after file:// (*local), after the authority of scheme://, or
- * after the ':' of scp-like user@host:path. NULL when it has none. */
-static const char *wt_url_path(const char *url, bool *local)
-{
-	const char *sep = strstr(url, "://"), *colon, *slash;
-
-	*local = false;
-	if (strncmp(url, "file://", 7) == 0 || url[0] == '/') {
-		*local = true;
-		return url[0] == '/' ? url : url + 7;
-	}
-	if (sep != NULL) {
-		for (const char *p = url; p < sep; p++)
-			if (!((*p >= 'a' && *p <= 'z') || *p == '+'))
-				return NULL;
-		slash = strchr(sep + 3, '/');
-		return sep == url || slash == NULL || slash == sep + 3 ? NULL : slash;
-	}
-	colon = strchr(url, ':');
-	slash = strchr(url, '/');
-	if (colon == NULL || colon == url || (slash != NULL && slash < colon))
-		return NULL;
-	return colon + 1;
-}
-
-/* Copies [s, e) into out when it fits and ok(out) holds. */
-static bool wt_copy_part(const char *s, const char *e, char *out, size_t outlen,
-			 bool (*ok)(const char *))
-{
-	size_t n = (size_t)(e - s);
-
-	if (n + 1 > outlen)
-		return false;
-	memcpy(out, s, n);
-	out[n] = '\0';
-	return ok(out);
-}
-
-int worktree_parse_url(const char *url, char *owner, size_t owner_len, char *name, size_t name_len)
-{
-	const char *path, *end, *slash, *start;
-	bool local;
-
-	if (url == NULL || strnlen(url, WORKTREE_URL_MAX) >= WORKTREE_URL_MAX)
-		return -EINVAL; /* callers keep URLs in char[WORKTREE_URL_MAX] */
-	path = wt_url_path(url, &local);
-	if (path == NULL)
-		return -EINVAL;
-	end = path + strlen(path);
-	while (end > path && end[-1] == '/')
-		end--;
-	if (end - path > 4 && memcmp(end - 4, ".git", 4) == 0)
-		end -= 4;
-	if (!local)
-		while (path < end && *path == '/')
-			path++; /* "ssh://host/o/n" and "host:/o/n" */
-	slash = memrchr(path, '/', (size_t)(end - path));
-	if (slash == NULL)
-		return -EINVAL;
-	start = memrchr(path, '/', (size_t)(slash - path));
-	if (start != NULL && !local)
-		return -EINVAL; /* a hosted URL carries exactly owner/name */
-	start = start != NULL ? start + 1 : path;
-	if (!wt_copy_part(start, slash, owner, owner_len, session_owner_valid) ||
-	    !wt_copy_part(slash + 1, end, name, name_len, session_name_valid))
-		return -EINVAL;
-	return 0;
-}
-
-const char *worktree_sync_name(enum worktree_sync s)
-{
-	switch (s) {
-	case WORKTREE_SYNCED:
-		return "synced";
-	case WORKTREE_LOCAL_ONLY:
-		return "local-only";
-	case WORKTREE_AHEAD:
-		return "ahead";
-	case WORKTREE_BEHIND:
-		return "behind";
-	case WORKTREE_DIVERGED:
-		return "diverged";
-	}
-	return "unknown";
-}
-
-/* A growing array of fixed-size items, capped at WORKTREE_LIST_MAX. */
-struct wt_vec {
-	void *items;
-	size_t n, cap, size;
-};
-
-static int wt_vec_push(struct wt_vec *v, const void *item)
-{
-	if (v->n >= WORKTREE_LIST_MAX)
-		return 0; /* the cap bounds memory; more than that many is not a real server */
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 16;
-		void *p = reallocarray(v->items, cap, v->size);
-
-		if (p == NULL)
-			return -ENOMEM;
-		v->items = p;
-		v->cap = cap;
-	}
-	memcpy((char *)v->items + v->n * v->size, item, v->size);
-	v->n++;
-	return 0;
-}
-
-typedef int (*wt_repo_cb)(git_repository *git, const char *owner, const char *name,
-			  struct wt_vec *v);
-
-/* Calls cb for each <owner>/<name>.git under owner_dir that opens as a repository. */
-static int wt_foreach_in_owner(const char *owner_dir, const char *owner, wt_repo_cb cb,
-			       struct wt_vec *v)
-{
-	char name[SESSION_NAME_MAX + 1], path[WORKTREE_PATH_MAX];
-	DIR *d = opendir(owner_dir);
-	struct dirent *e;
-	int r = 0;
-
-	if (d == NULL)
-		return 0;
-	while (r == 0 && (e = readdir(d)) != NULL) {
-		size_t len = strlen(e->d_name);
-		git_repository *git = NULL;
-
-		if (len <= 4 || len - 4 > SESSION_NAME_MAX || strcmp(e->d_name + len - 4, ".git"))
-			continue;
-		snprintf(name, sizeof(name), "%.*s", (int)(len - 4), e->d_name);
-		if (!session_name_valid(name) || snprintf(path, sizeof(path), "%s/%s", owner_dir,
-							  e->d_name) >= (int)sizeof(path))
-			continue;
-		if (git_repository_open_bare(&git, path) == 0)
-			r = cb(git, owner, name, v);
-		git_repository_free(git);
-	}
-	closedir(d);
-	git_error_clear();
-	return r;
-}
-
-/* Calls cb for every managed repository <base>/.repos/<owner>/<name>.git. */
-static int wt_foreach_repo(const char *base, wt_repo_cb cb, struct wt_vec *v)
-{
-	char repos[WORKTREE_PATH_MAX], owner_dir[WORKTREE_PATH_MAX];
-	struct dirent *e;
-	DIR *d;
-	int r = 0;
-
-	if (snprintf(repos, sizeof(repos), "%s/.repos", base) >= (int)sizeof(repos))
-		return -ENAMETOOLONG;
-	d = opendir(repos);
-	if (d == NULL)
-		return errno == ENOENT ? 0 : -errno;
-	while (r == 0 && (e = readdir(d)) != NULL) {
-		if (!session_owner_valid(e->d_name) ||
-		    snprintf(owner_dir, sizeof(owner_dir), "%s/%s", repos, e->d_name) >=
-			(int)sizeof(owner_dir))
-			continue;
-		r = wt_foreach_in_owner(owner_dir, e->d_name, cb, v);
-	}
-	closedir(d);
-	return r;
-}
-
-/* The issue of a worktree directory named "<name>-issue-<N>", or 0. */
-static long wt_issue_of_path(const char *path, const char *name)
-{
-	const char *base = strrchr(path, '/');
-	size_t nlen = strlen(name);
-	long issue;
-
-	base = base != NULL ? base + 1 : path;
-	if (strncmp(base, name, nlen) != 0 || strncmp(base + nlen, "-issue-", 7) != 0 ||
-	    !wt_parse_issue(base + nlen + 7, &issue))
-		return 0;
-	return issue;
-}
-
-static int wt_list_cb(git_repository *git, const char *owner, const char *name, struct wt_vec *v)
-{
-	git_strarray names = {0};
-	int r = 0;
-
-	if (git_worktree_list(&names, git) < 0)
-		return 0;
-	for (size_t i = 0; i < names.count && r == 0; i++) {
-		struct worktree_entry e = {0};
-		git_worktree *wt = NULL;
-
-		if (git_worktree_lookup(&wt, git, names.strings[i]) == 0 &&
-		    git_worktree_validate(wt) == 0 &&
-		    strlen(git_worktree_path(wt)) < sizeof(e.path)) {
-			snprintf(e.owner, sizeof(e.owner), "%s", owner);
-			snprintf(e.name, sizeof(e.name), "%s", name);
-			snprintf(e.path, sizeof(e.path), "%s", git_worktree_path(wt));
-			e.issue = wt_issue_of_path(e.path, name);
-			if (e.issue > 0)
-				r = wt_vec_push(v, &e);
-		}
-		git_worktree_free(wt);
-	}
-	git_strarray_dispose(&names);
-	return r;
-}
-
-static int wt_cmp_key(const char *o1, const char *n1, long i1, const char *o2, const char *n2,
-		      long i2)
-{
-	int c = strcmp(o1, o2);
-
-	if (c == 0)
-		c = strcmp(n1, n2);
-	if (c == 0)
-		c = (i1 > i2) - (i1 < i2);
-	return c;
-}
-
-static int wt_cmp_entry(const void *a, const void *b)
-{
-	const struct worktree_entry *x = a, *y = b;
-
-	return wt_cmp_key(x->owner, x->name, x->issue, y->owner, y->name, y->issue);
-}
-
-static int wt_cmp_branch(const void *a, const void *b)
-{
-	const struct worktree_branch *x = a, *y = b;
-
-	return wt_cmp_key(x->owner, x->name, x->issue, y->owner, y->name, y->issue);
-}
-
-/* Runs cb over every managed repository and hands back the sorted items. */
-static int wt_collect(const char *base, wt_repo_cb cb, size_t size,
-		      int (*cmp)(const void *, const void *), void **out, size_t *n)
-{
-	struct wt_vec v = {NULL, 0, 0, size};
-	int r;
-
-	*out = NULL;
-	*n = 0;
-	if (base == NULL)
-		return -EINVAL;
-	r = wt_foreach_repo(base, cb, &v);
-	if (r < 0) {
-		free(v.items);
-		return r;
-	}
-	if (v.n > 0)
-		qsort(v.items, v.n, size, cmp);
-	*out = v.items;
-	*n = v.n;
-	return 0;
-}
-
-int worktree_list(const char *base, struct worktree_entry **out, size_t *n)
-{
-	void *items;
-	int r = wt_collect(base, wt_list_cb, sizeof(**out), wt_cmp_entry, &items, n);
-
-	*out = items;
-	return r;
-}
-
-int worktree_find(const char *base, const char *dir, struct worktree_entry *out)
-{
-	static const char sep[] = "-issue-";
-	char name[SESSION_NAME_MAX + 1], want[WORKTREE_PATH_MAX];
-	const char *last = NULL;
-	struct worktree_entry *list;
-	size_t n;
-	long issue;
-	int r;
-
-	/* The last "-issue-": a repository may be named "my-issue-tracker". */
-	for (const char *p = dir; (p = strstr(p, sep)) != NULL; p++)
-		last = p;
-	if (last == NULL || last == dir || (size_t)(last - dir) > SESSION_NAME_MAX)
-		return -EINVAL;
-	snprintf(name, sizeof(name), "%.*s", (int)(last - dir), dir);
-	if (!session_name_valid(name) || !wt_parse_issue(last + sizeof(sep) - 1, &issue))
-		return -EINVAL;
-	if (snprintf(want, sizeof(want), "%s/%s", base, dir) >= (int)sizeof(want))
-		return -EINVAL;
-	r = worktree_list(base, &list, &n);
-	if (r < 0)
-		return r;
-	r = -ENOENT;
-	for (size_t i = 0; i < n && r == -ENOENT; i++) {
-		if (strcmp(list[i].name, name) != 0 || list[i].issue != issue ||
-		    (strcmp(list[i].path, want) != 0 && !wt_same_file(list[i].path, want)))
-			continue;
-		*out = list[i];
-		r = 0;
-	}
-	free(list);
-	return r;
-}
-
-/* Compares a local branch with refs/remotes/origin/<same name>, from local refs only. */
-static int wt_compare(git_repository *git, git_reference *local, const char *branch,
-		      struct worktree_branch *b)
-{
-	char ref[WT_REF_MAX];
-	git_oid theirs;
-	const git_oid *ours = git_reference_target(local);
-
-	snprintf(ref, sizeof(ref), "refs/remotes/origin/%s", branch);
-	if (ours == NULL || git_reference_name_to_id(&theirs, git, ref) < 0) {
-		b->sync = WORKTREE_LOCAL_ONLY;
-		return 0;
-	}
-	if (git_graph_ahead_behind(&b->ahead, &b->behind, git, ours, &theirs) < 0)
-		return -EIO;
-	if (b->ahead == 0 && b->behind == 0)
-		b->sync = WORKTREE_SYNCED;
-	else if (b->behind == 0)
-		b->sync = WORKTREE_AHEAD;
-	else if (b->ahead == 0)
-		b->sync = WORKTREE_BEHIND;
-	else
-		b->sync = WORKTREE_DIVERGED;
-	return 0;
-}
-
-static int wt_branches_cb(git_repository *git, const char *owner, const char *name,
-			  struct wt_vec *v)
-{
-	git_branch_iterator *it = NULL;
-	git_reference *ref = NULL;
-	git_branch_t type;
-	int r = 0;
-
-	if (git_branch_iterator_new(&it, git, GIT_BRANCH_LOCAL) < 0)
-		return 0;
-	while (r == 0 && git_branch_next(&ref, &type, it) == 0) {
-		struct worktree_branch b = {0};
-		const char *bn = NULL;
-
-		if (git_branch_name(&bn, ref) == 0 && strlen(bn) < sizeof(b.branch) &&
-		    strncmp(bn, WT_BRANCH_PREFIX, sizeof(WT_BRANCH_PREFIX) - 1) == 0 &&
-		    wt_parse_issue(bn + sizeof(WT_BRANCH_PREFIX) - 1, &b.issue) &&
-		    wt_compare(git, ref, bn, &b) == 0) {
-			snprintf(b.owner, sizeof(b.owner), "%s", owner);
-			snprintf(b.name, sizeof(b.name), "%s", name);
-			snprintf(b.branch, sizeof(b.branch), "%s", bn);
-			r = wt_vec_push(v, &b);
-		}
-		git_reference_free(ref);
-		ref = NULL;
-	}
-	git_branch_iterator_free(it);
-	git_error_clear();
-	return r;
-}
-
-int worktree_list_branches(const char *base, struct worktree_branch **out, size_t *n)
-{
-	void *items;
-	int r = wt_collect(base, wt_branches_cb, sizeof(**out), wt_cmp_branch, &items, n);
-
-	*out = items;
-	return r;
 }

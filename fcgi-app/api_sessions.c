@@ -1,6 +1,7 @@
 /* The /sessions resource: create (asynchronous), list, get, delete. */
 #include "api_worktrees.h"
 #include "create.h"
+#include "gitrepo.h"
 #include "jsontext.h"
 #include "log.h"
 #include "router.h"

@@ -4,6 +4,8 @@
  */
 #include "api_worktrees.h"
 
+#include "gitrepo.h"
+#include "inventory.h"
 #include "log.h"
 #include "router.h"
 

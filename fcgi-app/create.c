@@ -1,6 +1,7 @@
 #include "create.h"
 
 #include "claude.h"
+#include "gitrepo.h"
 #include "log.h"
 #include "proc.h"
 #include "worktree.h"

@@ -1,10 +1,10 @@
 /* agentd-api: the REST side of agent-daemon, a FastCGI program behind nginx. */
 #include "app.h"
 #include "create.h"
+#include "gitrepo.h"
 #include "log.h"
 #include "recovery.h"
 #include "server.h"
-#include "worktree.h"
 
 #include <stdio.h>
 #include <string.h>

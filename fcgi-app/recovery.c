@@ -1,8 +1,8 @@
 #include "recovery.h"
 
 #include "create.h"
+#include "gitrepo.h"
 #include "log.h"
-#include "worktree.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 #include "server.h"
 
+#include "conns.h"
 #include "log.h"
 #include "router.h"
 #include "watch.h"
@@ -9,6 +10,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,10 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The most of a request's body left unread that is read to keep its connection: nginx sends at
+ * most client_max_body_size (64k, as APP_BODY_MAX). */
+#define SERVER_DRAIN_MAX (2 * APP_BODY_MAX)
+
 struct server {
 	const struct app *app;
 	int listen_fd;
-	pthread_mutex_t accept_mu;
+	struct conns *conns;
 };
 
 static int server_listen(const char *path, struct cause *cause)
@@ -53,26 +59,68 @@ static int server_listen(const char *path, struct cause *cause)
 	return fd;
 }
 
+/*
+ * Reads what is left of the request's body, up to its end record. libfcgi does not: on a kept
+ * connection the next FCGX_Accept_r would meet the rest of this request's FCGI_STDIN (at least
+ * the empty record that ends it, which nginx always sends) and drop the connection as a protocol
+ * error. Returns false when more than SERVER_DRAIN_MAX is left (the connection then closes).
+ */
+static bool server_drain(FCGX_Request *fcgi)
+{
+	char buf[4096];
+	size_t left = SERVER_DRAIN_MAX;
+	int n;
+
+	while ((n = FCGX_GetStr(buf, sizeof(buf), fcgi->in)) > 0) {
+		if ((size_t)n > left)
+			return false;
+		left -= (size_t)n;
+	}
+	return FCGX_GetError(fcgi->in) == 0;
+}
+
+/*
+ * Serves one request on the connection fd, which has bytes to read. Returns fd when the
+ * connection stays open for the next request (nginx asked for FCGI_KEEP_CONN), or -1 when
+ * libfcgi closed it.
+ */
+static int server_serve(const struct server *srv, FCGX_Request *fcgi, int fd)
+{
+	struct request req;
+
+	/* libfcgi reads from ipcFd when it is set instead of accepting; keepConnection set keeps
+	 * the FCGX_Finish_r that FCGX_Accept_r starts with from closing it (fcgiapp.c of
+	 * libfcgi 2.4). */
+	fcgi->ipcFd = fd;
+	fcgi->keepConnection = 1;
+	/* A malformed request: libfcgi closes the connection, then tries to accept on listen_sock,
+	 * which is -1 (server_worker), and fails at once. */
+	if (FCGX_Accept_r(fcgi) < 0)
+		return -1;
+	request_init(&req, fcgi);
+	router_dispatch(srv->app, &req);
+	request_finish(&req);
+	if (fcgi->keepConnection && !server_drain(fcgi))
+		fcgi->keepConnection = 0;
+	FCGX_Finish_r(fcgi);
+	fd = fcgi->ipcFd;
+	fcgi->ipcFd = -1;
+	return fd;
+}
+
 static void *server_worker(void *arg)
 {
 	struct server *srv = arg;
 	FCGX_Request fcgi;
+	int fd;
 
-	if (FCGX_InitRequest(&fcgi, srv->listen_fd, 0) != 0)
+	/* No listening socket: connections come from conns_take only. */
+	if (FCGX_InitRequest(&fcgi, -1, 0) != 0)
 		return NULL;
-	for (;;) {
-		struct request req;
-		int rc;
-
-		pthread_mutex_lock(&srv->accept_mu);
-		rc = FCGX_Accept_r(&fcgi);
-		pthread_mutex_unlock(&srv->accept_mu);
-		if (rc < 0)
-			break;
-		request_init(&req, &fcgi);
-		router_dispatch(srv->app, &req);
-		request_finish(&req);
-		FCGX_Finish_r(&fcgi);
+	while ((fd = conns_take(srv->conns)) >= 0) {
+		fd = server_serve(srv, &fcgi, fd);
+		if (fd >= 0)
+			conns_keep(srv->conns, fd);
 	}
 	FCGX_Free(&fcgi, 1);
 	return NULL;
@@ -94,12 +142,19 @@ int server_run(const struct app *app, struct cause *cause)
 	srv.listen_fd = server_listen(path, cause);
 	if (srv.listen_fd < 0)
 		return srv.listen_fd;
-	pthread_mutex_init(&srv.accept_mu, NULL);
 	/* Blocked before any thread starts, so only sigwait below receives them. */
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &ss, NULL);
+	srv.conns = conns_start(srv.listen_fd);
+	if (srv.conns == NULL) {
+		r = cause_fail(cause, errno, "cannot start the connection poller: %s",
+			       strerror(errno));
+		close(srv.listen_fd);
+		unlink(path);
+		return r;
+	}
 	for (; started < APP_WORKER_THREADS; started++)
 		if (pthread_create(&workers[started], NULL, server_worker, &srv) != 0)
 			break;
@@ -110,9 +165,10 @@ int server_run(const struct app *app, struct cause *cause)
 	sigwait(&ss, &sig);
 	log_info("stopping on signal %d", sig);
 	FCGX_ShutdownPending();
-	shutdown(srv.listen_fd, SHUT_RDWR);
+	conns_stop(srv.conns); /* requests being served finish; their connections then close */
 	for (int i = 0; i < started; i++)
 		pthread_join(workers[i], NULL);
+	conns_free(srv.conns);
 	watch_stop(watch);
 	close(srv.listen_fd);
 	unlink(path);

@@ -1,9 +1,10 @@
 /*
- * The FastCGI side of agentd-api: a unix socket at <runtime_dir>/api.sock, APP_WORKER_THREADS
- * threads accepting in turn (libfcgi's threaded pattern), the liveness watcher's threads (watch.h:
+ * The FastCGI side of agentd-api: a unix socket at <runtime_dir>/api.sock, whose connections
+ * (kept open by nginx between requests) a poller holds while they are idle (conns.h), and
+ * APP_WORKER_THREADS threads that each serve one request at a time on a connection that has one
+ * to read; the liveness watcher's threads (watch.h:
  * recovery on every change tmux or a pane process reports, at least every RECOVERY_INTERVAL_S), and
- * a clean stop on SIGTERM/SIGINT (sigwait + FCGX_ShutdownPending + shutdown(2) of the listener, see
- * integration notes §3.3).
+ * a clean stop on SIGTERM/SIGINT (sigwait, then conns_stop: requests being served finish).
  */
 #ifndef AGENTD_SERVER_H
 #define AGENTD_SERVER_H

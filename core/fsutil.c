@@ -1,0 +1,75 @@
+/*
+ * Filesystem helpers of the git modules: mkdir -p, rm -r that never follows a symlink, and the
+ * identity of two paths. Plain POSIX; nothing here knows about git.
+ */
+#include "fsutil.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define FSUTIL_NFTW_FDS 16
+
+int fsutil_mkdir_p(const char *path)
+{
+	char buf[FSUTIL_PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Creates the parent directories of path. */
+int fsutil_mkdir_parent(const char *path)
+{
+	char buf[FSUTIL_PATH_MAX];
+	char *slash;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	slash = strrchr(buf, '/');
+	if (slash == NULL || slash == buf)
+		return 0;
+	*slash = '\0';
+	return fsutil_mkdir_p(buf);
+}
+
+static int fsutil_rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* rm -r without following symlinks; a missing path is fine. */
+int fsutil_rm_tree(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (nftw(path, fsutil_rm_entry, FSUTIL_NFTW_FDS, FTW_DEPTH | FTW_PHYS) != 0)
+		return errno != 0 ? -errno : -EIO;
+	return 0;
+}
+
+/* True when a and b name the same existing file (whatever symlinks or trailing slashes). */
+bool fsutil_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}

@@ -1,0 +1,24 @@
+/*
+ * Filesystem helpers for the git modules: directories made as `mkdir -p` would, trees removed as
+ * `rm -r` would (never following a symlink), and whether two paths name one file.
+ */
+#ifndef AGENTD_FSUTIL_H
+#define AGENTD_FSUTIL_H
+
+#include <stdbool.h>
+
+#define FSUTIL_PATH_MAX 1200 /* the longest path these helpers take (worktrees, clones) */
+
+/* mkdir -p path (mode 0755). Returns 0, -ENAMETOOLONG (FSUTIL_PATH_MAX), or -errno. */
+int fsutil_mkdir_p(const char *path);
+
+/* Creates the parent directories of path. Returns 0 or -errno as fsutil_mkdir_p. */
+int fsutil_mkdir_parent(const char *path);
+
+/* rm -r without following symlinks; a missing path is fine. Returns 0 or -errno. */
+int fsutil_rm_tree(const char *path);
+
+/* True when a and b name the same existing file (whatever symlinks or trailing slashes). */
+bool fsutil_same_file(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,81 @@
+/*
+ * The bare clones of managed repositories, with libgit2: <base>/.repos/<owner>/<name>.git,
+ * cloned once and fetched with prune, serialised per repository by worktree_lock; the URL of
+ * origin and the owner/name in a URL. worktree_global_init must run once per process before any
+ * other call of the git modules (gitrepo, worktree, inventory).
+ *
+ * Below the public calls: what the git modules of core/ share (struct gitrepo, the errno of a
+ * libgit2 failure, the issue number of a branch name). Nothing outside core/ uses those.
+ */
+#ifndef AGENTD_GITREPO_H
+#define AGENTD_GITREPO_H
+
+#include "cause.h"
+#include "fsutil.h"
+#include "session.h"
+
+#include <git2.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define WORKTREE_PATH_MAX FSUTIL_PATH_MAX
+#define WORKTREE_URL_MAX  4096
+
+/* Initialises libgit2 (and turns off its owner validation: agentd owns its repositories). */
+int worktree_global_init(void);
+
+/* Writes <base>/.repos/<owner>/<name>.git into out. Returns 0 or -ENAMETOOLONG. */
+int worktree_bare_path(const char *base, const char *owner, const char *name, char *out,
+		       size_t outlen);
+
+/* Takes an exclusive flock on <bare path>.lock (creating parent dirs). Returns the fd or -errno. */
+int worktree_lock(const char *base, const char *owner, const char *name);
+
+/*
+ * Makes sure the bare clone exists and is fresh: clones url if missing, otherwise fetches origin
+ * with prune and points refs/remotes/origin/HEAD at the remote's default branch. A failed fetch of
+ * an existing clone is not fatal (returns 1, cause says why) so work continues offline.
+ * Returns 0, 1, or -errno with cause (e.g. "clone of URL failed: ...").
+ */
+int worktree_ensure_repo(const char *base, const char *owner, const char *name, const char *url,
+			 struct cause *cause);
+
+/* Reads the URL of remote "origin" of the repository containing path. Returns 0 or -errno. */
+int worktree_remote_url(const char *path, char *out, size_t outlen, struct cause *cause);
+
+/* Parses owner and name from a GitHub-style URL (https://host/owner/name(.git),
+ * git@host:owner/name, file:///x/owner/name.git). Returns 0 or -EINVAL. */
+int worktree_parse_url(const char *url, char *owner, size_t owner_len, char *name, size_t name_len);
+
+/* --- shared by the git modules of core/ ------------------------------------------------------ */
+
+#define GITREPO_REF_MAX       256
+#define GITREPO_LABEL_MAX     (SESSION_OWNER_MAX + 1 + SESSION_NAME_MAX + 1)
+#define GITREPO_BRANCH_PREFIX "feat/issue-"
+
+/* One managed bare repository, opened for the length of one call. */
+struct gitrepo {
+	git_repository *git;
+	char bare[WORKTREE_PATH_MAX];
+	char label[GITREPO_LABEL_MAX]; /* "owner/name", for causes */
+};
+
+/* Maps a libgit2 return code to a negative errno. */
+int gitrepo_errno(int rc);
+
+/* libgit2's message for the last failure of this thread (never NULL). */
+const char *gitrepo_msg(void);
+
+/* Parses a canonical issue number (digits, no leading zero) in 1..SESSION_ISSUE_MAX. */
+bool gitrepo_parse_issue(const char *s, long *out);
+
+/* Validates owner/name (they become path components) and fills r's paths; opens nothing (r->git
+ * NULL). Returns 0 or -errno with cause. */
+int gitrepo_init(struct gitrepo *r, const char *base, const char *owner, const char *name,
+		 struct cause *cause);
+
+/* As gitrepo_init, and opens the bare clone into r->git (the caller frees it). */
+int gitrepo_open(struct gitrepo *r, const char *base, const char *owner, const char *name,
+		 struct cause *cause);
+
+#endif

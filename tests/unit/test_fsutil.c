@@ -1,0 +1,130 @@
+/*
+ * fsutil in a real temporary directory: mkdir -p and its limits, rm -r that removes a symlink and
+ * never what it points at, and file identity through symlinks and trailing slashes.
+ */
+#include "fsutil.h"
+
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define T_MAX 256
+
+static char tmp[64];
+
+static void setup(void)
+{
+	snprintf(tmp, sizeof(tmp), "/tmp/agentd-fsutil-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmp));
+}
+
+static void teardown(void)
+{
+	fsutil_rm_tree(tmp);
+}
+
+TestSuite(fsutil, .init = setup, .fini = teardown);
+
+static void at(char *out, const char *rel)
+{
+	cr_assert_lt(snprintf(out, T_MAX, "%s/%s", tmp, rel), T_MAX);
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat sb;
+
+	return lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static void touch(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+	cr_assert_geq(fd, 0, "create %s", path);
+	close(fd);
+}
+
+Test(fsutil, mkdir_p_makes_every_level_and_is_idempotent)
+{
+	char p[T_MAX];
+
+	at(p, "a/b/c");
+	cr_assert_eq(fsutil_mkdir_p(p), 0);
+	cr_assert(is_dir(p));
+	cr_assert_eq(fsutil_mkdir_p(p), 0, "an existing directory is fine");
+	at(p, "x/y/leaf");
+	cr_assert_eq(fsutil_mkdir_parent(p), 0);
+	cr_assert(!is_dir(p), "the leaf itself is not made");
+	at(p, "x/y");
+	cr_assert(is_dir(p));
+	cr_assert_eq(fsutil_mkdir_parent("leaf"), 0, "no parent to make");
+}
+
+Test(fsutil, mkdir_p_limits_and_errors)
+{
+	char *longp = malloc(FSUTIL_PATH_MAX + 1), p[T_MAX];
+
+	cr_assert_not_null(longp);
+	memset(longp, 'd', FSUTIL_PATH_MAX);
+	longp[0] = '/';
+	longp[FSUTIL_PATH_MAX] = '\0';
+	cr_assert_eq(fsutil_mkdir_p(longp), -ENAMETOOLONG);
+	cr_assert_eq(fsutil_mkdir_parent(longp), -ENAMETOOLONG);
+	free(longp);
+	cr_assert_eq(fsutil_mkdir_p(""), -ENAMETOOLONG);
+	at(p, "file");
+	touch(p);
+	at(p, "file/sub");
+	cr_assert_eq(fsutil_mkdir_p(p), -ENOTDIR);
+}
+
+Test(fsutil, rm_tree_removes_links_not_their_targets)
+{
+	char keep[T_MAX], keepf[T_MAX], tree[T_MAX], f[T_MAX], link[T_MAX];
+
+	at(keep, "keep");
+	cr_assert_eq(fsutil_mkdir_p(keep), 0);
+	at(keepf, "keep/precious");
+	touch(keepf);
+	at(tree, "tree/deep/er");
+	cr_assert_eq(fsutil_mkdir_p(tree), 0);
+	at(f, "tree/deep/er/file");
+	touch(f);
+	at(link, "tree/link");
+	cr_assert_eq(symlink(keep, link), 0);
+	at(tree, "tree");
+	cr_assert_eq(fsutil_rm_tree(tree), 0);
+	cr_assert_eq(access(tree, F_OK), -1, "the tree is gone");
+	cr_assert_eq(access(keepf, F_OK), 0, "what a link in it pointed at stays");
+	cr_assert_eq(fsutil_rm_tree(tree), 0, "a missing path is fine");
+	/* A symlink given itself is removed, its target stays. */
+	at(link, "link");
+	cr_assert_eq(symlink(keep, link), 0);
+	cr_assert_eq(fsutil_rm_tree(link), 0);
+	cr_assert_eq(access(keepf, F_OK), 0);
+}
+
+Test(fsutil, same_file_through_links_and_slashes)
+{
+	char d[T_MAX], slash[T_MAX], link[T_MAX], other[T_MAX], none[T_MAX];
+
+	at(d, "dir");
+	cr_assert_eq(fsutil_mkdir_p(d), 0);
+	at(slash, "dir/");
+	at(link, "link");
+	cr_assert_eq(symlink(d, link), 0);
+	at(other, "other");
+	cr_assert_eq(fsutil_mkdir_p(other), 0);
+	at(none, "none");
+	cr_assert(fsutil_same_file(d, slash));
+	cr_assert(fsutil_same_file(link, d));
+	cr_assert(!fsutil_same_file(d, other));
+	cr_assert(!fsutil_same_file(none, none), "a missing file is nobody's");
+}
