@@ -1,5 +1,6 @@
 #include "relay.h"
 
+#include "conn.h"
 #include "hostproto.h"
 #include "http.h"
 #include "jsontext.h"
@@ -27,8 +28,6 @@
 #define RELAY_PROC_FD_DIR "/proc/self/fd/%d/" RELAY_SOCKET_LEAF
 /* An event line is claude's line (HOSTPROTO_LINE_MAX) inside {"id","event","data"}, and '\n'. */
 #define RELAY_LINE_MAX        (HOSTPROTO_LINE_MAX + 512)
-#define RELAY_IOV_MAX         64
-#define RELAY_SINK            4096
 #define RELAY_SUBSCRIBE       128 /* {"type":"subscribe","after":N} */
 #define RELAY_OK_BODY         "{\"status\":\"ok\"}\n"
 #define RELAY_JSON_OUT        (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -68,13 +67,6 @@ struct relay_host {
 };
 LIST_HEAD(relay_host_list, relay_host);
 
-/* Output queued for the client socket (HTTP heads and SSE frames; WebSocket frames are wslay's). */
-struct relay_chunk {
-	struct relay_chunk *next;
-	size_t len, off;
-	char data[];
-};
-
 struct relay_write {
 	uv_write_t req;
 	char data[];
@@ -85,9 +77,8 @@ struct relay {
 	LIST_ENTRY(relay) link;
 	enum relay_kind kind;
 	enum relay_state state;
-	int fd;
-	uv_poll_t poll;
-	int events; /* what poll watches now */
+	struct conn c; /* the socket, its poll handle and queued output (HTTP heads, SSE frames;
+			  WebSocket frames are wslay's), lingering and pings */
 	struct http_request *req;
 	char id[SESSION_ID_MAX + 1];
 	char request_id[RELAY_REQUEST_ID_MAX + 1];
@@ -98,17 +89,12 @@ struct relay {
 	struct relay_host *host; /* the connection whose lines go to this client */
 	struct relay_host_list side;
 	unsigned nside;
-	struct relay_chunk *out_head, *out_tail;
-	size_t out_bytes;
 	struct ws *ws;
 	uint64_t deadline;  /* of the current state */
 	uint64_t last_out;  /* output last queued: pings fill silences */
 	uint64_t last_sent; /* output last moved (or started waiting): stalls are cut */
-	uint64_t next_ping;
-	bool pong_due;
-	bool paused; /* host (and WebSocket input) reading stopped: the client is behind */
-	size_t lingered;
-	bool in_recv; /* inside ws_recv: wslay is not re-entered, on_poll flushes after */
+	bool paused;        /* host (and WebSocket input) reading stopped: the client is behind */
+	bool in_recv;       /* inside ws_recv: wslay is not re-entered, on_poll flushes after */
 	uint64_t events_sent;
 	bool result_seen; /* a prompt's stream: its turn's result went out */
 	bool was_paused;  /* the host was not read for a while: it may have dropped us */
@@ -322,7 +308,7 @@ out:
 
 static size_t relay_queued(const struct relay *r)
 {
-	return r->out_bytes + (r->ws != NULL ? ws_queued_bytes(r->ws) : 0);
+	return r->c.out_bytes + (r->ws != NULL ? ws_queued_bytes(r->ws) : 0);
 }
 
 /* Notes that output was queued: silences are measured from here, stalls from the first byte
@@ -337,21 +323,8 @@ static void relay_queued_now(struct relay *r, size_t before)
 /* Queues len bytes written by the caller into the returned space. Returns NULL on ENOMEM. */
 static char *relay_reserve(struct relay *r, size_t len)
 {
-	struct relay_chunk *c = malloc(sizeof(*c) + len);
-
-	if (c == NULL)
-		return NULL;
-	c->next = NULL;
-	c->len = len;
-	c->off = 0;
 	relay_queued_now(r, relay_queued(r));
-	if (r->out_tail != NULL)
-		r->out_tail->next = c;
-	else
-		r->out_head = c;
-	r->out_tail = c;
-	r->out_bytes += len;
-	return c->data;
+	return conn_reserve(&r->c, len);
 }
 
 static int relay_queue(struct relay *r, const void *data, size_t len)
@@ -364,55 +337,15 @@ static int relay_queue(struct relay *r, const void *data, size_t len)
 	return 0;
 }
 
-static void relay_drop_output(struct relay *r)
-{
-	while (r->out_head != NULL) {
-		struct relay_chunk *c = r->out_head;
-
-		r->out_head = c->next;
-		free(c);
-	}
-	r->out_tail = NULL;
-	r->out_bytes = 0;
-}
-
 /* Writes queued chunks. Returns 1 when all are out, 0 when the socket is full, -errno. */
 static int relay_write_out(struct relay *r)
 {
-	while (r->out_head != NULL) {
-		struct iovec iov[RELAY_IOV_MAX];
-		struct msghdr msg = {.msg_iov = iov};
-		struct relay_chunk *c;
-		ssize_t n;
+	uint64_t before = r->c.sent;
+	int w = conn_write(&r->c);
 
-		for (c = r->out_head; c != NULL && msg.msg_iovlen < RELAY_IOV_MAX; c = c->next) {
-			iov[msg.msg_iovlen].iov_base = c->data + c->off;
-			iov[msg.msg_iovlen].iov_len = c->len - c->off;
-			msg.msg_iovlen++;
-		}
-		n = sendmsg(r->fd, &msg, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		if (n < 0)
-			return -errno;
+	if (r->c.sent != before)
 		r->last_sent = relay_now(r);
-		r->out_bytes -= (size_t)n;
-		while (n > 0) {
-			c = r->out_head;
-			if ((size_t)n < c->len - c->off) {
-				c->off += (size_t)n;
-				break;
-			}
-			n -= (ssize_t)(c->len - c->off);
-			r->out_head = c->next;
-			if (r->out_head == NULL)
-				r->out_tail = NULL;
-			free(c);
-		}
-	}
-	return 1;
+	return w;
 }
 
 static void relay_update_poll(struct relay *r)
@@ -429,28 +362,22 @@ static void relay_update_poll(struct relay *r)
 	case RS_ANSWER:
 	case RS_STREAM:
 		/* Notice a client that gives up; nothing more is read from it. */
-		want = UV_DISCONNECT | (r->out_head != NULL ? UV_WRITABLE : 0);
+		want = UV_DISCONNECT | (!conn_out_empty(&r->c) ? UV_WRITABLE : 0);
 		break;
 	case RS_FINISH:
 		want = UV_WRITABLE;
 		break;
 	case RS_WS:
 	case RS_WS_CLOSING:
-		if (r->out_head != NULL || ws_want_write(r->ws))
+		if (!conn_out_empty(&r->c) || ws_want_write(r->ws))
 			want |= UV_WRITABLE;
-		if (r->out_head == NULL && !r->paused && ws_want_read(r->ws))
+		if (conn_out_empty(&r->c) && !r->paused && ws_want_read(r->ws))
 			want |= UV_READABLE;
 		break;
 	case RS_DEAD:
 		return;
 	}
-	if (want == r->events)
-		return;
-	r->events = want;
-	if (want == 0)
-		uv_poll_stop(&r->poll);
-	else
-		uv_poll_start(&r->poll, want, relay_on_poll);
+	conn_watch(&r->c, want, relay_on_poll);
 }
 
 /* Stops reading the host (and the client's frames) while the client is behind; resumes when it
@@ -485,10 +412,9 @@ static void relay_on_close(uv_handle_t *handle)
 {
 	struct relay *r = handle->data;
 
-	close(r->fd);
+	conn_release(&r->c);
 	ws_destroy(r->ws);
 	http_request_destroy(r->req);
-	relay_drop_output(r);
 	free(r->body);
 	free(r->host_req);
 	free(r);
@@ -515,7 +441,7 @@ static void relay_close(struct relay *r)
 	r->state = RS_DEAD;
 	LIST_REMOVE(r, link);
 	r->b->nrelays--;
-	uv_close((uv_handle_t *)&r->poll, relay_on_close);
+	conn_close(&r->c, relay_on_close);
 }
 
 /* The response is complete once the queue is written: then SHUT_WR and linger. */
@@ -544,9 +470,6 @@ static void relay_close_ws(struct relay *r, uint16_t code, const char *reason)
 static void relay_respond(struct relay *r, int status, const char *code, const char *message,
 			  const char *extra)
 {
-	char buf[HTTP_RESPONSE_MAX];
-	int n;
-
 	if (r->state == RS_DEAD || r->state == RS_FINISH || r->state == RS_LINGER)
 		return;
 	log_info("session %s: %s: %d %s", r->id[0] != '\0' ? r->id : "?", relay_kind_names[r->kind],
@@ -555,10 +478,8 @@ static void relay_respond(struct relay *r, int status, const char *code, const c
 		relay_close(r); /* too late for a status: the stream just ends */
 		return;
 	}
-	n = http_format_error(buf, sizeof(buf), status, code, message, extra);
-	if (n < 0) /* a host sentence too long for the buffer */
-		n = http_format_error(buf, sizeof(buf), status, code, "request failed", extra);
-	if (n < 0 || relay_queue(r, buf, (size_t)n) < 0) {
+	relay_queued_now(r, relay_queued(r));
+	if (conn_queue_error(&r->c, status, code, message, extra) < 0) {
 		relay_close(r);
 		return;
 	}
@@ -614,7 +535,7 @@ static void relay_flush(struct relay *r)
 		return;
 	}
 	if (w == 1 && r->state == RS_FINISH) {
-		shutdown(r->fd, SHUT_WR);
+		conn_shut_write(&r->c);
 		r->state = RS_LINGER;
 		r->deadline = relay_now(r) + BRIDGE_CLOSE_TIMEOUT_MS;
 	}
@@ -1128,7 +1049,7 @@ static void relay_on_pong(void *data)
 {
 	struct relay *r = data;
 
-	r->pong_due = false;
+	conn_pong(&r->c);
 }
 
 /* ws_recv failed: a vanished peer is cut at once; a protocol error still gets the close frame
@@ -1177,7 +1098,7 @@ static void relay_upgrade(struct relay *r)
 		relay_respond(r, 400, "bad_key", "invalid Sec-WebSocket-Key", NULL);
 		return;
 	}
-	r->ws = ws_create(r->fd, &cb, r);
+	r->ws = ws_create(r->c.fd, &cb, r);
 	if (r->ws == NULL) {
 		relay_respond(r, 503, "no_memory", "out of memory", NULL);
 		return;
@@ -1193,7 +1114,7 @@ static void relay_upgrade(struct relay *r)
 		return;
 	}
 	r->state = RS_WS;
-	r->next_ping = relay_now(r) + r->b->opt.ping_interval_ms;
+	r->c.next_ping = relay_now(r) + r->b->opt.ping_interval_ms;
 	log_info("session %s: stream client open", r->id);
 	if (rest_len > 0) {
 		/* Frames that came with the request: no poll event will announce them. */
@@ -1248,40 +1169,30 @@ static void relay_wait(struct relay *r, uint64_t wait_ms, int status, const char
 /* Reads the record and connects to the host, waits, or refuses. */
 static void relay_lookup(struct relay *r)
 {
-	struct cause cause = {{0}};
+	struct conn_refusal why;
 	struct session s;
-	char msg[SESSION_ERROR_MAX + 128];
-	const char *code;
-	int fd, err;
+	enum conn_record rec;
+	int fd;
 
-	err = store_read(&r->b->store, r->id, &s, &cause);
-	if (err == -ENOENT) {
-		relay_respond(r, 404, "not_found", "no such session", NULL);
-		return;
-	}
-	if (err < 0) {
-		log_error("session %s: %s", r->id, cause.msg);
-		relay_respond(r, 500, "store_error", "cannot read the session record", NULL);
+	rec = conn_lookup(&r->b->store, r->id, &s, &why);
+	if (rec == CONN_RECORD_MISSING) {
+		relay_respond(r, why.status, why.code, why.message, NULL);
 		return;
 	}
 	if (s.mode != SESSION_STRUCTURED) {
 		relay_respond(r, 409, "not_structured", RELAY_MODE_HINT, NULL);
 		return;
 	}
-	switch (s.state) {
-	case SESSION_CREATING:
+	switch (rec) {
+	case CONN_RECORD_CREATING:
 		relay_wait(r, r->b->opt.creating_wait_ms, 409, "not_running",
 			   "the session is still being created");
 		return;
-	case SESSION_FAILED:
-	case SESSION_STOPPING:
-	case SESSION_EXITED:
-	case SESSION_LOST:
-		code = session_unavailable(&s, msg, sizeof(msg));
-		relay_respond(r, 409, code, msg, NULL);
+	case CONN_RECORD_MISSING:
+	case CONN_RECORD_UNAVAILABLE:
+		relay_respond(r, why.status, why.code, why.message, NULL);
 		return;
-	case SESSION_RUNNING:
-	case SESSION_ATTACHED:
+	case CONN_RECORD_READY:
 		break;
 	}
 	fd = relay_connect_host(r->b, r->id);
@@ -1326,7 +1237,7 @@ static void relay_body_done(struct relay *r)
 static void relay_read_body(struct relay *r)
 {
 	while (r->body_len < r->body_want) {
-		ssize_t n = recv(r->fd, r->body + r->body_len, r->body_want - r->body_len, 0);
+		ssize_t n = recv(r->c.fd, r->body + r->body_len, r->body_want - r->body_len, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -1341,23 +1252,11 @@ static void relay_read_body(struct relay *r)
 	relay_body_done(r);
 }
 
-/* Drops what the peer still sends; closes at its EOF or past RELAY_LINGER_MAX. */
+/* Drops what the peer still sends; closes at its EOF or past CONN_LINGER_MAX. */
 static void relay_linger(struct relay *r)
 {
-	char sink[RELAY_SINK];
-
-	for (;;) {
-		ssize_t n = recv(r->fd, sink, sizeof(sink), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n <= 0 || (r->lingered += (size_t)n) > RELAY_LINGER_MAX) {
-			relay_close(r);
-			return;
-		}
-	}
+	if (conn_drain(&r->c) > 0)
+		relay_close(r);
 }
 
 /* True when the Origin rule of API.md lets this request through (403 answered otherwise). */
@@ -1548,7 +1447,7 @@ static void relay_on_poll(uv_poll_t *handle, int status, int events)
 		break;
 	case RS_WS:
 	case RS_WS_CLOSING:
-		if ((events & (UV_READABLE | UV_DISCONNECT)) && r->out_head == NULL) {
+		if ((events & (UV_READABLE | UV_DISCONNECT)) && conn_out_empty(&r->c)) {
 			relay_ws_recv(r);
 			break;
 		}
@@ -1581,17 +1480,15 @@ static int relay_accept(struct bridge *b, int fd, struct http_request *req)
 		return -ENOMEM;
 	}
 	r->b = b;
-	r->fd = fd;
 	r->req = req;
 	LIST_INIT(&r->side);
-	err = uv_poll_init(b->loop, &r->poll, fd);
+	err = conn_init(&r->c, b->loop, fd, r);
 	if (err < 0) {
 		close(fd);
 		http_request_destroy(req);
 		free(r);
 		return err;
 	}
-	r->poll.data = r;
 	relay_route(http_request_path(req), &r->kind);
 	r->state = RS_CHECK;
 	LIST_INSERT_HEAD(&b->relays, r, link);
@@ -1656,15 +1553,10 @@ static void relay_tick_one(struct relay *r, uint64_t now)
 			relay_host_close(h);
 		}
 	}
-	if (r->state == RS_WS && opt->ping_interval_ms > 0 && now >= r->next_ping) {
-		if (r->pong_due) {
-			log_warn("session %s: stream client did not answer a ping, closing", r->id);
-			relay_close(r);
-			return;
-		}
-		r->pong_due = true;
-		r->next_ping = now + opt->ping_interval_ms;
-		ws_queue_ping(r->ws);
+	if (r->state == RS_WS && conn_ping(&r->c, r->ws, now, opt->ping_interval_ms) < 0) {
+		log_warn("session %s: stream client did not answer a ping, closing", r->id);
+		relay_close(r);
+		return;
 	}
 	relay_flush(r);
 }

@@ -41,11 +41,10 @@
 #define RELAY_CONNECT_WAIT_MS        (5 * 1000) /* host socket missing or refusing: retried this long */
 #define RELAY_ANSWER_TIMEOUT_MS      (10 * 1000) /* for the host's answer to a request */
 #define RELAY_OUT_HIGH               (256 * 1024) /* output queued to the client: stop reading the host */
-#define RELAY_OUT_LOW                (64 * 1024)  /* ... and read again below this */
-#define RELAY_READ_CHUNK             (64 * 1024)  /* room offered to each read from the host */
-#define RELAY_LINGER_MAX             (256 * 1024) /* input dropped after the answer before closing */
-#define RELAY_WS_REQUESTS_MAX        8            /* host requests of one /stream client at once */
-#define RELAY_REQUEST_ID_MAX         127 /* a permission request id (agentd-host's limit) */
+#define RELAY_OUT_LOW                (64 * 1024) /* ... and read again below this */
+#define RELAY_READ_CHUNK             (64 * 1024) /* room offered to each read from the host */
+#define RELAY_WS_REQUESTS_MAX        8           /* host requests of one /stream client at once */
+#define RELAY_REQUEST_ID_MAX         127         /* a permission request id (agentd-host's limit) */
 
 enum relay_kind {
 	RELAY_PROMPT,
