@@ -26,9 +26,8 @@
 #define RELAY_PERMISSIONS "permissions/"
 #define RELAY_SOCKET_LEAF "host.sock"
 #define RELAY_PROC_FD_DIR "/proc/self/fd/%d/" RELAY_SOCKET_LEAF
-/* An event line is claude's line (HOSTPROTO_LINE_MAX) inside {"id","event","data"}, and '\n'. */
-#define RELAY_LINE_MAX        (HOSTPROTO_LINE_MAX + 512)
-#define RELAY_SUBSCRIBE       128 /* {"type":"subscribe","after":N} */
+/* An event line is claude's line inside {"id","event","data"}, and '\n' (core/hostproto.h). */
+#define RELAY_LINE_MAX        HOSTPROTO_EVENT_LINE_MAX
 #define RELAY_OK_BODY         "{\"status\":\"ok\"}\n"
 #define RELAY_JSON_OUT        (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 #define RELAY_MODE_HINT       "the session is in terminal mode; switch it with POST /sessions/<id>/mode"
@@ -155,18 +154,7 @@ int relay_route(const char *path, enum relay_kind *kind)
 
 bool relay_request_id_valid(const char *id)
 {
-	size_t n = strlen(id);
-
-	if (n == 0 || n > RELAY_REQUEST_ID_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = id[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '_' || c == '.' || c == ':'))
-			return false;
-	}
-	return true;
+	return hostproto_request_id_valid(id);
 }
 
 bool relay_utf8_valid(const char *s, size_t len)
@@ -198,109 +186,44 @@ static json_object *relay_member(json_object *obj, const char *key)
 	return v;
 }
 
-/* Copies msg's member key into req when it has type t; fails when present with another type. */
-static int relay_copy_member(json_object *req, json_object *msg, const char *key, json_type t)
-{
-	json_object *v = relay_member(msg, key);
-
-	if (v == NULL)
-		return 0;
-	if (!json_object_is_type(v, t))
-		return -EINVAL;
-	json_object_object_add(req, key, json_object_get(v));
-	return 0;
-}
-
-/*
- * Copies a permission answer's updatedPermissions (claude's PermissionUpdate list, e.g. the
- * event's "suggestions" for "allow for this session") when it is a bounded array of objects that
- * each name their "type". claude checks the entries themselves.
- */
-static int relay_copy_updates(json_object *req, json_object *msg, bool allow)
-{
-	json_object *v = relay_member(msg, "updatedPermissions");
-	size_t n;
-
-	if (v == NULL)
-		return 0;
-	if (!allow || !json_object_is_type(v, json_type_array))
-		return -EINVAL;
-	n = json_object_array_length(v);
-	if (n == 0 || n > RELAY_PERMISSION_UPDATES_MAX)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		json_object *u = json_object_array_get_idx(v, i), *t = relay_member(u, "type");
-
-		if (!json_object_is_type(u, json_type_object) ||
-		    !json_object_is_type(t, json_type_string))
-			return -EINVAL;
-	}
-	json_object_object_add(req, "updatedPermissions", json_object_get(v));
-	return 0;
-}
-
 char *relay_host_request(enum relay_kind kind, json_object *msg, const char *request_id,
 			 size_t *len, const char **why)
 {
-	json_object *req = json_object_new_object(), *v;
-	const char *text;
-	char *line = NULL;
+	struct hostproto_request req = {0};
+	char *line;
 
-	*why = "out of memory";
-	if (req == NULL)
-		return NULL;
 	switch (kind) {
 	case RELAY_PROMPT:
-		v = relay_member(msg, "prompt");
-		if (!json_object_is_type(v, json_type_string) ||
-		    json_object_get_string_len(v) == 0) {
+		req.kind = HOSTPROTO_PROMPT;
+		req.prompt = relay_member(msg, "prompt");
+		if (!json_object_is_type(req.prompt, json_type_string) ||
+		    json_object_get_string_len(req.prompt) == 0) {
 			*why = "expected {\"prompt\": \"<non-empty string>\"}";
-			goto out;
+			return NULL;
 		}
-		json_object_object_add(req, "type", json_object_new_string("prompt"));
-		json_object_object_add(req, "prompt", json_object_get(v));
 		break;
 	case RELAY_PERMISSION:
-		v = relay_member(msg, "behavior");
-		json_object_object_add(req, "type", json_object_new_string("permission"));
-		json_object_object_add(req, "requestId", json_object_new_string(request_id));
-		if (!json_object_is_type(v, json_type_string) ||
-		    (strcmp(json_object_get_string(v), "allow") != 0 &&
-		     strcmp(json_object_get_string(v), "deny") != 0) ||
-		    relay_copy_member(req, msg, "behavior", json_type_string) < 0 ||
-		    relay_copy_member(req, msg, "message", json_type_string) < 0 ||
-		    relay_copy_member(req, msg, "updatedInput", json_type_object) < 0 ||
-		    relay_copy_member(req, msg, "interrupt", json_type_boolean) < 0 ||
-		    relay_copy_updates(req, msg, strcmp(json_object_get_string(v), "allow") == 0) <
-			0) {
+		req.kind = HOSTPROTO_PERMISSION;
+		snprintf(req.request_id, sizeof(req.request_id), "%s", request_id);
+		if (hostproto_permission_fields(msg, &req) < 0) {
 			*why =
 			    "expected {\"behavior\": \"allow\"|\"deny\"} with an optional message "
 			    "(string), updatedInput (object), interrupt (boolean) and, with allow, "
 			    "updatedPermissions (1 to 16 objects with a \"type\")";
-			goto out;
+			return NULL;
 		}
 		break;
 	case RELAY_INTERRUPT:
-		json_object_object_add(req, "type", json_object_new_string("interrupt"));
+		req.kind = HOSTPROTO_INTERRUPT;
 		break;
 	case RELAY_EVENTS:
 	case RELAY_STREAM:
 		*why = "not a request for the host";
-		goto out;
+		return NULL;
 	}
-	text = json_object_to_json_string_ext(req, RELAY_JSON_OUT);
-	*len = strlen(text) + 1;
-	line = malloc(*len + 1);
-	if (line == NULL) {
-		*why = "out of memory";
-		errno = ENOMEM;
-		goto out;
-	}
-	memcpy(line, text, *len - 1);
-	line[*len - 1] = '\n';
-	line[*len] = '\0';
-out:
-	json_object_put(req);
+	line = hostproto_request_format(&req, len);
+	if (line == NULL)
+		*why = errno == ENOMEM ? "out of memory" : "not a request the agent host takes";
 	return line;
 }
 
@@ -683,17 +606,16 @@ static int relay_host_write(struct relay_host *h, const char *line, size_t len)
 /* ---- what the host says ----------------------------------------------------------------- */
 
 /* A status the host gave in an error answer, or 502 when it is no error status. */
-static int relay_host_status(json_object *answer)
+static int relay_host_status(const struct hostproto_answer *answer)
 {
-	json_object *v = relay_member(answer, "status");
-	int status = json_object_is_type(v, json_type_int) ? json_object_get_int(v) : 0;
+	int status = answer->status;
 
 	return status >= RELAY_STATUS_MIN && status <= RELAY_STATUS_MAX ? status : 502;
 }
 
-static const char *relay_host_string(json_object *answer, const char *key, const char *dflt)
+static const char *relay_host_string(json_object *obj, const char *key, const char *dflt)
 {
-	json_object *v = relay_member(answer, key);
+	json_object *v = relay_member(obj, key);
 
 	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : dflt;
 }
@@ -701,21 +623,26 @@ static const char *relay_host_string(json_object *answer, const char *key, const
 /* The first line on a client's own connection: the answer to its request. */
 static void relay_host_answer(struct relay *r, const char *line, size_t len)
 {
-	json_object *answer = relay_parse_object(line, len);
-	const char *type = relay_host_string(answer, "type", "");
+	struct hostproto_answer answer;
 
-	if (strcmp(type, "accepted") == 0 && r->kind == RELAY_PROMPT)
+	if (hostproto_answer_parse(line, len, &answer) < 0) {
+		relay_respond(r, 502, "bad_host_answer", "the agent host gave an unexpected answer",
+			      NULL);
+		return;
+	}
+	if (answer.type == HOSTPROTO_ACCEPTED && r->kind == RELAY_PROMPT)
 		relay_start_stream(r);
-	else if (strcmp(type, "ok") == 0 && r->kind != RELAY_PROMPT)
+	else if (answer.type == HOSTPROTO_OK && r->kind != RELAY_PROMPT)
 		relay_respond_ok(r);
-	else if (strcmp(type, "error") == 0)
+	else if (answer.type == HOSTPROTO_ERROR)
 		relay_respond(
-		    r, relay_host_status(answer), relay_host_string(answer, "code", "host_error"),
-		    relay_host_string(answer, "error", "the agent host refused the request"), NULL);
+		    r, relay_host_status(&answer), answer.code != NULL ? answer.code : "host_error",
+		    answer.error != NULL ? answer.error : "the agent host refused the request",
+		    NULL);
 	else
 		relay_respond(r, 502, "bad_host_answer", "the agent host gave an unexpected answer",
 			      NULL);
-	json_object_put(answer);
+	hostproto_answer_release(&answer);
 }
 
 /* Queues a frame built from obj (consumed) on the WebSocket. */
@@ -752,19 +679,20 @@ static void relay_ws_error(struct relay *r, enum relay_kind kind, const char *re
 /* The answer line of a /stream client's request: passed on with the request it answers. */
 static void relay_side_answer(struct relay *r, struct relay_host *h, const char *line, size_t len)
 {
-	json_object *answer = relay_parse_object(line, len);
+	struct hostproto_answer answer;
 
-	if (answer == NULL || relay_member(answer, "type") == NULL) {
-		json_object_put(answer);
+	if (hostproto_answer_parse(line, len, &answer) < 0) {
 		relay_ws_error(r, h->kind, h->request_id, 502, "bad_host_answer",
 			       "the agent host gave an unexpected answer");
 		return;
 	}
-	json_object_object_add(answer, "request",
+	json_object_object_add(answer.obj, "request",
 			       json_object_new_string(relay_kind_names[h->kind]));
 	if (h->request_id[0] != '\0')
-		json_object_object_add(answer, "requestId", json_object_new_string(h->request_id));
-	relay_ws_json(r, answer);
+		json_object_object_add(answer.obj, "requestId",
+				       json_object_new_string(h->request_id));
+	relay_ws_json(r, json_object_get(answer.obj));
+	hostproto_answer_release(&answer);
 }
 
 /* One event line for the client: an SSE frame, or the line itself as a text frame. */
@@ -1376,24 +1304,19 @@ static void relay_handle_request(struct relay *r)
 		return;
 	}
 	if (r->kind == RELAY_EVENTS || r->kind == RELAY_STREAM) {
-		char line[RELAY_SUBSCRIBE];
+		char line[HOSTPROTO_SUBSCRIBE_MAX];
 
 		if (relay_after(r, &after) < 0) {
 			relay_respond(r, 400, "invalid_event_id",
 				      "Last-Event-ID and ?after= must be event ids", NULL);
 			return;
 		}
-		/* The host reads "after" as a JSON integer (int64). */
-		if (after > INT64_MAX)
-			after = INT64_MAX;
-		snprintf(line, sizeof(line), "{\"type\":\"subscribe\",\"after\":%llu}\n",
-			 (unsigned long long)after);
+		r->host_req_len = hostproto_subscribe_format(after, line);
 		r->host_req = strdup(line);
 		if (r->host_req == NULL) {
 			relay_close(r);
 			return;
 		}
-		r->host_req_len = strlen(line);
 		relay_lookup(r);
 		return;
 	}
