@@ -695,6 +695,31 @@ static void relay_side_answer(struct relay *r, struct relay_host *h, const char 
 	hostproto_answer_release(&answer);
 }
 
+/* The host ended an event stream with an error answer (it cannot go on with it, e.g. it cannot
+ * read its event log): the client gets it as one `error` event without id, {"error","code"}. */
+static void relay_stream_failed(struct relay *r, const char *line, size_t len)
+{
+	struct hostproto_answer a;
+	json_object *o;
+	char frame[RELAY_ERROR_EVENT_MAX];
+	int n;
+
+	if (hostproto_answer_parse(line, len, &a) < 0)
+		return;
+	o = json_object_new_object();
+	json_object_object_add(
+	    o, "error",
+	    json_object_new_string(a.error != NULL ? a.error : "the agent host ended the stream"));
+	json_object_object_add(o, "code",
+			       json_object_new_string(a.code != NULL ? a.code : "host_error"));
+	n = snprintf(frame, sizeof(frame), "event: error\ndata: %s\n\n",
+		     json_object_to_json_string_ext(o, RELAY_JSON_OUT));
+	if (a.type == HOSTPROTO_ERROR && n > 0 && (size_t)n < sizeof(frame))
+		relay_queue(r, frame, (size_t)n);
+	json_object_put(o);
+	hostproto_answer_release(&a);
+}
+
 /* One event line for the client: an SSE frame, or the line itself as a text frame. */
 static void relay_event(struct relay *r, const char *line, size_t len)
 {
@@ -705,10 +730,12 @@ static void relay_event(struct relay *r, const char *line, size_t len)
 		/* Only an error answer comes here (e.g. the host cannot read its log). */
 		log_warn("session %s: the agent host ended the %s stream: %.*s", r->id,
 			 relay_kind_names[r->kind], len > 200 ? 200 : (int)len, line);
-		if (r->state == RS_WS)
+		if (r->state == RS_WS) {
 			relay_close_ws(r, WS_CLOSE_INTERNAL, "agent host error");
-		else
+		} else {
+			relay_stream_failed(r, line, len);
 			relay_finish(r);
+		}
 		return;
 	}
 	r->events_sent++;
