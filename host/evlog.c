@@ -21,7 +21,8 @@ static uint64_t evlog_line_id(const char *line, size_t len, bool *result)
 	*result = false;
 	if (hostproto_event_parse(line, len, &ev) < 0)
 		return 0;
-	*result = ev.name_len == strlen(EVLOG_RESULT) && memcmp(ev.name, EVLOG_RESULT, 6) == 0;
+	*result =
+	    ev.name_len == strlen(EVLOG_RESULT) && memcmp(ev.name, EVLOG_RESULT, ev.name_len) == 0;
 	return ev.id;
 }
 
@@ -81,6 +82,15 @@ int evlog_open(struct evlog *log, const char *path)
 	log->end = lseek(log->fd, 0, SEEK_END);
 	if (log->end < 0)
 		return -errno;
+	/* A host that died mid-write left a torn line: end it, so that the next event starts a line
+	 * of its own and the torn one is no event to anyone who reads the log back. */
+	if (log->end > 0) {
+		char last;
+
+		if (pread(log->fd, &last, 1, log->end - 1) == 1 && last != '\n' &&
+		    write(log->fd, "\n", 1) == 1)
+			log->end++;
+	}
 	log->last_id = evlog_scan_last(log->fd, log->end);
 	return 0;
 }
