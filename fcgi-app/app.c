@@ -5,10 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Installed, agentd-host sits beside agentd-api; in a build tree it is in ../ptybridge/host/. */
+/* Installed, agentd-host sits beside agentd-api; in a build tree it is in ../host/. */
 static void app_find_host(struct app *app)
 {
-	static const char *const rel[] = {"agentd-host", "../ptybridge/host/agentd-host"};
+	static const char *const rel[] = {"agentd-host", "../host/agentd-host"};
 	char dir[CONFIG_PATH_MAX];
 	char *slash;
 

@@ -1,5 +1,6 @@
 #include "relay.h"
 
+#include "conn.h"
 #include "hostproto.h"
 #include "http.h"
 #include "jsontext.h"
@@ -25,11 +26,8 @@
 #define RELAY_PERMISSIONS "permissions/"
 #define RELAY_SOCKET_LEAF "host.sock"
 #define RELAY_PROC_FD_DIR "/proc/self/fd/%d/" RELAY_SOCKET_LEAF
-/* An event line is claude's line (HOSTPROTO_LINE_MAX) inside {"id","event","data"}, and '\n'. */
-#define RELAY_LINE_MAX        (HOSTPROTO_LINE_MAX + 512)
-#define RELAY_IOV_MAX         64
-#define RELAY_SINK            4096
-#define RELAY_SUBSCRIBE       128 /* {"type":"subscribe","after":N} */
+/* An event line is claude's line inside {"id","event","data"}, and '\n' (core/hostproto.h). */
+#define RELAY_LINE_MAX        HOSTPROTO_EVENT_LINE_MAX
 #define RELAY_OK_BODY         "{\"status\":\"ok\"}\n"
 #define RELAY_JSON_OUT        (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 #define RELAY_MODE_HINT       "the session is in terminal mode; switch it with POST /sessions/<id>/mode"
@@ -68,13 +66,6 @@ struct relay_host {
 };
 LIST_HEAD(relay_host_list, relay_host);
 
-/* Output queued for the client socket (HTTP heads and SSE frames; WebSocket frames are wslay's). */
-struct relay_chunk {
-	struct relay_chunk *next;
-	size_t len, off;
-	char data[];
-};
-
 struct relay_write {
 	uv_write_t req;
 	char data[];
@@ -85,9 +76,8 @@ struct relay {
 	LIST_ENTRY(relay) link;
 	enum relay_kind kind;
 	enum relay_state state;
-	int fd;
-	uv_poll_t poll;
-	int events; /* what poll watches now */
+	struct conn c; /* the socket, its poll handle and queued output (HTTP heads, SSE frames;
+			  WebSocket frames are wslay's), lingering and pings */
 	struct http_request *req;
 	char id[SESSION_ID_MAX + 1];
 	char request_id[RELAY_REQUEST_ID_MAX + 1];
@@ -98,17 +88,12 @@ struct relay {
 	struct relay_host *host; /* the connection whose lines go to this client */
 	struct relay_host_list side;
 	unsigned nside;
-	struct relay_chunk *out_head, *out_tail;
-	size_t out_bytes;
 	struct ws *ws;
 	uint64_t deadline;  /* of the current state */
 	uint64_t last_out;  /* output last queued: pings fill silences */
 	uint64_t last_sent; /* output last moved (or started waiting): stalls are cut */
-	uint64_t next_ping;
-	bool pong_due;
-	bool paused; /* host (and WebSocket input) reading stopped: the client is behind */
-	size_t lingered;
-	bool in_recv; /* inside ws_recv: wslay is not re-entered, on_poll flushes after */
+	bool paused;        /* host (and WebSocket input) reading stopped: the client is behind */
+	bool in_recv;       /* inside ws_recv: wslay is not re-entered, on_poll flushes after */
 	uint64_t events_sent;
 	bool result_seen; /* a prompt's stream: its turn's result went out */
 	bool was_paused;  /* the host was not read for a while: it may have dropped us */
@@ -169,18 +154,7 @@ int relay_route(const char *path, enum relay_kind *kind)
 
 bool relay_request_id_valid(const char *id)
 {
-	size_t n = strlen(id);
-
-	if (n == 0 || n > RELAY_REQUEST_ID_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = id[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '_' || c == '.' || c == ':'))
-			return false;
-	}
-	return true;
+	return hostproto_request_id_valid(id);
 }
 
 bool relay_utf8_valid(const char *s, size_t len)
@@ -212,109 +186,44 @@ static json_object *relay_member(json_object *obj, const char *key)
 	return v;
 }
 
-/* Copies msg's member key into req when it has type t; fails when present with another type. */
-static int relay_copy_member(json_object *req, json_object *msg, const char *key, json_type t)
-{
-	json_object *v = relay_member(msg, key);
-
-	if (v == NULL)
-		return 0;
-	if (!json_object_is_type(v, t))
-		return -EINVAL;
-	json_object_object_add(req, key, json_object_get(v));
-	return 0;
-}
-
-/*
- * Copies a permission answer's updatedPermissions (claude's PermissionUpdate list, e.g. the
- * event's "suggestions" for "allow for this session") when it is a bounded array of objects that
- * each name their "type". claude checks the entries themselves.
- */
-static int relay_copy_updates(json_object *req, json_object *msg, bool allow)
-{
-	json_object *v = relay_member(msg, "updatedPermissions");
-	size_t n;
-
-	if (v == NULL)
-		return 0;
-	if (!allow || !json_object_is_type(v, json_type_array))
-		return -EINVAL;
-	n = json_object_array_length(v);
-	if (n == 0 || n > RELAY_PERMISSION_UPDATES_MAX)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		json_object *u = json_object_array_get_idx(v, i), *t = relay_member(u, "type");
-
-		if (!json_object_is_type(u, json_type_object) ||
-		    !json_object_is_type(t, json_type_string))
-			return -EINVAL;
-	}
-	json_object_object_add(req, "updatedPermissions", json_object_get(v));
-	return 0;
-}
-
 char *relay_host_request(enum relay_kind kind, json_object *msg, const char *request_id,
 			 size_t *len, const char **why)
 {
-	json_object *req = json_object_new_object(), *v;
-	const char *text;
-	char *line = NULL;
+	struct hostproto_request req = {0};
+	char *line;
 
-	*why = "out of memory";
-	if (req == NULL)
-		return NULL;
 	switch (kind) {
 	case RELAY_PROMPT:
-		v = relay_member(msg, "prompt");
-		if (!json_object_is_type(v, json_type_string) ||
-		    json_object_get_string_len(v) == 0) {
+		req.kind = HOSTPROTO_PROMPT;
+		req.prompt = relay_member(msg, "prompt");
+		if (!json_object_is_type(req.prompt, json_type_string) ||
+		    json_object_get_string_len(req.prompt) == 0) {
 			*why = "expected {\"prompt\": \"<non-empty string>\"}";
-			goto out;
+			return NULL;
 		}
-		json_object_object_add(req, "type", json_object_new_string("prompt"));
-		json_object_object_add(req, "prompt", json_object_get(v));
 		break;
 	case RELAY_PERMISSION:
-		v = relay_member(msg, "behavior");
-		json_object_object_add(req, "type", json_object_new_string("permission"));
-		json_object_object_add(req, "requestId", json_object_new_string(request_id));
-		if (!json_object_is_type(v, json_type_string) ||
-		    (strcmp(json_object_get_string(v), "allow") != 0 &&
-		     strcmp(json_object_get_string(v), "deny") != 0) ||
-		    relay_copy_member(req, msg, "behavior", json_type_string) < 0 ||
-		    relay_copy_member(req, msg, "message", json_type_string) < 0 ||
-		    relay_copy_member(req, msg, "updatedInput", json_type_object) < 0 ||
-		    relay_copy_member(req, msg, "interrupt", json_type_boolean) < 0 ||
-		    relay_copy_updates(req, msg, strcmp(json_object_get_string(v), "allow") == 0) <
-			0) {
+		req.kind = HOSTPROTO_PERMISSION;
+		snprintf(req.request_id, sizeof(req.request_id), "%s", request_id);
+		if (hostproto_permission_fields(msg, &req) < 0) {
 			*why =
 			    "expected {\"behavior\": \"allow\"|\"deny\"} with an optional message "
 			    "(string), updatedInput (object), interrupt (boolean) and, with allow, "
 			    "updatedPermissions (1 to 16 objects with a \"type\")";
-			goto out;
+			return NULL;
 		}
 		break;
 	case RELAY_INTERRUPT:
-		json_object_object_add(req, "type", json_object_new_string("interrupt"));
+		req.kind = HOSTPROTO_INTERRUPT;
 		break;
 	case RELAY_EVENTS:
 	case RELAY_STREAM:
 		*why = "not a request for the host";
-		goto out;
+		return NULL;
 	}
-	text = json_object_to_json_string_ext(req, RELAY_JSON_OUT);
-	*len = strlen(text) + 1;
-	line = malloc(*len + 1);
-	if (line == NULL) {
-		*why = "out of memory";
-		errno = ENOMEM;
-		goto out;
-	}
-	memcpy(line, text, *len - 1);
-	line[*len - 1] = '\n';
-	line[*len] = '\0';
-out:
-	json_object_put(req);
+	line = hostproto_request_format(&req, len);
+	if (line == NULL)
+		*why = errno == ENOMEM ? "out of memory" : "not a request the agent host takes";
 	return line;
 }
 
@@ -322,7 +231,7 @@ out:
 
 static size_t relay_queued(const struct relay *r)
 {
-	return r->out_bytes + (r->ws != NULL ? ws_queued_bytes(r->ws) : 0);
+	return r->c.out_bytes + (r->ws != NULL ? ws_queued_bytes(r->ws) : 0);
 }
 
 /* Notes that output was queued: silences are measured from here, stalls from the first byte
@@ -337,21 +246,8 @@ static void relay_queued_now(struct relay *r, size_t before)
 /* Queues len bytes written by the caller into the returned space. Returns NULL on ENOMEM. */
 static char *relay_reserve(struct relay *r, size_t len)
 {
-	struct relay_chunk *c = malloc(sizeof(*c) + len);
-
-	if (c == NULL)
-		return NULL;
-	c->next = NULL;
-	c->len = len;
-	c->off = 0;
 	relay_queued_now(r, relay_queued(r));
-	if (r->out_tail != NULL)
-		r->out_tail->next = c;
-	else
-		r->out_head = c;
-	r->out_tail = c;
-	r->out_bytes += len;
-	return c->data;
+	return conn_reserve(&r->c, len);
 }
 
 static int relay_queue(struct relay *r, const void *data, size_t len)
@@ -364,55 +260,15 @@ static int relay_queue(struct relay *r, const void *data, size_t len)
 	return 0;
 }
 
-static void relay_drop_output(struct relay *r)
-{
-	while (r->out_head != NULL) {
-		struct relay_chunk *c = r->out_head;
-
-		r->out_head = c->next;
-		free(c);
-	}
-	r->out_tail = NULL;
-	r->out_bytes = 0;
-}
-
 /* Writes queued chunks. Returns 1 when all are out, 0 when the socket is full, -errno. */
 static int relay_write_out(struct relay *r)
 {
-	while (r->out_head != NULL) {
-		struct iovec iov[RELAY_IOV_MAX];
-		struct msghdr msg = {.msg_iov = iov};
-		struct relay_chunk *c;
-		ssize_t n;
+	uint64_t before = r->c.sent;
+	int w = conn_write(&r->c);
 
-		for (c = r->out_head; c != NULL && msg.msg_iovlen < RELAY_IOV_MAX; c = c->next) {
-			iov[msg.msg_iovlen].iov_base = c->data + c->off;
-			iov[msg.msg_iovlen].iov_len = c->len - c->off;
-			msg.msg_iovlen++;
-		}
-		n = sendmsg(r->fd, &msg, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		if (n < 0)
-			return -errno;
+	if (r->c.sent != before)
 		r->last_sent = relay_now(r);
-		r->out_bytes -= (size_t)n;
-		while (n > 0) {
-			c = r->out_head;
-			if ((size_t)n < c->len - c->off) {
-				c->off += (size_t)n;
-				break;
-			}
-			n -= (ssize_t)(c->len - c->off);
-			r->out_head = c->next;
-			if (r->out_head == NULL)
-				r->out_tail = NULL;
-			free(c);
-		}
-	}
-	return 1;
+	return w;
 }
 
 static void relay_update_poll(struct relay *r)
@@ -429,28 +285,22 @@ static void relay_update_poll(struct relay *r)
 	case RS_ANSWER:
 	case RS_STREAM:
 		/* Notice a client that gives up; nothing more is read from it. */
-		want = UV_DISCONNECT | (r->out_head != NULL ? UV_WRITABLE : 0);
+		want = UV_DISCONNECT | (!conn_out_empty(&r->c) ? UV_WRITABLE : 0);
 		break;
 	case RS_FINISH:
 		want = UV_WRITABLE;
 		break;
 	case RS_WS:
 	case RS_WS_CLOSING:
-		if (r->out_head != NULL || ws_want_write(r->ws))
+		if (!conn_out_empty(&r->c) || ws_want_write(r->ws))
 			want |= UV_WRITABLE;
-		if (r->out_head == NULL && !r->paused && ws_want_read(r->ws))
+		if (conn_out_empty(&r->c) && !r->paused && ws_want_read(r->ws))
 			want |= UV_READABLE;
 		break;
 	case RS_DEAD:
 		return;
 	}
-	if (want == r->events)
-		return;
-	r->events = want;
-	if (want == 0)
-		uv_poll_stop(&r->poll);
-	else
-		uv_poll_start(&r->poll, want, relay_on_poll);
+	conn_watch(&r->c, want, relay_on_poll);
 }
 
 /* Stops reading the host (and the client's frames) while the client is behind; resumes when it
@@ -485,10 +335,9 @@ static void relay_on_close(uv_handle_t *handle)
 {
 	struct relay *r = handle->data;
 
-	close(r->fd);
+	conn_release(&r->c);
 	ws_destroy(r->ws);
 	http_request_destroy(r->req);
-	relay_drop_output(r);
 	free(r->body);
 	free(r->host_req);
 	free(r);
@@ -515,7 +364,7 @@ static void relay_close(struct relay *r)
 	r->state = RS_DEAD;
 	LIST_REMOVE(r, link);
 	r->b->nrelays--;
-	uv_close((uv_handle_t *)&r->poll, relay_on_close);
+	conn_close(&r->c, relay_on_close);
 }
 
 /* The response is complete once the queue is written: then SHUT_WR and linger. */
@@ -544,9 +393,6 @@ static void relay_close_ws(struct relay *r, uint16_t code, const char *reason)
 static void relay_respond(struct relay *r, int status, const char *code, const char *message,
 			  const char *extra)
 {
-	char buf[HTTP_RESPONSE_MAX];
-	int n;
-
 	if (r->state == RS_DEAD || r->state == RS_FINISH || r->state == RS_LINGER)
 		return;
 	log_info("session %s: %s: %d %s", r->id[0] != '\0' ? r->id : "?", relay_kind_names[r->kind],
@@ -555,10 +401,8 @@ static void relay_respond(struct relay *r, int status, const char *code, const c
 		relay_close(r); /* too late for a status: the stream just ends */
 		return;
 	}
-	n = http_format_error(buf, sizeof(buf), status, code, message, extra);
-	if (n < 0) /* a host sentence too long for the buffer */
-		n = http_format_error(buf, sizeof(buf), status, code, "request failed", extra);
-	if (n < 0 || relay_queue(r, buf, (size_t)n) < 0) {
+	relay_queued_now(r, relay_queued(r));
+	if (conn_queue_error(&r->c, status, code, message, extra) < 0) {
 		relay_close(r);
 		return;
 	}
@@ -614,7 +458,7 @@ static void relay_flush(struct relay *r)
 		return;
 	}
 	if (w == 1 && r->state == RS_FINISH) {
-		shutdown(r->fd, SHUT_WR);
+		conn_shut_write(&r->c);
 		r->state = RS_LINGER;
 		r->deadline = relay_now(r) + BRIDGE_CLOSE_TIMEOUT_MS;
 	}
@@ -762,17 +606,16 @@ static int relay_host_write(struct relay_host *h, const char *line, size_t len)
 /* ---- what the host says ----------------------------------------------------------------- */
 
 /* A status the host gave in an error answer, or 502 when it is no error status. */
-static int relay_host_status(json_object *answer)
+static int relay_host_status(const struct hostproto_answer *answer)
 {
-	json_object *v = relay_member(answer, "status");
-	int status = json_object_is_type(v, json_type_int) ? json_object_get_int(v) : 0;
+	int status = answer->status;
 
 	return status >= RELAY_STATUS_MIN && status <= RELAY_STATUS_MAX ? status : 502;
 }
 
-static const char *relay_host_string(json_object *answer, const char *key, const char *dflt)
+static const char *relay_host_string(json_object *obj, const char *key, const char *dflt)
 {
-	json_object *v = relay_member(answer, key);
+	json_object *v = relay_member(obj, key);
 
 	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : dflt;
 }
@@ -780,21 +623,26 @@ static const char *relay_host_string(json_object *answer, const char *key, const
 /* The first line on a client's own connection: the answer to its request. */
 static void relay_host_answer(struct relay *r, const char *line, size_t len)
 {
-	json_object *answer = relay_parse_object(line, len);
-	const char *type = relay_host_string(answer, "type", "");
+	struct hostproto_answer answer;
 
-	if (strcmp(type, "accepted") == 0 && r->kind == RELAY_PROMPT)
+	if (hostproto_answer_parse(line, len, &answer) < 0) {
+		relay_respond(r, 502, "bad_host_answer", "the agent host gave an unexpected answer",
+			      NULL);
+		return;
+	}
+	if (answer.type == HOSTPROTO_ACCEPTED && r->kind == RELAY_PROMPT)
 		relay_start_stream(r);
-	else if (strcmp(type, "ok") == 0 && r->kind != RELAY_PROMPT)
+	else if (answer.type == HOSTPROTO_OK && r->kind != RELAY_PROMPT)
 		relay_respond_ok(r);
-	else if (strcmp(type, "error") == 0)
+	else if (answer.type == HOSTPROTO_ERROR)
 		relay_respond(
-		    r, relay_host_status(answer), relay_host_string(answer, "code", "host_error"),
-		    relay_host_string(answer, "error", "the agent host refused the request"), NULL);
+		    r, relay_host_status(&answer), answer.code != NULL ? answer.code : "host_error",
+		    answer.error != NULL ? answer.error : "the agent host refused the request",
+		    NULL);
 	else
 		relay_respond(r, 502, "bad_host_answer", "the agent host gave an unexpected answer",
 			      NULL);
-	json_object_put(answer);
+	hostproto_answer_release(&answer);
 }
 
 /* Queues a frame built from obj (consumed) on the WebSocket. */
@@ -831,19 +679,45 @@ static void relay_ws_error(struct relay *r, enum relay_kind kind, const char *re
 /* The answer line of a /stream client's request: passed on with the request it answers. */
 static void relay_side_answer(struct relay *r, struct relay_host *h, const char *line, size_t len)
 {
-	json_object *answer = relay_parse_object(line, len);
+	struct hostproto_answer answer;
 
-	if (answer == NULL || relay_member(answer, "type") == NULL) {
-		json_object_put(answer);
+	if (hostproto_answer_parse(line, len, &answer) < 0) {
 		relay_ws_error(r, h->kind, h->request_id, 502, "bad_host_answer",
 			       "the agent host gave an unexpected answer");
 		return;
 	}
-	json_object_object_add(answer, "request",
+	json_object_object_add(answer.obj, "request",
 			       json_object_new_string(relay_kind_names[h->kind]));
 	if (h->request_id[0] != '\0')
-		json_object_object_add(answer, "requestId", json_object_new_string(h->request_id));
-	relay_ws_json(r, answer);
+		json_object_object_add(answer.obj, "requestId",
+				       json_object_new_string(h->request_id));
+	relay_ws_json(r, json_object_get(answer.obj));
+	hostproto_answer_release(&answer);
+}
+
+/* The host ended an event stream with an error answer (it cannot go on with it, e.g. it cannot
+ * read its event log): the client gets it as one `error` event without id, {"error","code"}. */
+static void relay_stream_failed(struct relay *r, const char *line, size_t len)
+{
+	struct hostproto_answer a;
+	json_object *o;
+	char frame[RELAY_ERROR_EVENT_MAX];
+	int n;
+
+	if (hostproto_answer_parse(line, len, &a) < 0)
+		return;
+	o = json_object_new_object();
+	json_object_object_add(
+	    o, "error",
+	    json_object_new_string(a.error != NULL ? a.error : "the agent host ended the stream"));
+	json_object_object_add(o, "code",
+			       json_object_new_string(a.code != NULL ? a.code : "host_error"));
+	n = snprintf(frame, sizeof(frame), "event: error\ndata: %s\n\n",
+		     json_object_to_json_string_ext(o, RELAY_JSON_OUT));
+	if (a.type == HOSTPROTO_ERROR && n > 0 && (size_t)n < sizeof(frame))
+		relay_queue(r, frame, (size_t)n);
+	json_object_put(o);
+	hostproto_answer_release(&a);
 }
 
 /* One event line for the client: an SSE frame, or the line itself as a text frame. */
@@ -856,10 +730,12 @@ static void relay_event(struct relay *r, const char *line, size_t len)
 		/* Only an error answer comes here (e.g. the host cannot read its log). */
 		log_warn("session %s: the agent host ended the %s stream: %.*s", r->id,
 			 relay_kind_names[r->kind], len > 200 ? 200 : (int)len, line);
-		if (r->state == RS_WS)
+		if (r->state == RS_WS) {
 			relay_close_ws(r, WS_CLOSE_INTERNAL, "agent host error");
-		else
+		} else {
+			relay_stream_failed(r, line, len);
 			relay_finish(r);
+		}
 		return;
 	}
 	r->events_sent++;
@@ -1128,7 +1004,7 @@ static void relay_on_pong(void *data)
 {
 	struct relay *r = data;
 
-	r->pong_due = false;
+	conn_pong(&r->c);
 }
 
 /* ws_recv failed: a vanished peer is cut at once; a protocol error still gets the close frame
@@ -1177,7 +1053,7 @@ static void relay_upgrade(struct relay *r)
 		relay_respond(r, 400, "bad_key", "invalid Sec-WebSocket-Key", NULL);
 		return;
 	}
-	r->ws = ws_create(r->fd, &cb, r);
+	r->ws = ws_create(r->c.fd, &cb, r);
 	if (r->ws == NULL) {
 		relay_respond(r, 503, "no_memory", "out of memory", NULL);
 		return;
@@ -1193,7 +1069,7 @@ static void relay_upgrade(struct relay *r)
 		return;
 	}
 	r->state = RS_WS;
-	r->next_ping = relay_now(r) + r->b->opt.ping_interval_ms;
+	r->c.next_ping = relay_now(r) + r->b->opt.ping_interval_ms;
 	log_info("session %s: stream client open", r->id);
 	if (rest_len > 0) {
 		/* Frames that came with the request: no poll event will announce them. */
@@ -1248,40 +1124,30 @@ static void relay_wait(struct relay *r, uint64_t wait_ms, int status, const char
 /* Reads the record and connects to the host, waits, or refuses. */
 static void relay_lookup(struct relay *r)
 {
-	struct cause cause = {{0}};
+	struct conn_refusal why;
 	struct session s;
-	char msg[SESSION_ERROR_MAX + 128];
-	const char *code;
-	int fd, err;
+	enum conn_record rec;
+	int fd;
 
-	err = store_read(&r->b->store, r->id, &s, &cause);
-	if (err == -ENOENT) {
-		relay_respond(r, 404, "not_found", "no such session", NULL);
-		return;
-	}
-	if (err < 0) {
-		log_error("session %s: %s", r->id, cause.msg);
-		relay_respond(r, 500, "store_error", "cannot read the session record", NULL);
+	rec = conn_lookup(&r->b->store, r->id, &s, &why);
+	if (rec == CONN_RECORD_MISSING) {
+		relay_respond(r, why.status, why.code, why.message, NULL);
 		return;
 	}
 	if (s.mode != SESSION_STRUCTURED) {
 		relay_respond(r, 409, "not_structured", RELAY_MODE_HINT, NULL);
 		return;
 	}
-	switch (s.state) {
-	case SESSION_CREATING:
+	switch (rec) {
+	case CONN_RECORD_CREATING:
 		relay_wait(r, r->b->opt.creating_wait_ms, 409, "not_running",
 			   "the session is still being created");
 		return;
-	case SESSION_FAILED:
-	case SESSION_STOPPING:
-	case SESSION_EXITED:
-	case SESSION_LOST:
-		code = session_unavailable(&s, msg, sizeof(msg));
-		relay_respond(r, 409, code, msg, NULL);
+	case CONN_RECORD_MISSING:
+	case CONN_RECORD_UNAVAILABLE:
+		relay_respond(r, why.status, why.code, why.message, NULL);
 		return;
-	case SESSION_RUNNING:
-	case SESSION_ATTACHED:
+	case CONN_RECORD_READY:
 		break;
 	}
 	fd = relay_connect_host(r->b, r->id);
@@ -1326,7 +1192,7 @@ static void relay_body_done(struct relay *r)
 static void relay_read_body(struct relay *r)
 {
 	while (r->body_len < r->body_want) {
-		ssize_t n = recv(r->fd, r->body + r->body_len, r->body_want - r->body_len, 0);
+		ssize_t n = recv(r->c.fd, r->body + r->body_len, r->body_want - r->body_len, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -1341,23 +1207,11 @@ static void relay_read_body(struct relay *r)
 	relay_body_done(r);
 }
 
-/* Drops what the peer still sends; closes at its EOF or past RELAY_LINGER_MAX. */
+/* Drops what the peer still sends; closes at its EOF or past CONN_LINGER_MAX. */
 static void relay_linger(struct relay *r)
 {
-	char sink[RELAY_SINK];
-
-	for (;;) {
-		ssize_t n = recv(r->fd, sink, sizeof(sink), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n <= 0 || (r->lingered += (size_t)n) > RELAY_LINGER_MAX) {
-			relay_close(r);
-			return;
-		}
-	}
+	if (conn_drain(&r->c) > 0)
+		relay_close(r);
 }
 
 /* True when the Origin rule of API.md lets this request through (403 answered otherwise). */
@@ -1477,24 +1331,19 @@ static void relay_handle_request(struct relay *r)
 		return;
 	}
 	if (r->kind == RELAY_EVENTS || r->kind == RELAY_STREAM) {
-		char line[RELAY_SUBSCRIBE];
+		char line[HOSTPROTO_SUBSCRIBE_MAX];
 
 		if (relay_after(r, &after) < 0) {
 			relay_respond(r, 400, "invalid_event_id",
 				      "Last-Event-ID and ?after= must be event ids", NULL);
 			return;
 		}
-		/* The host reads "after" as a JSON integer (int64). */
-		if (after > INT64_MAX)
-			after = INT64_MAX;
-		snprintf(line, sizeof(line), "{\"type\":\"subscribe\",\"after\":%llu}\n",
-			 (unsigned long long)after);
+		r->host_req_len = hostproto_subscribe_format(after, line);
 		r->host_req = strdup(line);
 		if (r->host_req == NULL) {
 			relay_close(r);
 			return;
 		}
-		r->host_req_len = strlen(line);
 		relay_lookup(r);
 		return;
 	}
@@ -1548,7 +1397,7 @@ static void relay_on_poll(uv_poll_t *handle, int status, int events)
 		break;
 	case RS_WS:
 	case RS_WS_CLOSING:
-		if ((events & (UV_READABLE | UV_DISCONNECT)) && r->out_head == NULL) {
+		if ((events & (UV_READABLE | UV_DISCONNECT)) && conn_out_empty(&r->c)) {
 			relay_ws_recv(r);
 			break;
 		}
@@ -1581,17 +1430,15 @@ static int relay_accept(struct bridge *b, int fd, struct http_request *req)
 		return -ENOMEM;
 	}
 	r->b = b;
-	r->fd = fd;
 	r->req = req;
 	LIST_INIT(&r->side);
-	err = uv_poll_init(b->loop, &r->poll, fd);
+	err = conn_init(&r->c, b->loop, fd, r);
 	if (err < 0) {
 		close(fd);
 		http_request_destroy(req);
 		free(r);
 		return err;
 	}
-	r->poll.data = r;
 	relay_route(http_request_path(req), &r->kind);
 	r->state = RS_CHECK;
 	LIST_INSERT_HEAD(&b->relays, r, link);
@@ -1656,15 +1503,10 @@ static void relay_tick_one(struct relay *r, uint64_t now)
 			relay_host_close(h);
 		}
 	}
-	if (r->state == RS_WS && opt->ping_interval_ms > 0 && now >= r->next_ping) {
-		if (r->pong_due) {
-			log_warn("session %s: stream client did not answer a ping, closing", r->id);
-			relay_close(r);
-			return;
-		}
-		r->pong_due = true;
-		r->next_ping = now + opt->ping_interval_ms;
-		ws_queue_ping(r->ws);
+	if (r->state == RS_WS && conn_ping(&r->c, r->ws, now, opt->ping_interval_ms) < 0) {
+		log_warn("session %s: stream client did not answer a ping, closing", r->id);
+		relay_close(r);
+		return;
 	}
 	relay_flush(r);
 }

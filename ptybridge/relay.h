@@ -30,22 +30,22 @@
 #define AGENTD_BRIDGE_RELAY_H
 
 #include "bridge.h"
+#include "hostproto.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #define RELAY_BODY_MAX               (64 * 1024) /* request bodies (API.md); larger is 413 */
-#define RELAY_PERMISSION_UPDATES_MAX 16 /* entries of a permission answer's updatedPermissions */
+#define RELAY_PERMISSION_UPDATES_MAX HOSTPROTO_PERMISSION_UPDATES /* of updatedPermissions */
 #define RELAY_SSE_PING_MS            (15 * 1000) /* ": ping" after this long without output */
 #define RELAY_CONNECT_WAIT_MS        (5 * 1000) /* host socket missing or refusing: retried this long */
 #define RELAY_ANSWER_TIMEOUT_MS      (10 * 1000) /* for the host's answer to a request */
 #define RELAY_OUT_HIGH               (256 * 1024) /* output queued to the client: stop reading the host */
-#define RELAY_OUT_LOW                (64 * 1024)  /* ... and read again below this */
-#define RELAY_READ_CHUNK             (64 * 1024)  /* room offered to each read from the host */
-#define RELAY_LINGER_MAX             (256 * 1024) /* input dropped after the answer before closing */
-#define RELAY_WS_REQUESTS_MAX        8            /* host requests of one /stream client at once */
-#define RELAY_REQUEST_ID_MAX         127 /* a permission request id (agentd-host's limit) */
+#define RELAY_OUT_LOW                (64 * 1024) /* ... and read again below this */
+#define RELAY_READ_CHUNK             (64 * 1024) /* room offered to each read from the host */
+#define RELAY_WS_REQUESTS_MAX        8           /* host requests of one /stream client at once */
+#define RELAY_REQUEST_ID_MAX         HOSTPROTO_REQUEST_ID_MAX /* a permission request id */
 
 enum relay_kind {
 	RELAY_PROMPT,

@@ -1,5 +1,6 @@
 #include "sse.h"
 
+#include "hostproto.h"
 #include "http.h"
 
 #include <errno.h>
@@ -7,9 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SSE_LINE_PREFIX  "{\"id\":"
-#define SSE_EVENT_FIELD  ",\"event\":\""
-#define SSE_DATA_FIELD   "\",\"data\":"
 #define SSE_DATA_CONT    "\ndata: "
 #define SSE_FRAME_ID     "id: "
 #define SSE_FRAME_EVENT  "\nevent: "
@@ -17,12 +15,6 @@
 #define SSE_FRAME_END    "\n\n"
 #define SSE_STRLEN(lit)  (sizeof(lit) - 1)
 #define SSE_U64_MAX_TEXT "18446744073709551615"
-
-static bool sse_name_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_';
-}
 
 /* Parses exactly len digits (1..SSE_ID_DIGITS_MAX) as a uint64 without overflow. */
 static int sse_digits(const char *s, size_t len, uint64_t *out)
@@ -45,33 +37,17 @@ static int sse_digits(const char *s, size_t len, uint64_t *out)
 
 int sse_parse_line(const char *line, size_t len, struct sse_event *ev)
 {
-	size_t i = SSE_STRLEN(SSE_LINE_PREFIX), start;
+	struct hostproto_event e;
 
-	if (len < i || memcmp(line, SSE_LINE_PREFIX, i) != 0)
+	/* The event line is the codec's (core/hostproto.h): the host writes it, the bridge reads
+	 * it. */
+	if (hostproto_event_parse(line, len, &e) < 0)
 		return -EBADMSG;
-	for (start = i; i < len && line[i] >= '0' && line[i] <= '9'; i++)
-		;
-	if (sse_digits(line + start, i - start, &ev->id) < 0)
-		return -EBADMSG;
-	if (len - i < SSE_STRLEN(SSE_EVENT_FIELD) ||
-	    memcmp(line + i, SSE_EVENT_FIELD, SSE_STRLEN(SSE_EVENT_FIELD)) != 0)
-		return -EBADMSG;
-	i += SSE_STRLEN(SSE_EVENT_FIELD);
-	for (start = i; i < len && sse_name_char(line[i]); i++)
-		;
-	if (i == start || i - start >= SSE_EVENT_NAME_MAX)
-		return -EBADMSG;
-	ev->name = line + start;
-	ev->name_len = i - start;
-	if (len - i < SSE_STRLEN(SSE_DATA_FIELD) ||
-	    memcmp(line + i, SSE_DATA_FIELD, SSE_STRLEN(SSE_DATA_FIELD)) != 0)
-		return -EBADMSG;
-	i += SSE_STRLEN(SSE_DATA_FIELD);
-	/* What remains is DATA and the line's closing brace. */
-	if (len - i < 2 || line[len - 1] != '}')
-		return -EBADMSG;
-	ev->data = line + i;
-	ev->data_len = len - 1 - i;
+	ev->id = e.id;
+	ev->name = e.name;
+	ev->name_len = e.name_len;
+	ev->data = e.data;
+	ev->data_len = e.data_len;
 	return 0;
 }
 

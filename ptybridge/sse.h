@@ -8,11 +8,13 @@
 #ifndef AGENTD_BRIDGE_SSE_H
 #define AGENTD_BRIDGE_SSE_H
 
+#include "hostproto.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
-#define SSE_EVENT_NAME_MAX 32 /* agentd-host keeps names shorter (HOST_EVENT_MAX) */
-#define SSE_ID_DIGITS_MAX  20 /* UINT64_MAX has 20 digits */
+#define SSE_EVENT_NAME_MAX HOSTPROTO_NAME_MAX /* the codec's limit, with its NUL */
+#define SSE_ID_DIGITS_MAX  20                 /* UINT64_MAX has 20 digits */
 #define SSE_PING           ": ping\n\n"
 #define SSE_HEAD_MAX       256
 

@@ -1,5 +1,6 @@
 #include "terminal.h"
 
+#include "conn.h"
 #include "http.h"
 #include "log.h"
 #include "origin.h"
@@ -20,9 +21,6 @@
 #define TERMINAL_PATH_SUFFIX "/terminal"
 #define TERMINAL_ARGV_MAX    20
 #define TERMINAL_RESIZE_SAT  100000 /* digits beyond this only need to read as "too large" */
-/* After an error response, input is read and dropped (up to this much) before closing: closing
- * with unread input resets the connection, and the peer may lose the response. */
-#define TERMINAL_LINGER_MAX (256 * 1024)
 
 enum terminal_state {
 	TS_REQUEST,    /* reading the request head */
@@ -38,17 +36,12 @@ struct terminal {
 	struct bridge *b;
 	LIST_ENTRY(terminal) link;
 	enum terminal_state state;
-	int fd;
-	uv_poll_t poll;
-	int events; /* what poll watches now */
+	struct conn c; /* the socket, its poll handle, lingering and pings */
 	/* While open: the sessions directory, so a record that turns exited or lost ends the
 	 * client at once (tmux keeps a client attached to a dead pane). */
 	uv_fs_event_t watch;
 	int handles; /* poll and watch not yet closed: t is freed when both are */
 	struct http_request *req;
-	char *raw; /* HTTP bytes that go out before any frame (an error, or the 101) */
-	size_t raw_len, raw_off;
-	size_t lingered; /* bytes dropped while lingering */
 	struct ws *ws;
 	struct ptyproc *pty;
 	struct roster_entry *entry;
@@ -59,8 +52,6 @@ struct terminal {
 	unsigned short cols, rows;
 	uint64_t deadline;  /* of the current state (request, waiting, responding, closing) */
 	uint64_t next_poll; /* waiting: next record read */
-	uint64_t next_ping;
-	bool pong_due;
 	bool output_paused; /* PTY reading stopped: the client is behind */
 	uint64_t paused_since;
 	bool input_paused; /* socket reading stopped: the PTY is full */
@@ -95,21 +86,15 @@ static void terminal_update_poll(struct terminal *t)
 		break;
 	case TS_OPEN:
 	case TS_CLOSING:
-		if (t->raw != NULL || ws_want_write(t->ws))
+		if (!conn_out_empty(&t->c) || ws_want_write(t->ws))
 			want |= UV_WRITABLE;
-		if (t->raw == NULL && !t->input_paused && ws_want_read(t->ws))
+		if (conn_out_empty(&t->c) && !t->input_paused && ws_want_read(t->ws))
 			want |= UV_READABLE;
 		break;
 	case TS_DEAD:
 		return;
 	}
-	if (want == t->events)
-		return;
-	t->events = want;
-	if (want == 0)
-		uv_poll_stop(&t->poll);
-	else
-		uv_poll_start(&t->poll, want, terminal_on_poll);
+	conn_watch(&t->c, want, terminal_on_poll);
 }
 
 static void terminal_on_close(uv_handle_t *handle)
@@ -118,11 +103,9 @@ static void terminal_on_close(uv_handle_t *handle)
 
 	if (--t->handles > 0)
 		return;
-	if (t->fd >= 0)
-		close(t->fd); /* -1: handed over to the other service */
+	conn_release(&t->c); /* fd -1: handed over to the other service */
 	ws_destroy(t->ws);
 	http_request_destroy(t->req);
-	free(t->raw);
 	free(t);
 }
 
@@ -156,7 +139,7 @@ static void terminal_close(struct terminal *t)
 	t->b->nterminals--;
 	/* The poll handle stops watching fd here (hand-over relies on it); the memory goes when
 	 * both handles' close callbacks have run. */
-	uv_close((uv_handle_t *)&t->poll, terminal_on_close);
+	conn_close(&t->c, terminal_on_close);
 	uv_close((uv_handle_t *)&t->watch, terminal_on_close);
 }
 
@@ -175,49 +158,17 @@ static void terminal_close_ws(struct terminal *t, uint16_t code, const char *rea
 static void terminal_respond(struct terminal *t, int status, const char *code, const char *message,
 			     const char *extra)
 {
-	int n;
-
 	if (t->req != NULL)
 		log_info("%s %s: %d %s", http_request_method(t->req), http_request_path(t->req),
 			 status, code);
-	free(t->raw);
-	t->raw = malloc(HTTP_RESPONSE_MAX);
-	if (t->raw == NULL) {
+	conn_drop_output(&t->c);
+	if (conn_queue_error(&t->c, status, code, message, extra) < 0) {
 		terminal_close(t);
 		return;
 	}
-	n = http_format_error(t->raw, HTTP_RESPONSE_MAX, status, code, message, extra);
-	if (n < 0) {
-		terminal_close(t);
-		return;
-	}
-	t->raw_len = (size_t)n;
-	t->raw_off = 0;
 	t->state = TS_RESPONDING;
 	t->deadline = terminal_now(t) + BRIDGE_CLOSE_TIMEOUT_MS;
 	terminal_flush(t);
-}
-
-/* Writes pending HTTP bytes. Returns 1 when all are out, 0 when the socket is full, -errno. */
-static int terminal_write_raw(struct terminal *t)
-{
-	while (t->raw_off < t->raw_len) {
-		ssize_t n = send(t->fd, t->raw + t->raw_off, t->raw_len - t->raw_off, MSG_NOSIGNAL);
-
-		if (n > 0) {
-			t->raw_off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		return -errno;
-	}
-	free(t->raw);
-	t->raw = NULL;
-	t->raw_len = t->raw_off = 0;
-	return 1;
 }
 
 /* Pauses or resumes this client's PTY by how much output waits for it. */
@@ -246,8 +197,8 @@ static void terminal_flush(struct terminal *t)
 
 	if (t->state == TS_DEAD || t->in_recv)
 		return;
-	if (t->raw != NULL) {
-		r = terminal_write_raw(t);
+	if (!conn_out_empty(&t->c)) {
+		r = conn_write(&t->c);
 		if (r < 0) {
 			terminal_close(t);
 			return;
@@ -258,7 +209,7 @@ static void terminal_flush(struct terminal *t)
 		}
 	}
 	if (t->state == TS_RESPONDING) {
-		shutdown(t->fd, SHUT_WR);
+		conn_shut_write(&t->c);
 		t->state = TS_LINGER;
 		terminal_update_poll(t);
 		return;
@@ -287,7 +238,7 @@ static void terminal_flush(struct terminal *t)
 		 * close frame. Half-close and drop what still comes until its EOF. */
 		if (t->state == TS_OPEN)
 			terminal_detach(t);
-		shutdown(t->fd, SHUT_WR);
+		conn_shut_write(&t->c);
 		t->state = TS_LINGER;
 		t->deadline = terminal_now(t) + BRIDGE_CLOSE_TIMEOUT_MS;
 		terminal_update_poll(t);
@@ -420,7 +371,7 @@ static void terminal_on_pong(void *data)
 {
 	struct terminal *t = data;
 
-	t->pong_due = false;
+	conn_pong(&t->c);
 }
 
 /* A file in the sessions directory changed: if it is this session's record and it says the
@@ -491,7 +442,7 @@ static void terminal_attach(struct terminal *t)
 	    .cols = t->cols,
 	    .rows = t->rows,
 	};
-	char accept[WS_ACCEPT_LEN + 1];
+	char accept[WS_ACCEPT_LEN + 1], head[HTTP_RESPONSE_MAX];
 	const char *rest;
 	size_t rest_len;
 	int r, n;
@@ -500,14 +451,13 @@ static void terminal_attach(struct terminal *t)
 		terminal_respond(t, 400, "bad_key", "invalid Sec-WebSocket-Key", NULL);
 		return;
 	}
-	t->ws = ws_create(t->fd, &ws_cb, t);
-	t->raw = malloc(HTTP_RESPONSE_MAX);
-	if (t->ws == NULL || t->raw == NULL) {
+	t->ws = ws_create(t->c.fd, &ws_cb, t);
+	if (t->ws == NULL) {
 		terminal_respond(t, 503, "no_memory", "out of memory", NULL);
 		return;
 	}
 	rest = http_request_rest(t->req, &rest_len);
-	n = http_format_upgrade(t->raw, HTTP_RESPONSE_MAX, accept);
+	n = http_format_upgrade(head, sizeof(head), accept);
 	if (n < 0 || ws_prefix(t->ws, rest, rest_len) < 0) {
 		terminal_respond(t, 400, "bad_request", "unexpected bytes after the request", NULL);
 		return;
@@ -518,12 +468,16 @@ static void terminal_attach(struct terminal *t)
 		terminal_respond(t, 503, "attach_failed", "cannot start a terminal", NULL);
 		return;
 	}
-	t->raw_len = (size_t)n;
-	t->raw_off = 0;
+	if (conn_queue(&t->c, head, (size_t)n) < 0) {
+		ptyproc_destroy(t->pty);
+		t->pty = NULL;
+		terminal_respond(t, 503, "no_memory", "out of memory", NULL);
+		return;
+	}
 	http_request_destroy(t->req);
 	t->req = NULL;
 	t->state = TS_OPEN;
-	t->next_ping = terminal_now(t) + b->opt.ping_interval_ms;
+	t->c.next_ping = terminal_now(t) + b->opt.ping_interval_ms;
 	t->entry = roster_attach(b->roster, t->id);
 	r = uv_fs_event_start(&t->watch, terminal_on_record, b->store.dir, 0);
 	if (r < 0)
@@ -546,25 +500,11 @@ static void terminal_attach(struct terminal *t)
 /* Reads the record and attaches, waits, or refuses. */
 static void terminal_lookup(struct terminal *t)
 {
-	struct cause cause = {{0}};
+	struct conn_refusal why;
 	struct session s;
-	char msg[SESSION_ERROR_MAX + 128];
-	const char *code;
-	int r;
 
-	r = store_read(&t->b->store, t->id, &s, &cause);
-	if (r == -ENOENT) {
-		terminal_respond(t, 404, "not_found", "no such session", NULL);
-		return;
-	}
-	if (r < 0) {
-		log_error("session %s: %s", t->id, cause.msg);
-		terminal_respond(t, 500, "store_error", "cannot read the session record", NULL);
-		return;
-	}
-	switch (s.state) {
-	case SESSION_RUNNING:
-	case SESSION_ATTACHED:
+	switch (conn_lookup(&t->b->store, t->id, &s, &why)) {
+	case CONN_RECORD_READY:
 		snprintf(t->tmux_name, sizeof(t->tmux_name), "=%s", s.tmux_name);
 		snprintf(t->tmux_pane, sizeof(t->tmux_pane), "=%s:", s.tmux_name);
 		if (tmux_guard_format(s.tmux_name, s.id, t->guard, sizeof(t->guard)) < 0) {
@@ -574,7 +514,7 @@ static void terminal_lookup(struct terminal *t)
 		}
 		terminal_attach(t);
 		return;
-	case SESSION_CREATING:
+	case CONN_RECORD_CREATING:
 		if (t->state != TS_WAITING) {
 			t->state = TS_WAITING;
 			t->deadline = terminal_now(t) + t->b->opt.creating_wait_ms;
@@ -586,12 +526,9 @@ static void terminal_lookup(struct terminal *t)
 		t->next_poll = terminal_now(t) + BRIDGE_CREATING_POLL_MS;
 		terminal_update_poll(t);
 		return;
-	case SESSION_FAILED:
-	case SESSION_STOPPING:
-	case SESSION_EXITED:
-	case SESSION_LOST:
-		code = session_unavailable(&s, msg, sizeof(msg));
-		terminal_respond(t, 409, code, msg, NULL);
+	case CONN_RECORD_MISSING:
+	case CONN_RECORD_UNAVAILABLE:
+		terminal_respond(t, why.status, why.code, why.message, NULL);
 		return;
 	}
 }
@@ -601,10 +538,10 @@ static void terminal_hand_over(struct terminal *t)
 {
 	struct bridge *b = t->b;
 	struct http_request *req = t->req;
-	int fd = t->fd;
+	int fd = t->c.fd;
 
 	t->req = NULL;
-	t->fd = -1;
+	t->c.fd = -1;
 	terminal_close(t); /* the poll handle stops watching fd right here */
 	b->other->accept(b, fd, req);
 }
@@ -681,56 +618,23 @@ static void terminal_handle_request(struct terminal *t)
 
 static void terminal_read_request(struct terminal *t)
 {
-	for (;;) {
-		size_t avail;
-		char *space = http_request_space(t->req, &avail);
-		ssize_t n;
-		int r;
+	int r = conn_read_head(&t->c, t->req);
 
-		if (avail == 0) {
-			terminal_respond(t, 431, "head_too_large", "request head too large", NULL);
-			return;
-		}
-		n = recv(t->fd, space, avail, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n <= 0) {
-			terminal_close(t); /* gone before a whole request */
-			return;
-		}
-		r = http_request_feed(t->req, (size_t)n);
-		if (r == 0)
-			continue;
-		if (r == -EOVERFLOW) {
-			terminal_respond(t, 431, "head_too_large", "request head too large", NULL);
-		} else if (r < 0) {
-			terminal_respond(t, 400, "bad_request", "malformed HTTP request", NULL);
-		} else {
-			terminal_handle_request(t);
-		}
-		return;
-	}
+	if (r == -EOVERFLOW)
+		terminal_respond(t, 431, "head_too_large", "request head too large", NULL);
+	else if (r == -EBADMSG)
+		terminal_respond(t, 400, "bad_request", "malformed HTTP request", NULL);
+	else if (r < 0)
+		terminal_close(t); /* gone before a whole request */
+	else if (r > 0)
+		terminal_handle_request(t);
 }
 
-/* Drops what the refused peer still sends; closes at its EOF or past TERMINAL_LINGER_MAX. */
+/* Drops what the refused peer still sends; closes at its EOF or past CONN_LINGER_MAX. */
 static void terminal_linger(struct terminal *t)
 {
-	char sink[4096];
-
-	for (;;) {
-		ssize_t n = recv(t->fd, sink, sizeof(sink), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n <= 0 || (t->lingered += (size_t)n) > TERMINAL_LINGER_MAX) {
-			terminal_close(t);
-			return;
-		}
-	}
+	if (conn_drain(&t->c) > 0)
+		terminal_close(t);
 }
 
 static void terminal_on_poll(uv_poll_t *handle, int status, int events)
@@ -757,7 +661,7 @@ static void terminal_on_poll(uv_poll_t *handle, int status, int events)
 		break;
 	case TS_OPEN:
 	case TS_CLOSING:
-		if ((events & (UV_READABLE | UV_DISCONNECT)) && t->raw == NULL) {
+		if ((events & (UV_READABLE | UV_DISCONNECT)) && conn_out_empty(&t->c)) {
 			int r;
 
 			t->in_recv = true;
@@ -785,21 +689,19 @@ int terminal_accept(struct bridge *b, int fd)
 		return -ENOMEM;
 	}
 	t->b = b;
-	t->fd = fd;
 	t->req = http_request_create();
 	if (t->req == NULL) {
 		close(fd);
 		free(t);
 		return -ENOMEM;
 	}
-	r = uv_poll_init(b->loop, &t->poll, fd);
+	r = conn_init(&t->c, b->loop, fd, t);
 	if (r < 0) {
 		close(fd);
 		http_request_destroy(t->req);
 		free(t);
 		return r;
 	}
-	t->poll.data = t;
 	uv_fs_event_init(b->loop, &t->watch); /* cannot fail; started once the client is open */
 	t->watch.data = t;
 	t->handles = 2;
@@ -814,6 +716,7 @@ int terminal_accept(struct bridge *b, int fd)
 void terminal_tick(struct terminal *t, uint64_t now)
 {
 	const struct bridge_options *opt = &t->b->opt;
+	int r;
 
 	switch (t->state) {
 	case TS_REQUEST:
@@ -838,17 +741,14 @@ void terminal_tick(struct terminal *t, uint64_t now)
 		terminal_close_ws(t, WS_CLOSE_POLICY, "client does not read");
 		return;
 	}
-	if (opt->ping_interval_ms > 0 && now >= t->next_ping) {
-		if (t->pong_due) {
-			log_warn("session %s: client did not answer a ping, closing", t->id);
-			terminal_close(t);
-			return;
-		}
-		t->pong_due = true;
-		t->next_ping = now + opt->ping_interval_ms;
-		ws_queue_ping(t->ws);
-		terminal_flush(t);
+	r = conn_ping(&t->c, t->ws, now, opt->ping_interval_ms);
+	if (r < 0) {
+		log_warn("session %s: client did not answer a ping, closing", t->id);
+		terminal_close(t);
+		return;
 	}
+	if (r > 0)
+		terminal_flush(t);
 }
 
 void terminal_shutdown(struct terminal *t)

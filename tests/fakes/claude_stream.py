@@ -8,6 +8,8 @@ deny / deny+interrupt, interrupt, EOF exit codes). Prompts choose the scenario:
   contains TWOTOOLS  -> two tool uses needing permission at once
   contains SLOW      -> a turn that takes 30 s unless interrupted
   contains BIGLINE   -> an assistant text of 1 MB
+  contains MANY N [P] -> a turn of N assistant lines, each "line <i>" and P dots (default 40:
+                        about 425 bytes a line)
   anything else      -> "Hello!" text turn
 """
 import json
@@ -174,6 +176,13 @@ class Fake:
             else:
                 self.assistant([{"type": "text", "text": "Slow done."}])
                 self.result("Slow done.")
+        elif "MANY" in text:
+            words = text.split("MANY", 1)[1].split()
+            n = int(words[0])
+            pad = "." * (int(words[1]) if len(words) > 1 else 40)
+            for i in range(n):
+                self.assistant([{"type": "text", "text": "line %d %s" % (i, pad)}])
+            self.result("many")
         elif "BIGLINE" in text:
             big = "x" * (1024 * 1024)
             self.assistant([{"type": "text", "text": big}])

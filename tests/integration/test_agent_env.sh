@@ -16,7 +16,7 @@ WANT=$(printf '%s\n' HOME PATH GH_TOKEN $TERMINAL $TMUX_OWN | sort | tr '\n' ' '
 WANT_STRUCTURED=$(printf '%s\n' HOME PATH GH_TOKEN $TERMINAL $TMUX_OWN CLAUDE_CODE_ENTRYPOINT |
 	sort | tr '\n' ' ')
 
-HOST_EXE=$(readlink -f "$BUILD_DIR/ptybridge/host/agentd-host")
+HOST_EXE=$(readlink -f "$BUILD_DIR/host/agentd-host")
 
 env_names() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | cut -d= -f1 | sort | tr '\n' ' '; }
 env_value() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep "^$2=" | cut -d= -f2-; }

@@ -77,7 +77,7 @@ WORKTREE=$T/code/widgets-issue-$ISSUE
 seed_home "$WORKTREE"
 
 # The structured-mode host of this build (agentd-api finds it in the build tree by itself).
-HOST_BIN=$BUILD_DIR/ptybridge/host/agentd-host
+HOST_BIN=$BUILD_DIR/host/agentd-host
 TEST_T0=$SECONDS
 start_real_stack || exit 1
 

@@ -2,7 +2,7 @@
 """A scriptable SSE client for the structured-mode tests (python3 standard library only).
 
   sse.py METHOD URL [--data TEXT] [--ctype CT] [--header 'Name: value']... [--out FILE]
-         [--stop-after N] [--until EVENT] [--timeout S]
+         [--stop-after N] [--until EVENT] [--timeout S] [--pause S] [--rate KIB]
 
 Sends one HTTP/1.0 request (so the answer is close-delimited, never chunked) and prints
 "status <code>" as soon as the head arrives. A 200 text/event-stream answer is parsed as SSE:
@@ -11,7 +11,8 @@ every event is appended to FILE (default stdout) as one JSON line {"id": N, "eve
 once. Any other answer's body is printed as "body <text>". The last line says how it ended:
 "end eof" (the server closed), "end stopped" (after --stop-after N events the client dropped the
 connection without reading on; also after the first event named EVENT with --until), or
-"end timeout".
+"end timeout". A slow reader: --pause S reads nothing of the stream for S seconds after the head,
+--rate KIB then reads at most KIB KiB a second.
 """
 import argparse
 import json
@@ -32,13 +33,20 @@ def main():
     ap.add_argument("--stop-after", type=int, default=0)
     ap.add_argument("--until")
     ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--pause", type=float, default=0)
+    ap.add_argument("--rate", type=float, default=0)
     a = ap.parse_args()
 
     u = urllib.parse.urlsplit(a.url)
     target = u.path + ("?" + u.query if u.query else "")
     deadline = time.monotonic() + a.timeout
     out = open(a.out, "a", encoding="utf-8") if a.out else sys.stdout
-    s = socket.create_connection((u.hostname, u.port or 80), timeout=a.timeout)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if a.pause or a.rate:
+        # A slow reader's kernel holds little for it: what it does not read stays upstream.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    s.settimeout(a.timeout)
+    s.connect((u.hostname, u.port or 80))
     head = ["%s %s HTTP/1.0" % (a.method, target), "Host: %s" % u.netloc]
     body = a.data.encode() if a.data is not None else b""
     if a.data is not None:
@@ -56,7 +64,9 @@ def main():
         if left <= 0:
             raise TimeoutError
         s.settimeout(left)
-        chunk = s.recv(65536)
+        if a.rate:
+            time.sleep(4096 / (a.rate * 1024))
+        chunk = s.recv(4096 if a.rate else 65536)
         if not chunk:
             return False
         buf += chunk
@@ -79,6 +89,7 @@ def main():
             print("body " + buf.decode("utf-8", "replace"), flush=True)
             print("end eof")
             return 0
+        time.sleep(a.pause)
         count = 0
         ev = {}
         data = []

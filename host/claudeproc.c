@@ -1,0 +1,237 @@
+#include "claudeproc.h"
+
+#include "host.h"
+#include "log.h"
+#include "transcript.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct claudeproc_write {
+	uv_write_t req;
+	char data[];
+};
+
+static void claudeproc_write_done(uv_write_t *w, int status)
+{
+	free(w);
+}
+
+void claudeproc_send(struct host *h, json_object *msg)
+{
+	const char *text = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+	size_t len = strlen(text);
+	struct claudeproc_write *w = malloc(sizeof(*w) + len + 1);
+	uv_buf_t b;
+
+	if (w != NULL && h->claude.running) {
+		memcpy(w->data, text, len);
+		w->data[len] = '\n';
+		b = uv_buf_init(w->data, (unsigned)len + 1);
+		if (uv_write(&w->req, (uv_stream_t *)&h->claude.in, &b, 1, claudeproc_write_done) ==
+		    0)
+			w = NULL;
+		else
+			log_warn("cannot write to claude's stdin");
+	}
+	free(w);
+	json_object_put(msg);
+}
+
+void claudeproc_prompt(struct host *h, json_object *prompt)
+{
+	json_object *msg = json_object_new_object(), *m = json_object_new_object();
+
+	json_object_object_add(m, "role", json_object_new_string("user"));
+	json_object_object_add(m, "content", json_object_get(prompt));
+	json_object_object_add(msg, "type", json_object_new_string("user"));
+	json_object_object_add(msg, "message", m);
+	h->turn_running = true;
+	transcript_note("user: %s", json_object_get_string(prompt));
+	transcript_flush();
+	claudeproc_send(h, msg);
+}
+
+void claudeproc_interrupt(struct host *h)
+{
+	json_object *msg = json_object_new_object(), *r = json_object_new_object();
+	char id[64];
+
+	snprintf(id, sizeof(id), "agentd-%lu", ++h->claude.next_request);
+	json_object_object_add(r, "subtype", json_object_new_string("interrupt"));
+	json_object_object_add(msg, "type", json_object_new_string("control_request"));
+	json_object_object_add(msg, "request_id", json_object_new_string(id));
+	json_object_object_add(msg, "request", r);
+	claudeproc_send(h, msg);
+}
+
+json_object *claudeproc_parse(struct host *h, const char *line, size_t len)
+{
+	json_object *obj;
+
+	json_tokener_reset(h->claude.tok);
+	obj = json_tokener_parse_ex(h->claude.tok, line, (int)len);
+	if (obj != NULL && !json_object_is_type(obj, json_type_object)) {
+		json_object_put(obj);
+		obj = NULL;
+	}
+	return obj;
+}
+
+static int claudeproc_line(void *arg, const char *line, size_t len)
+{
+	struct host *h = arg;
+
+	if (line == NULL)
+		log_warn("claude wrote a line over %d bytes; dropped", HOSTPROTO_LINE_MAX);
+	else if (len > 0)
+		host_claude_line(h, line, len);
+	return 0;
+}
+
+static void claudeproc_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+	struct host *h = handle->data;
+
+	buf->base = h->claude.chunk;
+	buf->len = h->claude.chunk != NULL ? CLAUDEPROC_READ_CHUNK : 0;
+}
+
+/* Everything one read brought is one batch: one write to the log, one flush of the pane. */
+static void claudeproc_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct host *h = stream->data;
+
+	if (nread > 0) {
+		host_batch_begin(h);
+		if (hostproto_reader_feed(&h->claude.lines, buf->base, (size_t)nread,
+					  claudeproc_line, h) < 0)
+			log_warn("no memory for a line of claude's; dropped");
+		host_batch_end(h);
+	} else if (nread < 0) {
+		uv_read_stop(stream);
+	}
+}
+
+static void claudeproc_exited(uv_process_t *proc, int64_t status, int term_signal)
+{
+	struct host *h = proc->data;
+
+	h->claude.running = false;
+	host_claude_exited(h, status, term_signal);
+}
+
+static void claudeproc_kill_late(uv_timer_t *t)
+{
+	struct host *h = t->data;
+
+	if (h->claude.running)
+		kill(-h->claude.proc.pid, SIGKILL);
+}
+
+void claudeproc_stop(struct host *h)
+{
+	if (h->claude.stopping || !h->claude.running)
+		return;
+	h->claude.stopping = true;
+	/* claude runs in its own process group (UV_PROCESS_DETACHED): end all of it. */
+	kill(-h->claude.proc.pid, SIGTERM);
+	uv_timer_start(&h->claude.kill_timer, claudeproc_kill_late, CLAUDEPROC_KILL_GRACE_MS, 0);
+}
+
+/*
+ * claude's environment: the pane's, which agentd-api made exactly the agent's (claude.h, tmux.h),
+ * without CLAUDECODE (claude refuses to start nested) and with CLAUDE_CODE_ENTRYPOINT=sdk-ts,
+ * which marks an SDK-style host as the official SDKs do (notes §1.3), unless it is set. The
+ * array points into environ; the caller frees only the array.
+ */
+static char **claudeproc_env(void)
+{
+	extern char **environ;
+	static char entry[] = "CLAUDE_CODE_ENTRYPOINT=sdk-ts";
+	size_t n = 0, k = 0;
+	bool has_entry = false;
+	char **env;
+
+	while (environ[n] != NULL)
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	if (env == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(environ[i], "CLAUDECODE=", 11) == 0)
+			continue;
+		if (strncmp(environ[i], "CLAUDE_CODE_ENTRYPOINT=", 23) == 0)
+			has_entry = true;
+		env[k++] = environ[i];
+	}
+	if (!has_entry)
+		env[k++] = entry;
+	env[k] = NULL;
+	return env;
+}
+
+int claudeproc_start(struct host *h, char *const argv[])
+{
+	struct claudeproc *c = &h->claude;
+	uv_process_options_t o;
+	uv_stdio_container_t stdio[3];
+	char **env;
+	int r;
+
+	hostproto_reader_init(&c->lines, HOSTPROTO_LINE_MAX);
+	uv_timer_init(h->loop, &c->kill_timer);
+	c->kill_timer.data = h;
+	uv_pipe_init(h->loop, &c->in, 0);
+	uv_pipe_init(h->loop, &c->out, 0);
+	c->out.data = h;
+	c->proc.data = h;
+	c->tok = json_tokener_new();
+	c->chunk = malloc(CLAUDEPROC_READ_CHUNK);
+	env = claudeproc_env();
+	if (env == NULL || c->tok == NULL || c->chunk == NULL) {
+		free(env);
+		return UV_ENOMEM;
+	}
+	memset(&o, 0, sizeof(o));
+	stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+	stdio[0].data.stream = (uv_stream_t *)&c->in;
+	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	stdio[1].data.stream = (uv_stream_t *)&c->out;
+	stdio[2].flags = UV_INHERIT_FD;
+	stdio[2].data.fd = 2;
+	o.file = argv[0];
+	o.args = (char **)argv;
+	o.env = env;
+	o.stdio = stdio;
+	o.stdio_count = 3;
+	o.flags = UV_PROCESS_DETACHED;
+	o.exit_cb = claudeproc_exited;
+	c->proc_init = true; /* uv_spawn initializes the handle even when it fails */
+	r = uv_spawn(h->loop, &c->proc, &o);
+	free(env);
+	if (r < 0)
+		return r;
+	c->running = true;
+	uv_read_start((uv_stream_t *)&c->out, claudeproc_alloc, claudeproc_read);
+	return 0;
+}
+
+void claudeproc_close(struct host *h)
+{
+	uv_close((uv_handle_t *)&h->claude.kill_timer, NULL);
+	uv_close((uv_handle_t *)&h->claude.in, NULL);
+	uv_close((uv_handle_t *)&h->claude.out, NULL);
+	if (h->claude.proc_init)
+		uv_close((uv_handle_t *)&h->claude.proc, NULL);
+}
+
+void claudeproc_free(struct host *h)
+{
+	hostproto_reader_free(&h->claude.lines);
+	if (h->claude.tok != NULL)
+		json_tokener_free(h->claude.tok);
+	free(h->claude.chunk);
+}

@@ -1,0 +1,58 @@
+/*
+ * The claude process of agentd-host: spawned with pipes in its own process group, its stdout
+ * always read and cut into lines (core/hostproto.h's reader; a line over HOSTPROTO_LINE_MAX is
+ * dropped whole), each read handed to the host as one batch of events; only JSON the host built
+ * goes to its stdin; on stop its whole group gets SIGTERM, then SIGKILL after
+ * CLAUDEPROC_KILL_GRACE_MS.
+ */
+#ifndef AGENTD_HOST_CLAUDEPROC_H
+#define AGENTD_HOST_CLAUDEPROC_H
+
+#include "hostproto.h"
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#define CLAUDEPROC_KILL_GRACE_MS 3000
+#define CLAUDEPROC_READ_CHUNK    (64 * 1024) /* a pipe's capacity: one read takes all of it */
+
+struct host;
+
+struct claudeproc {
+	uv_process_t proc;
+	uv_pipe_t in, out;
+	uv_timer_t kill_timer;
+	bool proc_init, running, stopping;
+	struct hostproto_reader lines;
+	json_tokener *tok; /* one tokenizer for every line, reset each time */
+	char *chunk;       /* the read buffer, reused */
+	unsigned long next_request;
+};
+
+/* Starts claude (argv[0] is looked up in PATH) and reads its output. Returns 0 or a libuv
+ * error. */
+int claudeproc_start(struct host *h, char *const argv[]);
+
+/* Parses one line of claude's with the reused tokenizer: the object, or NULL when the line is
+ * not a JSON object. Caller puts it. */
+json_object *claudeproc_parse(struct host *h, const char *line, size_t len);
+
+/* Writes msg (consumed) to claude's stdin as one line. */
+void claudeproc_send(struct host *h, json_object *msg);
+
+/* Starts a turn: prompt (a JSON string) as the next user message. */
+void claudeproc_prompt(struct host *h, json_object *prompt);
+
+/* Asks claude to interrupt its turn (a control_request). */
+void claudeproc_interrupt(struct host *h);
+
+/* Ends claude's process group: SIGTERM now, SIGKILL after the grace time. */
+void claudeproc_stop(struct host *h);
+
+/* Closes the process's handles (after it exited, or when it never started). */
+void claudeproc_close(struct host *h);
+
+void claudeproc_free(struct host *h);
+
+#endif

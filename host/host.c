@@ -1,0 +1,210 @@
+#include "host.h"
+
+#include "hostproto.h"
+#include "log.h"
+#include "requests.h"
+#include "transcript.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- the event path: number → log → subscribers ------------------------------------------- */
+
+/* Writes the current batch to the log with one write, then sends it to subscribers: a
+ * subscriber is only ever sent what the log holds, so it can always catch up from there. */
+static void host_flush(struct host *h)
+{
+	struct evlog_batch *b = h->batch;
+	int r;
+
+	h->batch = NULL;
+	if (b != NULL && b->n > 0) {
+		r = evlog_batch_write(&h->log, b);
+		if (r < 0)
+			log_error("cannot append to %s: %s", h->log_path, strerror(-r));
+		else
+			subs_publish(h, b);
+	}
+	evlog_batch_unref(b);
+	transcript_flush();
+}
+
+uint64_t host_emit(struct host *h, const char *name, const char *data, size_t len, char **line,
+		   size_t *line_len)
+{
+	int64_t id;
+
+	if (h->batch == NULL && (h->batch = evlog_batch_new()) == NULL) {
+		log_error("no memory for an event");
+		return 0;
+	}
+	id = evlog_batch_add(&h->log, h->batch, name, data, len);
+	if (id < 0) {
+		log_error("cannot add an event to the batch: %s", strerror((int)-id));
+		return 0;
+	}
+	if (line != NULL) {
+		const struct evlog_entry *e = &h->batch->ev[h->batch->n - 1];
+
+		*line = malloc(e->len);
+		*line_len = *line != NULL ? e->len : 0;
+		if (*line != NULL)
+			memcpy(*line, h->batch->data + e->off, e->len);
+	}
+	if (!h->batching)
+		host_flush(h);
+	return (uint64_t)id;
+}
+
+void host_emit_json(struct host *h, const char *name, json_object *data)
+{
+	const char *text = json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN);
+
+	host_emit(h, name, text, strlen(text), NULL, NULL);
+	json_object_put(data);
+}
+
+void host_batch_begin(struct host *h)
+{
+	h->batching = true;
+}
+
+void host_batch_end(struct host *h)
+{
+	h->batching = false;
+	host_flush(h);
+}
+
+static json_object *host_get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	json_object_object_get_ex(o, key, &v);
+	return v;
+}
+
+void host_claude_line(struct host *h, const char *line, size_t len)
+{
+	json_object *obj = claudeproc_parse(h, line, len), *type, *sub;
+	char name[HOSTPROTO_NAME_MAX];
+
+	if (obj == NULL) {
+		/* Not JSON: still numbered, as a string, so nothing claude says is lost. */
+		host_emit_json(h, "raw", json_object_new_string_len(line, (int)len));
+		return;
+	}
+	type = host_get(obj, "type");
+	/* Event names come from claude's "type", kept to [a-z_] so SSE framing stays intact. */
+	hostproto_event_name(
+	    json_object_is_type(type, json_type_string) ? json_object_get_string(type) : NULL,
+	    name);
+	sub = host_get(host_get(obj, "request"), "subtype");
+	if (strcmp(name, "control_request") == 0 && sub != NULL &&
+	    strcmp(json_object_get_string(sub), "can_use_tool") == 0) {
+		perms_request(h, obj);
+	} else {
+		if (strcmp(name, "control_cancel_request") == 0)
+			perms_cancel(h, json_object_get_string(host_get(obj, "request_id")));
+		if (strcmp(name, "result") == 0)
+			h->turn_running = false;
+		host_emit(h, name, line, len, NULL, NULL);
+	}
+	transcript_event(name, obj);
+	json_object_put(obj);
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+void host_claude_exited(struct host *h, int64_t status, int term_signal)
+{
+	json_object *ev = json_object_new_object();
+
+	h->exit_code = term_signal ? 128 + term_signal : (int)status;
+	json_object_object_add(ev, "code", json_object_new_int64(status));
+	json_object_object_add(ev, "signal", json_object_new_int(term_signal));
+	host_emit_json(h, "exit", ev);
+	transcript_note("-- claude exited (status %lld, signal %d)", (long long)status,
+			term_signal);
+	transcript_flush();
+	subs_drain(h);
+	perms_close_all(h);
+	for (size_t i = 0; i < HOST_SIGNALS; i++)
+		uv_close((uv_handle_t *)&h->sig[i], NULL);
+	claudeproc_close(h);
+}
+
+static void host_signal(uv_signal_t *sig, int signum)
+{
+	claudeproc_stop(sig->data);
+}
+
+int host_run(const struct config *cfg, const char *id, const char *first_prompt,
+	     char *const claude_argv[])
+{
+	static const int signals[HOST_SIGNALS] = {SIGTERM, SIGHUP, SIGINT};
+	struct host *h = calloc(1, sizeof(*h));
+	char dir[CONFIG_PATH_MAX];
+	int r, code = 1;
+
+	if (h == NULL)
+		return 1;
+	h->loop = uv_default_loop();
+	h->cfg = cfg;
+	h->id = id;
+	h->log.fd = -1;
+	signal(SIGPIPE, SIG_IGN);
+	transcript_init();
+	if (hostproto_path(cfg, id, "", dir, sizeof(dir)) < 0 ||
+	    hostproto_path(cfg, id, "events.log", h->log_path, sizeof(h->log_path)) < 0) {
+		log_error("session paths are too long");
+		goto out;
+	}
+	if ((mkdir(dir, 0750) < 0 && errno != EEXIST) ||
+	    (r = evlog_open(&h->log, h->log_path)) < 0) {
+		log_error("cannot open %s: %s", h->log_path, strerror(errno));
+		goto out;
+	}
+	if ((r = subs_listen(h, dir)) < 0) {
+		log_error("cannot listen on %s/host.sock: %s", dir, uv_strerror(r));
+		subs_close(h);
+		uv_run(h->loop, UV_RUN_DEFAULT);
+		goto out;
+	}
+	for (size_t i = 0; i < HOST_SIGNALS; i++) {
+		uv_signal_init(h->loop, &h->sig[i]);
+		h->sig[i].data = h;
+		uv_signal_start(&h->sig[i], host_signal, signals[i]);
+	}
+	if ((r = claudeproc_start(h, claude_argv)) < 0) {
+		log_error("cannot start %s: %s", claude_argv[0], uv_strerror(r));
+		host_claude_exited(h, 127, 0);
+	} else {
+		transcript_note("-- agentd-host: session %s, claude pid %d", id,
+				h->claude.proc.pid);
+		transcript_flush();
+		if (first_prompt != NULL && first_prompt[0] != '\0') {
+			json_object *p = json_object_new_string(first_prompt);
+
+			claudeproc_prompt(h, p);
+			json_object_put(p);
+		}
+	}
+	uv_run(h->loop, UV_RUN_DEFAULT);
+	/* The drain timer, if subscribers took everything before it fired. */
+	subs_close(h);
+	uv_run(h->loop, UV_RUN_DEFAULT);
+	code = h->exit_code;
+	if (hostproto_path(cfg, id, "host.sock", dir, sizeof(dir)) == 0)
+		unlink(dir);
+out:
+	evlog_close(&h->log);
+	evlog_batch_unref(h->batch);
+	claudeproc_free(h);
+	uv_loop_close(h->loop);
+	free(h);
+	return code;
+}

@@ -1,0 +1,76 @@
+/*
+ * agentd-host: runs in a structured session's tmux pane. It starts claude with pipes, always
+ * keeps reading its stdout, numbers every line into the event log, fans events out to subscribers
+ * on host.sock (see core/hostproto.h), writes only JSON it built itself to claude's stdin, runs
+ * one turn at a time, tracks tool-permission requests (answered once; withdrawn by
+ * control_cancel_request; denied after the permission timeout), prints a readable transcript to
+ * the pane, and on SIGTERM/SIGHUP ends claude's whole process group (SIGTERM, then SIGKILL).
+ *
+ * This header is the hub the host's modules share: struct host holds each module's state, and
+ * the event path (host_emit: number → event log → subscribers) lives in host.c. The modules:
+ *   claudeproc.c  the claude process: spawn, stdin, stdout cut into lines, exit, stop
+ *   evlog.c       events.log: batches of numbered lines, one write each, read back from offsets
+ *   subs.c        connections on host.sock: the request line, fan-out, replay and catch-up
+ *   requests.c    what a request asks: subscribe, prompt, permission answer, interrupt
+ *   perms.c       pending tool-permission requests: answer, withdraw, time out, replay
+ *   transcript.c  the readable transcript in the pane
+ */
+#ifndef AGENTD_HOST_H
+#define AGENTD_HOST_H
+
+#include "claudeproc.h"
+#include "config.h"
+#include "evlog.h"
+#include "perms.h"
+#include "subs.h"
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#define HOST_SIGNALS 3 /* SIGTERM, SIGHUP, SIGINT */
+
+struct host {
+	uv_loop_t *loop;
+	const struct config *cfg;
+	const char *id;
+	struct evlog log;
+	char log_path[CONFIG_PATH_MAX];
+	struct evlog_batch *batch; /* events numbered, not yet written and sent */
+	bool batching; /* inside a read of claude's output: host_flush sends the batch */
+	bool turn_running;
+	int exit_code;
+	struct claudeproc claude;
+	struct subs subs;
+	struct perms perms;
+	uv_signal_t sig[HOST_SIGNALS];
+};
+
+/* Runs the host for session id with claude_argv until claude exits; first_prompt (NULL: none)
+ * starts the first turn. Returns the exit code. */
+int host_run(const struct config *cfg, const char *id, const char *first_prompt,
+	     char *const claude_argv[]);
+
+/*
+ * Numbers an event (name; data is JSON text) and adds it to the current batch; outside a batch
+ * (host_batch_begin) it is written and sent at once. When line is not NULL a copy of the event's
+ * line is returned there (caller frees). Returns the id, or 0 when the event could not be kept.
+ */
+uint64_t host_emit(struct host *h, const char *name, const char *data, size_t len, char **line,
+		   size_t *line_len);
+
+/* host_emit of a JSON object (consumed). */
+void host_emit_json(struct host *h, const char *name, json_object *data);
+
+/* Events emitted from here to host_batch_end go to the log with one write, then to every
+ * subscriber, and the transcript is written once. */
+void host_batch_begin(struct host *h);
+void host_batch_end(struct host *h);
+
+/* One line claude wrote (without its '\n'): an event, a permission request, the end of a turn. */
+void host_claude_line(struct host *h, const char *line, size_t len);
+
+/* claude exited: the last event, then subscribers drain and every handle closes. */
+void host_claude_exited(struct host *h, int64_t status, int term_signal);
+
+#endif

@@ -1,0 +1,207 @@
+/* agentd-host's subscribers (host/subs.h) against a scripted client on host.sock: a subscriber
+ * that reads nothing while megabytes of events are emitted costs the host at most its queue
+ * limit, and once it reads it gets every event, in order, from the log; replies are the codec's. */
+#include "host.h"
+
+#include "hostproto.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define EVENTS 5000
+#define GROUP  50 /* events of one batch (one read of claude's pipe) */
+
+static char dir[] = "/tmp/test_subs.XXXXXX";
+static struct config cfg;
+static struct host h;
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	config_defaults(&cfg);
+	memset(&h, 0, sizeof(h));
+	h.loop = uv_default_loop();
+	h.cfg = &cfg;
+	snprintf(h.log_path, sizeof(h.log_path), "%s/events.log", dir);
+	cr_assert_eq(evlog_open(&h.log, h.log_path), 0);
+	cr_assert_eq(subs_listen(&h, dir), 0);
+}
+
+static void teardown(void)
+{
+	char p[128];
+
+	subs_close(&h);
+	uv_run(h.loop, UV_RUN_DEFAULT);
+	evlog_close(&h.log);
+	snprintf(p, sizeof(p), "%s/events.log", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/host.sock", dir);
+	unlink(p);
+	rmdir(dir);
+}
+
+TestSuite(subs, .init = setup, .fini = teardown);
+
+static void spin(void)
+{
+	for (int i = 0; i < 20; i++)
+		uv_run(h.loop, UV_RUN_NOWAIT);
+}
+
+/* A client that sends line and keeps a small receive buffer (what it leaves unread stays with the
+ * host). */
+static int client(const char *line)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0), small = 16 * 1024;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/host.sock", dir);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(write(fd, line, strlen(line)), (ssize_t)strlen(line));
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	spin();
+	return fd;
+}
+
+/* Reads what is there, running the host's loop meanwhile; appends to *buf. Returns bytes read. */
+static size_t drain(int fd, char **buf, size_t *len, size_t *cap)
+{
+	size_t got = 0;
+
+	for (int idle = 0; idle < 50;) {
+		ssize_t n;
+
+		spin();
+		if (*cap - *len < 65536) {
+			*cap = *cap * 2 + 65536;
+			*buf = realloc(*buf, *cap);
+		}
+		n = read(fd, *buf + *len, *cap - *len);
+		if (n > 0) {
+			*len += (size_t)n;
+			got += (size_t)n;
+			idle = 0;
+		} else {
+			if (n == 0)
+				break;
+			idle++;
+			poll(NULL, 0, 1);
+		}
+	}
+	return got;
+}
+
+static size_t host_queued(void)
+{
+	size_t q = 0;
+
+	for (struct sub *s = h.subs.head; s != NULL; s = s->next)
+		q += uv_stream_get_write_queue_size((uv_stream_t *)&s->pipe);
+	return q;
+}
+
+static void emit_many(uint64_t *max_queued)
+{
+	char data[512];
+
+	memset(data, 'x', sizeof(data));
+	data[0] = '"';
+	data[sizeof(data) - 1] = '"';
+	for (int i = 0; i < EVENTS; i += GROUP) {
+		host_batch_begin(&h);
+		for (int k = 0; k < GROUP; k++)
+			cr_assert_gt(host_emit(&h, i + k + 1 == EVENTS ? "result" : "assistant",
+					       data, sizeof(data), NULL, NULL),
+				     0);
+		host_batch_end(&h);
+		spin();
+		if (host_queued() > *max_queued)
+			*max_queued = host_queued();
+	}
+}
+
+/* Checks buf holds events 1..EVENTS in order, after skip bytes. */
+static void check_events(const char *buf, size_t len, size_t skip)
+{
+	uint64_t want = 1;
+
+	for (size_t off = skip; off < len;) {
+		const char *nl = memchr(buf + off, '\n', len - off);
+		struct hostproto_event ev;
+
+		cr_assert_not_null(nl);
+		cr_assert_eq(hostproto_event_parse(buf + off, (size_t)(nl - buf - off), &ev), 0);
+		cr_assert_eq(ev.id, want, "event %llu came as %llu", (unsigned long long)want,
+			     (unsigned long long)ev.id);
+		want++;
+		off = (size_t)(nl - buf) + 1;
+	}
+	cr_assert_eq(want, EVENTS + 1, "every event came: %llu", (unsigned long long)want - 1);
+}
+
+Test(subs, a_subscriber_that_does_not_read_gets_everything_later)
+{
+	int fd = client("{\"type\":\"subscribe\",\"after\":0}\n");
+	uint64_t max_queued = 0;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	emit_many(&max_queued);
+	cr_assert_gt(h.log.end, 2 * 1024 * 1024, "megabytes were emitted");
+	cr_assert_leq(max_queued, SUBS_QUEUE_HIGH + GROUP * 700,
+		      "the host held at most its limit and a batch: %llu",
+		      (unsigned long long)max_queued);
+	cr_assert_not_null(h.subs.head, "the subscriber was not dropped");
+	drain(fd, &buf, &len, &cap);
+	check_events(buf, len, 0);
+	cr_assert_eq(h.subs.head->state, SUB_LIVE, "caught up: live again");
+	close(fd);
+	free(buf);
+}
+
+Test(subs, a_prompt_stream_ends_after_its_result)
+{
+	/* The host's prompt path without claude: the stream is a live subscriber from now on. */
+	int fd = client("{\"type\":\"subscribe\",\"after\":0}\n");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	uint64_t max_queued = 0;
+
+	sub_prompt(h.subs.head, h.log.last_id);
+	emit_many(&max_queued);
+	drain(fd, &buf, &len, &cap);
+	/* An accepted line first, then the events, then the end (EOF). */
+	cr_assert_eq(memcmp(buf, "{\"type\":\"accepted\",\"after\":0}\n", 30), 0);
+	check_events(buf, len, 30);
+	cr_assert_null(h.subs.head, "closed after the result");
+	close(fd);
+	free(buf);
+}
+
+Test(subs, bad_requests_get_the_codecs_errors)
+{
+	int fd = client("{\"type\":\"dance\"}\n");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	struct hostproto_answer a;
+
+	drain(fd, &buf, &len, &cap);
+	cr_assert_gt(len, 0);
+	cr_assert_eq(hostproto_answer_parse(buf, len - 1, &a), 0);
+	cr_assert_eq(a.type, HOSTPROTO_ERROR);
+	cr_assert_eq(a.status, 400);
+	cr_assert_str_eq(a.code, "invalid_request");
+	hostproto_answer_release(&a);
+	close(fd);
+	free(buf);
+}
