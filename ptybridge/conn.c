@@ -79,12 +79,25 @@ void conn_release(struct conn *c)
 	c->fd = -1;
 }
 
+size_t conn_queued(const struct conn *c)
+{
+	return c->out_bytes + (c->ws != NULL ? ws_queued_bytes(c->ws) : 0);
+}
+
+void conn_queued_now(struct conn *c, size_t before)
+{
+	c->last_queued = uv_now(c->poll.loop);
+	if (before == 0)
+		c->last_moved = c->last_queued;
+}
+
 char *conn_reserve(struct conn *c, size_t len)
 {
 	struct conn_chunk *k = malloc(sizeof(*k) + len);
 
 	if (k == NULL)
 		return NULL;
+	conn_queued_now(c, conn_queued(c));
 	k->next = NULL;
 	k->len = len;
 	k->off = 0;
@@ -552,6 +565,23 @@ int conn_ws_begin(struct conn *c, const char *head, size_t len, uint64_t now, un
 	return 0;
 }
 
+int conn_ws_queue(struct conn *c, bool text, const void *data, size_t len)
+{
+	size_t before = conn_queued(c);
+	int r = text ? ws_queue_text(c->ws, data, len) : ws_queue_binary(c->ws, data, len);
+
+	if (r == 0)
+		conn_queued_now(c, before);
+	return r;
+}
+
+void conn_pause_input(struct conn *c, bool pause)
+{
+	c->read_paused = pause;
+	if (c->ws != NULL)
+		ws_pause_read(c->ws, pause);
+}
+
 /* ws_recv failed: a vanished peer is cut at once; a protocol error still gets the close frame
  * wslay queued. Returns true when c is cut. */
 static bool conn_recv_failed(struct conn *c, int err)
@@ -629,12 +659,6 @@ static void conn_on_poll(uv_poll_t *handle, int status, int events)
 	}
 	if (c->phase != CONN_DEAD)
 		conn_update(c);
-}
-
-/* Bytes waiting for the peer, ours and wslay's. */
-static size_t conn_queued(const struct conn *c)
-{
-	return c->out_bytes + (c->ws != NULL ? ws_queued_bytes(c->ws) : 0);
 }
 
 void conn_tick(struct conn *c, uint64_t now, const struct bridge_options *opt)

@@ -87,15 +87,16 @@ struct conn {
 	const char *id;    /* the session id for logs and the record watch ("" before) */
 	struct ws *ws;     /* once upgraded; destroyed by conn_release */
 	uint64_t deadline; /* of the phase (FINISH: 0 for none); the service's in CONN_SERVICE */
-	uint64_t
-	    last_moved;    /* output last moved, or found nothing queued: stalls count from here */
-	bool read_paused;  /* the service stopped the WebSocket's input (its sink is full) */
-	bool ws_prefixed;  /* frames came with the request: read them without a poll event */
-	bool watching;     /* the record watch is started */
-	bool watch_failed; /* ... or could not start: conn_record_due falls back to polling */
-	uint64_t next_check; /* conn_record_due: the next safety-net re-read */
-	int handles;         /* open handles (poll, record) */
-	uv_close_cb closed;  /* conn_close's callback, run when both are closed */
+	/* Output last moved, or found nothing queued: stalls count from here. */
+	uint64_t last_moved;
+	uint64_t last_queued; /* output last queued: a service's keep-alive fills silences */
+	bool read_paused;     /* the service stopped the WebSocket's input (its sink is full) */
+	bool ws_prefixed;     /* frames came with the request: read them without a poll event */
+	bool watching;        /* the record watch is started */
+	bool watch_failed;    /* ... or could not start: conn_record_due falls back to polling */
+	uint64_t next_check;  /* conn_record_due: the next safety-net re-read */
+	int handles;          /* open handles (poll, record) */
+	uv_close_cb closed;   /* conn_close's callback, run when both are closed */
 };
 
 /* The API.md answer to a request whose session cannot be served (status, code, sentence). */
@@ -136,6 +137,13 @@ char *conn_reserve(struct conn *c, size_t len);
 
 /* Queues a copy of len bytes. Returns 0 or -ENOMEM. */
 int conn_queue(struct conn *c, const void *data, size_t len);
+
+/* Bytes waiting for the peer: queued here and in the WebSocket. */
+size_t conn_queued(const struct conn *c);
+
+/* Notes output just queued (before: conn_queued before it): last_queued, and last_moved when
+ * nothing was waiting (a stall counts from the first byte that waits). */
+void conn_queued_now(struct conn *c, size_t before);
 
 /* True when nothing is queued. */
 static inline bool conn_out_empty(const struct conn *c)
@@ -244,6 +252,12 @@ int conn_ws_accept(struct conn *c, const struct http_request *req, const struct 
 /* Queues the 101 head and enters CONN_WS with the first ping due after ping_ms. Returns 0 or
  * -ENOMEM (then nothing changed). */
 int conn_ws_begin(struct conn *c, const char *head, size_t len, uint64_t now, unsigned ping_ms);
+
+/* Queues a text (else binary) message on the WebSocket. Returns 0 or -errno. */
+int conn_ws_queue(struct conn *c, bool text, const void *data, size_t len);
+
+/* Stops or resumes reading the WebSocket (the service's sink is full or drained). */
+void conn_pause_input(struct conn *c, bool pause);
 
 /* Reads the WebSocket (the bytes that came with the request first) and flushes. */
 void conn_ws_recv(struct conn *c);

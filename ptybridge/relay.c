@@ -88,9 +88,8 @@ struct relay {
 	struct relay_host *host; /* the connection whose lines go to this client */
 	struct relay_host_list side;
 	unsigned nside;
-	uint64_t last_out; /* output last queued: pings fill silences */
-	bool paused;       /* host (and WebSocket input) reading stopped: the client is behind */
-	bool wait_host;    /* RS_CONNECT: the host socket, not the record, is waited for */
+	bool paused;    /* host (and WebSocket input) reading stopped: the client is behind */
+	bool wait_host; /* RS_CONNECT: the host socket, not the record, is waited for */
 	uint64_t events_sent;
 	bool result_seen; /* a prompt's stream: its turn's result went out */
 	bool was_paused;  /* the host was not read for a while: it may have dropped us */
@@ -305,37 +304,6 @@ out:
 
 /* ---- client output ---------------------------------------------------------------------- */
 
-static size_t relay_queued(const struct relay *r)
-{
-	return r->c.out_bytes + (r->c.ws != NULL ? ws_queued_bytes(r->c.ws) : 0);
-}
-
-/* Notes that output was queued: silences are measured from here, stalls from the first byte
- * waiting. */
-static void relay_queued_now(struct relay *r, size_t before)
-{
-	r->last_out = relay_now(r);
-	if (before == 0)
-		r->c.last_moved = r->last_out;
-}
-
-/* Queues len bytes written by the caller into the returned space. Returns NULL on ENOMEM. */
-static char *relay_reserve(struct relay *r, size_t len)
-{
-	relay_queued_now(r, relay_queued(r));
-	return conn_reserve(&r->c, len);
-}
-
-static int relay_queue(struct relay *r, const void *data, size_t len)
-{
-	char *space = relay_reserve(r, len);
-
-	if (space == NULL)
-		return -ENOMEM;
-	memcpy(space, data, len);
-	return 0;
-}
-
 static int relay_want(struct conn *c)
 {
 	struct relay *r = c->data;
@@ -351,7 +319,7 @@ static int relay_want(struct conn *c)
 static void relay_backpressure(struct conn *c)
 {
 	struct relay *r = c->data;
-	size_t queued = relay_queued(r);
+	size_t queued = conn_queued(&r->c);
 	struct relay_host *h = r->host;
 	bool pause;
 
@@ -363,9 +331,7 @@ static void relay_backpressure(struct conn *c)
 		return;
 	r->paused = pause;
 	r->was_paused = r->was_paused || pause;
-	c->read_paused = pause;
-	if (c->ws != NULL)
-		ws_pause_read(c->ws, pause);
+	conn_pause_input(c, pause);
 	if (h == NULL || h->closing)
 		return;
 	if (pause)
@@ -439,7 +405,7 @@ static void relay_respond_ok(struct relay *r)
 			 strlen(RELAY_OK_BODY), RELAY_OK_BODY);
 
 	log_info("session %s: %s: 200", r->id, relay_kind_names[r->kind]);
-	if (n < 0 || (size_t)n >= sizeof(buf) || relay_queue(r, buf, (size_t)n) < 0) {
+	if (n < 0 || (size_t)n >= sizeof(buf) || conn_queue(&r->c, buf, (size_t)n) < 0) {
 		conn_cut(&r->c);
 		return;
 	}
@@ -452,7 +418,7 @@ static void relay_start_stream(struct relay *r)
 	char head[SSE_HEAD_MAX];
 	int n = sse_format_head(head, sizeof(head));
 
-	if (n < 0 || relay_queue(r, head, (size_t)n) < 0) {
+	if (n < 0 || conn_queue(&r->c, head, (size_t)n) < 0) {
 		conn_cut(&r->c);
 		return;
 	}
@@ -617,15 +583,10 @@ static void relay_host_answer(struct relay *r, const char *line, size_t len)
 static void relay_ws_json(struct relay *r, json_object *obj)
 {
 	const char *text = json_object_to_json_string_ext(obj, RELAY_JSON_OUT);
-	size_t before = relay_queued(r);
 
-	if (text == NULL || ws_queue_text(r->c.ws, text, strlen(text)) < 0) {
-		json_object_put(obj);
+	if (text == NULL || conn_ws_queue(&r->c, true, text, strlen(text)) < 0)
 		conn_cut(&r->c);
-		return;
-	}
 	json_object_put(obj);
-	relay_queued_now(r, before);
 }
 
 /* Answers a /stream client's request frame with an error frame. */
@@ -682,20 +643,13 @@ static void relay_event(struct relay *r, const char *line, size_t len)
 	if (ev.name_len == 6 && memcmp(ev.name, "result", 6) == 0)
 		r->result_seen = true;
 	if (r->c.phase == CONN_WS) {
-		size_t before = relay_queued(r);
 		/* A browser fails the connection on a text frame that is not UTF-8 (a "raw" event
 		 * of bytes claude wrote): such an event goes out as a binary frame instead. */
-		int err = relay_utf8_valid(line, len) ? ws_queue_text(r->c.ws, line, len)
-						      : ws_queue_binary(r->c.ws, line, len);
-
-		if (err < 0) {
+		if (conn_ws_queue(&r->c, relay_utf8_valid(line, len), line, len) < 0)
 			conn_cut(&r->c);
-			return;
-		}
-		relay_queued_now(r, before);
 		return;
 	}
-	space = relay_reserve(r, sse_encoded_len(&ev));
+	space = conn_reserve(&r->c, sse_encoded_len(&ev));
 	if (space == NULL) {
 		conn_cut(&r->c);
 		return;
@@ -744,7 +698,7 @@ static void relay_stream_error(struct relay *r)
 	log_warn("session %s: prompt stream ended before its result: %s", r->id,
 		 gone ? "host_exited" : "stream_ended");
 	if (n > 0 && (size_t)n < sizeof(frame))
-		relay_queue(r, frame, (size_t)n);
+		conn_queue(&r->c, frame, (size_t)n);
 	json_object_put(o);
 }
 
@@ -942,7 +896,6 @@ static void relay_upgrade(struct relay *r)
 		relay_respond(r, why.status, why.code, why.message, NULL);
 		return;
 	}
-	relay_queued_now(r, relay_queued(r));
 	if (conn_ws_begin(&r->c, head, n, relay_now(r), r->b->opt.ping_interval_ms) < 0) {
 		conn_cut(&r->c);
 		return;
@@ -1272,8 +1225,8 @@ static void relay_tick(struct conn *c, uint64_t now)
 				      NULL);
 		return;
 	case RS_STREAM:
-		if (now - r->last_out >= RELAY_SSE_PING_MS) {
-			if (relay_queue(r, SSE_PING, strlen(SSE_PING)) < 0) {
+		if (now - r->c.last_queued >= RELAY_SSE_PING_MS) {
+			if (conn_queue(&r->c, SSE_PING, strlen(SSE_PING)) < 0) {
 				conn_cut(c);
 				return;
 			}

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -424,6 +425,14 @@ int server_run(const struct config *cfg, const struct bridge_options *opt, struc
 	 * this covers stderr under a supervisor that went away). */
 	signal(SIGPIPE, SIG_IGN);
 	server_raise_fd_limit();
+	/* One malloc arena: the only other threads are libuv's pool, writing a record now and
+	 * then (roster.c); an arena of its own for each would cost every fresh pool thread
+	 * (the first clients) its own heap pages. */
+	mallopt(M_ARENA_MAX, 1);
+	/* ... and one pool thread (unless the operator says otherwise): record writes are short
+	 * and rare, and each thread that ever runs one keeps its stack pages. libuv reads this when
+	 * the pool starts, at the first write. */
+	setenv("UV_THREADPOOL_SIZE", SERVER_POOL_THREADS, 0);
 	r = uv_loop_init(&s->loop);
 	if (r < 0) {
 		free(s);

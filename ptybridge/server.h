@@ -15,6 +15,7 @@
 #define SERVER_SOCKET_NAME  "bridge.sock"
 #define SERVER_BACKLOG      128
 #define SERVER_SOCKET_MODE  0660 /* nginx's group connects (deploy puts it in our group) */
+#define SERVER_POOL_THREADS "1"  /* libuv pool threads (UV_THREADPOOL_SIZE) for record writes */
 
 /* Fills opt with the BRIDGE_* defaults. */
 void server_options_defaults(struct bridge_options *opt);

@@ -40,7 +40,6 @@ struct terminal {
 	unsigned short cols, rows;
 	bool output_paused; /* PTY reading stopped: the client is behind */
 	uint64_t paused_since;
-	bool input_paused; /* socket reading stopped: the PTY is full */
 };
 
 static void terminal_lookup(struct terminal *t);
@@ -87,12 +86,8 @@ static void terminal_detach(struct conn *c)
 	t->waiting = false;
 	ptyproc_destroy(t->pty);
 	t->pty = NULL;
-	if (t->input_paused) {
-		/* No PTY will drain it any more; the peer's close frame must still be read. */
-		t->input_paused = false;
-		t->c.read_paused = false;
-		ws_pause_read(t->c.ws, false);
-	}
+	/* No PTY will drain the input any more; the peer's close frame must still be read. */
+	conn_pause_input(&t->c, false);
 }
 
 static void terminal_respond(struct terminal *t, int status, const char *code, const char *message,
@@ -130,7 +125,7 @@ static void terminal_on_output(void *data, const char *buf, size_t len)
 
 	if (t->c.phase != CONN_WS)
 		return;
-	if (ws_queue_binary(t->c.ws, buf, len) < 0) {
+	if (conn_ws_queue(&t->c, false, buf, len) < 0) {
 		conn_cut(&t->c);
 		return;
 	}
@@ -143,10 +138,8 @@ static void terminal_on_drained(void *data)
 {
 	struct terminal *t = data;
 
-	if (t->input_paused) {
-		t->input_paused = false;
-		t->c.read_paused = false;
-		ws_pause_read(t->c.ws, false);
+	if (t->c.read_paused) {
+		conn_pause_input(&t->c, false);
 		conn_update(&t->c);
 	}
 }
@@ -214,11 +207,8 @@ static void terminal_on_message(void *data, const uint8_t *msg, size_t len)
 		conn_ws_close(c, WS_CLOSE_POLICY, "input overflow");
 		return;
 	}
-	if (r == 0 && ptyproc_pending(t->pty) > 0 && !t->input_paused) {
-		t->input_paused = true;
-		c->read_paused = true;
-		ws_pause_read(c->ws, true);
-	}
+	if (r == 0 && ptyproc_pending(t->pty) > 0 && !c->read_paused)
+		conn_pause_input(c, true);
 	/* -EIO: the tmux client is gone; its hangup closes the connection. */
 }
 
