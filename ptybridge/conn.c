@@ -31,7 +31,6 @@ int conn_init(struct conn *c, uv_loop_t *loop, int fd, void *data)
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	c->data = data;
-	c->id = "";
 	r = uv_poll_init(loop, &c->poll, fd);
 	if (r < 0)
 		return r;
@@ -74,6 +73,8 @@ void conn_release(struct conn *c)
 	conn_drop_output(c);
 	ws_destroy(c->ws);
 	c->ws = NULL;
+	http_request_destroy(c->req);
+	c->req = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -294,13 +295,12 @@ static uint64_t conn_now(const struct conn *c)
 	return uv_now(c->poll.loop);
 }
 
-void conn_start(struct conn *c, struct conn_set *set, const struct conn_ops *ops, const char *id)
+void conn_start(struct conn *c, struct conn_set *set, const struct conn_ops *ops)
 {
 	c->set = set;
 	LIST_INSERT_HEAD(&set->head, c, link);
 	set->n++;
 	c->ops = ops;
-	c->id = id;
 	c->phase = CONN_SERVICE;
 	c->last_moved = conn_now(c);
 }
@@ -527,9 +527,10 @@ bool conn_origin_ok(const struct http_request *req, const char *allowed, const c
 	return true;
 }
 
-int conn_ws_accept(struct conn *c, const struct http_request *req, const struct ws_callbacks *cb,
-		   void *data, char *head, size_t *len, struct conn_refusal *why)
+int conn_ws_accept(struct conn *c, const struct ws_callbacks *cb, void *data, char *head,
+		   size_t *len, struct conn_refusal *why)
 {
+	const struct http_request *req = c->req;
 	char accept[WS_ACCEPT_LEN + 1];
 	const char *rest;
 	size_t rest_len;
@@ -735,22 +736,25 @@ void conn_set_abort(struct conn_set *set)
 }
 
 void *conn_open(size_t size, size_t offset, uv_loop_t *loop, int fd, struct conn_set *set,
-		const struct conn_ops *ops)
+		const struct conn_ops *ops, struct http_request *req)
 {
 	char *obj = calloc(1, size);
 	struct conn *c;
 
 	if (obj == NULL) {
 		close(fd);
+		http_request_destroy(req);
 		return NULL;
 	}
 	c = (struct conn *)(obj + offset);
 	if (conn_init(c, loop, fd, obj) < 0) {
 		close(fd);
+		http_request_destroy(req);
 		free(obj);
 		return NULL;
 	}
-	conn_start(c, set, ops, "");
+	conn_start(c, set, ops);
+	c->req = req;
 	return obj;
 }
 

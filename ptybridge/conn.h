@@ -83,9 +83,10 @@ struct conn {
 	/* Driven connections (conn_start): */
 	enum conn_phase phase;
 	const struct conn_ops *ops;
-	void *data;        /* the service's connection */
-	const char *id;    /* the session id for logs and the record watch ("" before) */
-	struct ws *ws;     /* once upgraded; destroyed by conn_release */
+	void *data;                  /* the service's connection */
+	char id[SESSION_ID_MAX + 1]; /* the session's, once the service knows it (logs, watch) */
+	struct http_request *req;    /* the request being served (the service frees it when done) */
+	struct ws *ws;               /* once upgraded; destroyed by conn_release */
 	uint64_t deadline; /* of the phase (FINISH: 0 for none); the service's in CONN_SERVICE */
 	/* Output last moved, or found nothing queued: stalls count from here. */
 	uint64_t last_moved;
@@ -129,7 +130,8 @@ void conn_watch(struct conn *c, int want, uv_poll_cb cb);
  * then may conn_release run and the memory go. */
 void conn_close(struct conn *c, uv_close_cb cb);
 
-/* Frees the queued output and the WebSocket, and closes fd (unless handed over, -1). */
+/* Frees the queued output, the WebSocket and the request, and closes fd (unless handed over,
+ * -1). */
 void conn_release(struct conn *c);
 
 /* Queues len bytes the caller writes into the returned space. NULL (errno ENOMEM) on failure. */
@@ -200,9 +202,8 @@ enum conn_record conn_lookup(const struct store *st, const char *id, struct sess
  * WebSocket and its close handshake, and cuts, calling ops back where the service has a say.
  */
 
-/* Makes c a driven connection in CONN_SERVICE, one of set until it is cut; id (the service's
- * buffer, "" until known) names it in logs and in the record watch. */
-void conn_start(struct conn *c, struct conn_set *set, const struct conn_ops *ops, const char *id);
+/* Makes c a driven connection in CONN_SERVICE, one of set until it is cut. */
+void conn_start(struct conn *c, struct conn_set *set, const struct conn_ops *ops);
 
 /* Watches what the phase (or, in CONN_SERVICE, ops->want) needs. */
 void conn_update(struct conn *c);
@@ -242,12 +243,12 @@ bool conn_origin_ok(const struct http_request *req, const char *allowed, const c
 		    struct conn_refusal *why);
 
 /*
- * Accepts the WebSocket upgrade of req: creates c->ws with cb and data, takes the bytes that came
- * after the head, and formats the 101 answer into head (HTTP_RESPONSE_MAX), its length in *len.
- * Returns 0, or -1 with *why set (400 bad_key or bad_request, 503 no_memory).
+ * Accepts the WebSocket upgrade of c->req: creates c->ws with cb and data, takes the bytes that
+ * came after the head, and formats the 101 answer into head (HTTP_RESPONSE_MAX), its length in
+ * *len. Returns 0, or -1 with *why set (400 bad_key or bad_request, 503 no_memory).
  */
-int conn_ws_accept(struct conn *c, const struct http_request *req, const struct ws_callbacks *cb,
-		   void *data, char *head, size_t *len, struct conn_refusal *why);
+int conn_ws_accept(struct conn *c, const struct ws_callbacks *cb, void *data, char *head,
+		   size_t *len, struct conn_refusal *why);
 
 /* Queues the 101 head and enters CONN_WS with the first ping due after ping_ms. Returns 0 or
  * -ENOMEM (then nothing changed). */
@@ -288,10 +289,11 @@ void conn_set_abort(struct conn_set *set);
 
 /*
  * Allocates a service's connection of size zeroed bytes with its struct conn at offset, and
- * starts it on fd in set with ops (conn_init, conn_start). Returns it, or NULL with fd closed.
+ * starts it on fd in set with ops (conn_init, conn_start), serving req (NULL: none yet).
+ * Returns it, or NULL with fd closed and req freed.
  */
 void *conn_open(size_t size, size_t offset, uv_loop_t *loop, int fd, struct conn_set *set,
-		const struct conn_ops *ops);
+		const struct conn_ops *ops, struct http_request *req);
 
 /*
  * Watches the records directory dir for changes of c->id's record: ops->record_changed runs on

@@ -78,8 +78,6 @@ struct relay {
 	enum relay_state state;
 	struct conn c; /* the socket, its poll handle and queued output (HTTP heads, SSE frames;
 			  WebSocket frames are wslay's), the answer, lingering, the WebSocket */
-	struct http_request *req;
-	char id[SESSION_ID_MAX + 1];
 	char request_id[RELAY_REQUEST_ID_MAX + 1];
 	char *body;
 	size_t body_len, body_want;
@@ -347,7 +345,6 @@ static void relay_release(struct conn *c)
 	struct relay *r = c->data;
 
 	conn_release(&r->c);
-	http_request_destroy(r->req);
 	free(r->body);
 	free(r->host_req);
 	free(r);
@@ -371,7 +368,7 @@ static void relay_cut(struct conn *c)
 
 	if ((c->phase == CONN_SERVICE && r->state == RS_STREAM) || c->phase == CONN_WS ||
 	    c->phase == CONN_WS_CLOSING || r->events_sent > 0)
-		log_info("session %s: %s client closed after %llu events", r->id,
+		log_info("session %s: %s client closed after %llu events", r->c.id,
 			 relay_kind_names[r->kind], (unsigned long long)r->events_sent);
 }
 
@@ -381,8 +378,8 @@ static void relay_respond(struct relay *r, int status, const char *code, const c
 {
 	if (r->c.phase == CONN_DEAD || r->c.phase == CONN_FINISH || r->c.phase == CONN_LINGER)
 		return;
-	log_info("session %s: %s: %d %s", r->id[0] != '\0' ? r->id : "?", relay_kind_names[r->kind],
-		 status, code);
+	log_info("session %s: %s: %d %s", r->c.id[0] != '\0' ? r->c.id : "?",
+		 relay_kind_names[r->kind], status, code);
 	if (r->c.phase == CONN_SERVICE && r->state == RS_STREAM) {
 		conn_cut(&r->c); /* too late for a status: the stream just ends */
 		return;
@@ -404,7 +401,7 @@ static void relay_respond_ok(struct relay *r)
 			 "%s",
 			 strlen(RELAY_OK_BODY), RELAY_OK_BODY);
 
-	log_info("session %s: %s: 200", r->id, relay_kind_names[r->kind]);
+	log_info("session %s: %s: 200", r->c.id, relay_kind_names[r->kind]);
 	if (n < 0 || (size_t)n >= sizeof(buf) || conn_queue(&r->c, buf, (size_t)n) < 0) {
 		conn_cut(&r->c);
 		return;
@@ -631,7 +628,7 @@ static void relay_event(struct relay *r, const char *line, size_t len)
 
 	if (sse_parse_line(line, len, &ev) < 0) {
 		/* Only an error answer comes here (e.g. the host cannot read its log). */
-		log_warn("session %s: the agent host ended the %s stream: %.*s", r->id,
+		log_warn("session %s: the agent host ended the %s stream: %.*s", r->c.id,
 			 relay_kind_names[r->kind], len > 200 ? 200 : (int)len, line);
 		if (r->c.phase == CONN_WS)
 			conn_ws_close(&r->c, WS_CLOSE_INTERNAL, "agent host error");
@@ -695,7 +692,7 @@ static void relay_stream_error(struct relay *r)
 			       json_object_new_string(gone ? "host_exited" : "stream_ended"));
 	n = snprintf(frame, sizeof(frame), "event: error\ndata: %s\n\n",
 		     json_object_to_json_string_ext(o, RELAY_JSON_OUT));
-	log_warn("session %s: prompt stream ended before its result: %s", r->id,
+	log_warn("session %s: prompt stream ended before its result: %s", r->c.id,
 		 gone ? "host_exited" : "stream_ended");
 	if (n > 0 && (size_t)n < sizeof(frame))
 		conn_queue(&r->c, frame, (size_t)n);
@@ -731,7 +728,7 @@ static void relay_host_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
 	size_t from = 0;
 
 	if (nread == UV_ENOBUFS) {
-		log_warn("session %s: the agent host sent a line over %d bytes", r->id,
+		log_warn("session %s: the agent host sent a line over %d bytes", r->c.id,
 			 RELAY_LINE_MAX);
 		relay_host_ended(h, "the agent host sent too long a line");
 		return;
@@ -864,7 +861,7 @@ static void relay_on_message(void *data, const uint8_t *msg, size_t len)
 		relay_ws_error(r, kind, rid, 400, "invalid_request", why);
 		goto out;
 	}
-	fd = relay_connect_host(r->b, r->id);
+	fd = relay_connect_host(r->b, r->c.id);
 	h = fd >= 0 ? relay_host_open(r, fd, line, line_len) : NULL;
 	if (h == NULL) {
 		relay_ws_error(r, kind, rid, 503, "host_unavailable",
@@ -892,7 +889,7 @@ static void relay_upgrade(struct relay *r)
 	char head[HTTP_RESPONSE_MAX];
 	size_t n;
 
-	if (conn_ws_accept(&r->c, r->req, &cb, &r->c, head, &n, &why) < 0) {
+	if (conn_ws_accept(&r->c, &cb, &r->c, head, &n, &why) < 0) {
 		relay_respond(r, why.status, why.code, why.message, NULL);
 		return;
 	}
@@ -900,7 +897,7 @@ static void relay_upgrade(struct relay *r)
 		conn_cut(&r->c);
 		return;
 	}
-	log_info("session %s: stream client open", r->id);
+	log_info("session %s: stream client open", r->c.id);
 	if (r->c.ws_prefixed)
 		conn_ws_recv(&r->c); /* frames that came with the request: no poll event for them */
 	else
@@ -954,7 +951,7 @@ static void relay_wait(struct relay *r, bool host, uint64_t wait_ms, int status,
 		/* Watched first, then read again: a change between the two is not missed. */
 		err = conn_watch_record(&r->c, r->b->store.dir, now);
 		if (err < 0)
-			log_warn("session %s: cannot watch its record (%s): polling it", r->id,
+			log_warn("session %s: cannot watch its record (%s): polling it", r->c.id,
 				 uv_strerror(err));
 		relay_lookup(r);
 		return;
@@ -971,7 +968,7 @@ static void relay_lookup(struct relay *r)
 	enum conn_record rec;
 	int fd;
 
-	rec = conn_lookup(&r->b->store, r->id, &s, &why);
+	rec = conn_lookup(&r->b->store, r->c.id, &s, &why);
 	if (rec == CONN_RECORD_MISSING) {
 		relay_respond(r, why.status, why.code, why.message, NULL);
 		return;
@@ -992,13 +989,13 @@ static void relay_lookup(struct relay *r)
 	case CONN_RECORD_READY:
 		break;
 	}
-	fd = relay_connect_host(r->b, r->id);
+	fd = relay_connect_host(r->b, r->c.id);
 	if (fd >= 0) {
 		relay_connected(r, fd);
 		return;
 	}
 	if (fd != -ENOENT && fd != -ECONNREFUSED && fd != -EAGAIN) {
-		log_error("session %s: cannot connect to its host: %s", r->id, strerror(-fd));
+		log_error("session %s: cannot connect to its host: %s", r->c.id, strerror(-fd));
 		relay_respond(r, 503, "host_unavailable", "cannot reach the agent host", NULL);
 		return;
 	}
@@ -1056,8 +1053,8 @@ static bool relay_checks_ok(struct relay *r, bool upgrade)
 	struct conn_refusal why;
 	const char *extra = NULL;
 
-	if ((upgrade && !conn_upgrade_ok(r->req, &why, &extra)) ||
-	    !conn_origin_ok(r->req, r->b->cfg->allowed_origins,
+	if ((upgrade && !conn_upgrade_ok(r->c.req, &why, &extra)) ||
+	    !conn_origin_ok(r->c.req, r->b->cfg->allowed_origins,
 			    "this Origin may not use this session", &why)) {
 		relay_respond(r, why.status, why.code, why.message, extra);
 		return false;
@@ -1068,13 +1065,13 @@ static bool relay_checks_ok(struct relay *r, bool upgrade)
 /* The id to replay after: Last-Event-ID, else ?after=, else 0. Returns 0 or -EINVAL. */
 static int relay_after(const struct relay *r, uint64_t *after)
 {
-	const char *last = http_request_header(r->req, "Last-Event-ID", NULL);
+	const char *last = http_request_header(r->c.req, "Last-Event-ID", NULL);
 	int err;
 
 	*after = 0;
 	if (last != NULL)
 		return sse_parse_id(last, strlen(last), after);
-	err = sse_query_id(http_request_query(r->req), "after", after);
+	err = sse_query_id(http_request_query(r->c.req), "after", after);
 	return err == -ENOENT ? 0 : err;
 }
 
@@ -1082,7 +1079,7 @@ static int relay_after(const struct relay *r, uint64_t *after)
  * starts it. */
 static void relay_handle_request(struct relay *r)
 {
-	const char *path = http_request_path(r->req) + strlen(RELAY_PREFIX);
+	const char *path = http_request_path(r->c.req) + strlen(RELAY_PREFIX);
 	const char *slash = strchr(path, '/'), *ct;
 	bool post =
 	    r->kind == RELAY_PROMPT || r->kind == RELAY_PERMISSION || r->kind == RELAY_INTERRUPT;
@@ -1095,14 +1092,14 @@ static void relay_handle_request(struct relay *r)
 		relay_respond(r, 400, "invalid_id", "malformed session id", NULL);
 		return;
 	}
-	memcpy(r->id, path, idlen);
-	r->id[idlen] = '\0';
-	if (strcmp(http_request_method(r->req), post ? "POST" : "GET") != 0) {
+	memcpy(r->c.id, path, idlen);
+	r->c.id[idlen] = '\0';
+	if (strcmp(http_request_method(r->c.req), post ? "POST" : "GET") != 0) {
 		relay_respond(r, 405, "method_not_allowed", post ? "use POST" : "use GET",
 			      post ? "Allow: POST\r\n" : "Allow: GET\r\n");
 		return;
 	}
-	if (!session_id_valid(r->id)) {
+	if (!session_id_valid(r->c.id)) {
 		relay_respond(r, 400, "invalid_id", "malformed session id", NULL);
 		return;
 	}
@@ -1118,7 +1115,7 @@ static void relay_handle_request(struct relay *r)
 	}
 	if ((post || r->kind == RELAY_STREAM) && !relay_checks_ok(r, r->kind == RELAY_STREAM))
 		return;
-	body = http_request_body_length(r->req, &len);
+	body = http_request_body_length(r->c.req, &len);
 	if (body < 0) {
 		relay_respond(r, 411, "length_required", "send the body with a Content-Length",
 			      NULL);
@@ -1128,7 +1125,7 @@ static void relay_handle_request(struct relay *r)
 		relay_respond(r, 413, "body_too_large", "request body is larger than 64 KiB", NULL);
 		return;
 	}
-	ct = http_request_header(r->req, "Content-Type", NULL);
+	ct = http_request_header(r->c.req, "Content-Type", NULL);
 	if (r->kind != RELAY_INTERRUPT && body > 0 && !jsontext_content_type_ok(ct)) {
 		relay_respond(r, 415, "unsupported_media_type",
 			      "send the body as Content-Type: application/json (charset utf-8)",
@@ -1163,7 +1160,7 @@ static void relay_handle_request(struct relay *r)
 		conn_cut(&r->c);
 		return;
 	}
-	rest = http_request_rest(r->req, &rest_len);
+	rest = http_request_rest(r->c.req, &rest_len);
 	if (rest_len > r->body_want) {
 		relay_respond(r, 400, "bad_request", "unexpected bytes after the body", NULL);
 		return;
@@ -1273,16 +1270,12 @@ static const struct conn_ops relay_ops = {
 
 static int relay_accept(struct bridge *b, int fd, struct http_request *req, int route)
 {
-	struct relay *r =
-	    conn_open(sizeof(*r), offsetof(struct relay, c), b->loop, fd, &b->conns, &relay_ops);
+	struct relay *r = conn_open(sizeof(*r), offsetof(struct relay, c), b->loop, fd, &b->conns,
+				    &relay_ops, req);
 
-	if (r == NULL) {
-		http_request_destroy(req);
+	if (r == NULL)
 		return -ENOMEM;
-	}
 	r->b = b;
-	r->req = req;
-	r->c.id = r->id;
 	LIST_INIT(&r->side);
 	r->kind = (enum relay_kind)route;
 	r->state = RS_CHECK;

@@ -36,7 +36,6 @@ static const struct bridge_route *const server_routes[] = {terminal_routes, rela
 struct front {
 	struct bridge *b;
 	struct conn c;
-	struct http_request *req;
 };
 
 struct server {
@@ -149,13 +148,12 @@ static void front_release(struct conn *c)
 	struct front *f = c->data;
 
 	conn_release(&f->c); /* fd -1 when handed over */
-	http_request_destroy(f->req);
 	free(f);
 }
 
 static void front_respond(struct front *f, int status, const char *code, const char *message)
 {
-	log_info("%s %s: %d %s", http_request_method(f->req), http_request_path(f->req), status,
+	log_info("%s %s: %d %s", http_request_method(f->c.req), http_request_path(f->c.req), status,
 		 code);
 	conn_respond(&f->c, status, code, message, NULL, BRIDGE_CLOSE_TIMEOUT_MS);
 }
@@ -164,8 +162,8 @@ static void front_respond(struct front *f, int status, const char *code, const c
 static void front_dispatch(struct front *f)
 {
 	const struct bridge_route *route =
-	    route_find(server_routes, SERVER_NROUTES, http_request_path(f->req));
-	struct http_request *req = f->req;
+	    route_find(server_routes, SERVER_NROUTES, http_request_path(f->c.req));
+	struct http_request *req = f->c.req;
 	struct bridge *b = f->b;
 	int fd = f->c.fd;
 
@@ -173,7 +171,7 @@ static void front_dispatch(struct front *f)
 		front_respond(f, 404, "not_found", "no such resource");
 		return;
 	}
-	f->req = NULL;
+	f->c.req = NULL;
 	f->c.fd = -1;
 	conn_cut(&f->c); /* the poll handle stops watching fd right here */
 	route->service->accept(b, fd, req, route->route);
@@ -182,7 +180,7 @@ static void front_dispatch(struct front *f)
 static void front_on_poll(struct conn *c, int events)
 {
 	struct front *f = c->data;
-	int r = conn_read_head(c, f->req);
+	int r = conn_read_head(c, f->c.req);
 
 	if (r == -EOVERFLOW)
 		front_respond(f, 431, "head_too_large", "request head too large");
@@ -210,17 +208,18 @@ static const struct conn_ops front_ops = {
 
 static int front_accept(struct bridge *b, int fd)
 {
-	struct front *f =
-	    conn_open(sizeof(*f), offsetof(struct front, c), b->loop, fd, &b->conns, &front_ops);
+	struct http_request *req = http_request_create();
+	struct front *f;
 
+	if (req == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f = conn_open(sizeof(*f), offsetof(struct front, c), b->loop, fd, &b->conns, &front_ops,
+		      req);
 	if (f == NULL)
 		return -ENOMEM;
 	f->b = b;
-	f->req = http_request_create();
-	if (f->req == NULL) {
-		conn_cut(&f->c);
-		return -ENOMEM;
-	}
 	f->c.deadline = uv_now(b->loop) + b->opt.handshake_timeout_ms;
 	conn_update(&f->c);
 	return 0;

@@ -30,10 +30,8 @@ struct terminal {
 	 * keeps a client attached to a dead pane), the answer, lingering, the WebSocket. */
 	struct conn c;
 	bool waiting; /* CONN_SERVICE: the session is `creating`; its record is watched */
-	struct http_request *req;
 	struct ptyproc *pty;
 	struct roster_entry *entry;
-	char id[SESSION_ID_MAX + 1];
 	char tmux_name[SESSION_ID_MAX + 3]; /* "=" + name */
 	char tmux_pane[SESSION_ID_MAX + 4]; /* "=" + name + ":" */
 	char guard[TMUX_GUARD_MAX];         /* true only while the tmux session is this id's */
@@ -67,7 +65,6 @@ static void terminal_release(struct conn *c)
 	struct terminal *t = c->data;
 
 	conn_release(&t->c);
-	http_request_destroy(t->req);
 	free(t);
 }
 
@@ -79,8 +76,8 @@ static void terminal_detach(struct conn *c)
 	if (t->entry != NULL) {
 		roster_detach(t->entry);
 		t->entry = NULL;
-		log_info("session %s: client detached (%d left)", t->id,
-			 roster_clients(t->b->roster, t->id));
+		log_info("session %s: client detached (%d left)", t->c.id,
+			 roster_clients(t->b->roster, t->c.id));
 	}
 	conn_unwatch_record(&t->c);
 	t->waiting = false;
@@ -93,8 +90,8 @@ static void terminal_detach(struct conn *c)
 static void terminal_respond(struct terminal *t, int status, const char *code, const char *message,
 			     const char *extra)
 {
-	if (t->req != NULL)
-		log_info("%s %s: %d %s", http_request_method(t->req), http_request_path(t->req),
+	if (t->c.req != NULL)
+		log_info("%s %s: %d %s", http_request_method(t->c.req), http_request_path(t->c.req),
 			 status, code);
 	conn_respond(&t->c, status, code, message, extra, BRIDGE_CLOSE_TIMEOUT_MS);
 }
@@ -148,7 +145,7 @@ static void terminal_on_hangup(void *data)
 {
 	struct terminal *t = data;
 
-	log_info("session %s: tmux client ended", t->id);
+	log_info("session %s: tmux client ended", t->c.id);
 	conn_ws_close(&t->c, WS_CLOSE_NORMAL, "session ended");
 }
 
@@ -203,7 +200,7 @@ static void terminal_on_message(void *data, const uint8_t *msg, size_t len)
 		return;
 	r = ptyproc_write(t->pty, msg, len);
 	if (r == -EOVERFLOW || r == -ENOMEM) {
-		log_warn("session %s: client input overflows the terminal, closing", t->id);
+		log_warn("session %s: client input overflows the terminal, closing", t->c.id);
 		conn_ws_close(c, WS_CLOSE_POLICY, "input overflow");
 		return;
 	}
@@ -219,7 +216,7 @@ static void terminal_exit_check(struct terminal *t)
 	struct session s;
 	const char *code;
 
-	if (store_read(&t->b->store, t->id, &s, NULL) < 0)
+	if (store_read(&t->b->store, t->c.id, &s, NULL) < 0)
 		return;
 	if (s.state != SESSION_EXITED && s.state != SESSION_LOST)
 		return;
@@ -229,7 +226,7 @@ static void terminal_exit_check(struct terminal *t)
 			 s.exit_signal[0] != '\0' ? " " : "", s.exit_signal);
 	else
 		snprintf(reason, sizeof(reason), "%s", code);
-	log_info("session %s: %s; closing the client", t->id, msg);
+	log_info("session %s: %s; closing the client", t->c.id, msg);
 	conn_ws_close(&t->c, WS_CLOSE_NORMAL, reason);
 }
 
@@ -294,13 +291,13 @@ static void terminal_attach(struct terminal *t)
 
 	conn_unwatch_record(&t->c); /* the wait is over; restarted below for the exit */
 	t->waiting = false;
-	if (conn_ws_accept(&t->c, t->req, &ws_cb, &t->c, head, &n, &why) < 0) {
+	if (conn_ws_accept(&t->c, &ws_cb, &t->c, head, &n, &why) < 0) {
 		terminal_respond(t, why.status, why.code, why.message, NULL);
 		return;
 	}
 	r = ptyproc_spawn(&t->pty, b->loop, &spec, b->scratch, &pty_cb, t);
 	if (r < 0) {
-		log_error("session %s: cannot start a tmux client: %s", t->id, strerror(-r));
+		log_error("session %s: cannot start a tmux client: %s", t->c.id, strerror(-r));
 		terminal_respond(t, 503, "attach_failed", "cannot start a terminal", NULL);
 		return;
 	}
@@ -310,16 +307,16 @@ static void terminal_attach(struct terminal *t)
 		terminal_respond(t, 503, "no_memory", "out of memory", NULL);
 		return;
 	}
-	http_request_destroy(t->req);
-	t->req = NULL;
-	t->entry = roster_attach(b->roster, t->id);
+	http_request_destroy(t->c.req);
+	t->c.req = NULL;
+	t->entry = roster_attach(b->roster, t->c.id);
 	r = conn_watch_record(&t->c, b->store.dir, terminal_now(t));
 	if (r < 0)
 		log_warn(
 		    "session %s: cannot watch its record (%s): an exit will not end the client",
-		    t->id, uv_strerror(r));
-	log_info("session %s: client attached (%d now, pid %d, %ux%u)", t->id,
-		 roster_clients(b->roster, t->id), (int)ptyproc_pid(t->pty), t->cols, t->rows);
+		    t->c.id, uv_strerror(r));
+	log_info("session %s: client attached (%d now, pid %d, %ux%u)", t->c.id,
+		 roster_clients(b->roster, t->c.id), (int)ptyproc_pid(t->pty), t->cols, t->rows);
 	if (t->c.ws_prefixed)
 		conn_ws_recv(&t->c); /* frames that came with the request: no poll event for them */
 	else
@@ -333,7 +330,7 @@ static void terminal_lookup(struct terminal *t)
 	struct session s;
 	int r;
 
-	switch (conn_lookup(&t->b->store, t->id, &s, &why)) {
+	switch (conn_lookup(&t->b->store, t->c.id, &s, &why)) {
 	case CONN_RECORD_READY:
 		snprintf(t->tmux_name, sizeof(t->tmux_name), "=%s", s.tmux_name);
 		snprintf(t->tmux_pane, sizeof(t->tmux_pane), "=%s:", s.tmux_name);
@@ -356,7 +353,7 @@ static void terminal_lookup(struct terminal *t)
 		t->c.deadline = terminal_now(t) + t->b->opt.creating_wait_ms;
 		r = conn_watch_record(&t->c, t->b->store.dir, terminal_now(t));
 		if (r < 0)
-			log_warn("session %s: cannot watch its record (%s): polling it", t->id,
+			log_warn("session %s: cannot watch its record (%s): polling it", t->c.id,
 				 uv_strerror(r));
 		conn_update(&t->c);
 		terminal_lookup(t);
@@ -371,7 +368,7 @@ static void terminal_lookup(struct terminal *t)
 /* Checks the request against API.md, in the order that reveals least to a refused caller. */
 static void terminal_handle_request(struct terminal *t)
 {
-	const struct http_request *req = t->req;
+	const struct http_request *req = t->c.req;
 	const char *path = http_request_path(req), *extra;
 	size_t plen = strlen(TERMINAL_PATH_PREFIX), slen = strlen(TERMINAL_PATH_SUFFIX);
 	size_t len = strlen(path), idlen = len - plen - slen;
@@ -383,14 +380,14 @@ static void terminal_handle_request(struct terminal *t)
 		terminal_respond(t, 404, "not_found", "no such resource", NULL);
 		return;
 	}
-	memcpy(t->id, path + plen, idlen);
-	t->id[idlen] = '\0';
+	memcpy(t->c.id, path + plen, idlen);
+	t->c.id[idlen] = '\0';
 	if (strcmp(http_request_method(req), "GET") != 0) {
 		terminal_respond(t, 405, "method_not_allowed", "use GET with a WebSocket upgrade",
 				 "Allow: GET\r\n");
 		return;
 	}
-	if (!session_id_valid(t->id)) {
+	if (!session_id_valid(t->c.id)) {
 		terminal_respond(t, 400, "invalid_id", "malformed session id", NULL);
 		return;
 	}
@@ -420,7 +417,7 @@ static void terminal_tick(struct conn *c, uint64_t now)
 		return;
 	}
 	if (t->output_paused && now - t->paused_since >= opt->stall_timeout_ms) {
-		log_warn("session %s: client has not read its output for %u ms, closing", t->id,
+		log_warn("session %s: client has not read its output for %u ms, closing", t->c.id,
 			 opt->stall_timeout_ms);
 		conn_ws_close(c, WS_CLOSE_POLICY, "client does not read");
 	}
@@ -440,15 +437,11 @@ static const struct conn_ops terminal_ops = {
 static int terminal_accept(struct bridge *b, int fd, struct http_request *req, int route)
 {
 	struct terminal *t = conn_open(sizeof(*t), offsetof(struct terminal, c), b->loop, fd,
-				       &b->conns, &terminal_ops);
+				       &b->conns, &terminal_ops, req);
 
-	if (t == NULL) {
-		http_request_destroy(req);
+	if (t == NULL)
 		return -ENOMEM;
-	}
 	t->b = b;
-	t->req = req;
-	t->c.id = t->id;
 	terminal_handle_request(t);
 	if (t->c.phase == CONN_SERVICE)
 		conn_update(&t->c);

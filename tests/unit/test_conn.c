@@ -178,7 +178,6 @@ struct driven {
 	int peer;
 	struct conn_set set;
 	int released, detached, cuts, changes;
-	char id[16];
 };
 
 static void driven_release(struct conn *c)
@@ -222,8 +221,8 @@ static void driven_open(struct driven *d)
 	cr_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
 	cr_assert(uv_loop_init(&d->loop) == 0);
 	cr_assert(conn_init(&d->c, &d->loop, sv[0], d) == 0);
-	snprintf(d->id, sizeof(d->id), "s1");
-	conn_start(&d->c, &d->set, &driven_ops, d->id);
+	conn_start(&d->c, &d->set, &driven_ops);
+	snprintf(d->c.id, sizeof(d->c.id), "s1");
 	d->peer = sv[1];
 }
 
