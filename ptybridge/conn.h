@@ -3,9 +3,12 @@
  * on: one client socket watched by one poll handle, the bytes queued for it (HTTP heads, SSE
  * frames; WebSocket frames stay in wslay's queue), reading a request head, answering an HTTP
  * error, lingering after the answer (half-closed, dropping what the peer still sends, so that
- * closing never resets a response the peer has not read), the WebSocket ping, and the lookup of
- * a session record with its state mapped to the API.md answer. A service embeds a struct conn
- * in its own connection and keeps its own states; the core owns no policy beyond these steps.
+ * closing never resets a response the peer has not read), the WebSocket (upgrade checks, accept,
+ * reading, close handshake, pings), stall and deadline cuts, the stop on SIGTERM, the lookup of
+ * a session record with its state mapped to the API.md answer, and the watch of that record
+ * (inotify on the records directory) that ends a wait for `creating`. A service embeds a struct
+ * conn in its own connection, keeps its own states while the phase is CONN_SERVICE and says the
+ * rest through struct conn_ops; the core owns no policy beyond these steps.
  */
 #ifndef AGENTD_BRIDGE_CONN_H
 #define AGENTD_BRIDGE_CONN_H
