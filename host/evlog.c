@@ -40,35 +40,41 @@ static uint64_t evlog_head_id(const char *head, size_t len)
 	return i < len && head[i] == ',' ? id : 0;
 }
 
-/* The last id is in the last complete line; lines can be long, so scan back chunk by chunk. */
+/* The id at the head of the line that starts at off, or 0. */
+static uint64_t evlog_id_at(int fd, off_t off)
+{
+	char head[40];
+	ssize_t h = pread(fd, head, sizeof(head), off);
+
+	return h > 0 ? evlog_head_id(head, (size_t)h) : 0;
+}
+
+/*
+ * The last id is in the last line that carries one (a torn or foreign line after it must not
+ * make the ids start over); lines can be long, so scan back chunk by chunk.
+ */
 static uint64_t evlog_scan_last(int fd, off_t end)
 {
 	char *buf = malloc(EVLOG_TAIL_CHUNK);
-	char head[40];
 	uint64_t id = 0;
-	ssize_t h;
 	off_t pos;
 
 	if (buf == NULL || end <= 0)
 		goto out;
-	/* Find the start of the last line: the byte after the second-to-last '\n'. */
-	for (pos = end - 1; pos > 0;) {
+	/* Each '\n' before the final byte starts a line: try them from the last one back. */
+	for (pos = end - 1; pos > 0 && id == 0;) {
 		off_t from = pos > EVLOG_TAIL_CHUNK ? pos - EVLOG_TAIL_CHUNK : 0;
 		ssize_t n = pread(fd, buf, (size_t)(pos - from), from);
 
 		if (n <= 0)
 			break;
-		for (ssize_t i = n - 1; i >= 0; i--) {
-			if (buf[i] == '\n' && from + i < end - 1) {
-				h = pread(fd, head, sizeof(head), from + i + 1);
-				id = h > 0 ? evlog_head_id(head, (size_t)h) : 0;
-				goto out;
-			}
-		}
+		for (ssize_t i = n - 1; i >= 0 && id == 0; i--)
+			if (buf[i] == '\n' && from + i < end - 1)
+				id = evlog_id_at(fd, from + i + 1);
 		pos = from;
 	}
-	h = pread(fd, head, sizeof(head), 0);
-	id = h > 0 ? evlog_head_id(head, (size_t)h) : 0;
+	if (id == 0)
+		id = evlog_id_at(fd, 0);
 out:
 	free(buf);
 	return id;

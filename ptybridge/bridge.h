@@ -13,15 +13,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/types.h>
 #include <uv.h>
 
 /* Limits and timeouts (milliseconds unless said otherwise). */
-#define BRIDGE_CLIENTS_MAX          512          /* connections at once; more are closed */
-#define BRIDGE_TICK_MS              250          /* timer granularity for every deadline below */
-#define BRIDGE_PING_INTERVAL_MS     (20 * 1000)  /* a ping each; unanswered by the next: closed */
-#define BRIDGE_HANDSHAKE_TIMEOUT_MS (10 * 1000)  /* to send a complete request head */
-#define BRIDGE_CREATING_WAIT_MS     (30 * 1000)  /* an upgrade waits this long for `running` */
-#define BRIDGE_CREATING_POLL_MS     250          /* record re-read interval while waiting */
+#define BRIDGE_CLIENTS_MAX          512         /* connections at once; more are closed */
+#define BRIDGE_TICK_MS              250         /* timer granularity for every deadline below */
+#define BRIDGE_PING_INTERVAL_MS     (20 * 1000) /* a ping each; unanswered by the next: closed */
+#define BRIDGE_HANDSHAKE_TIMEOUT_MS (10 * 1000) /* to send a complete request head */
+#define BRIDGE_CREATING_WAIT_MS     (30 * 1000) /* an upgrade waits this long for `running` */
+#define BRIDGE_CREATING_POLL_MS     250 /* record re-read interval when it cannot be watched */
 #define BRIDGE_STALL_TIMEOUT_MS     (30 * 1000)  /* output paused this long: client closed */
 #define BRIDGE_CLOSE_TIMEOUT_MS     (2 * 1000)   /* for a close handshake or error response */
 #define BRIDGE_SHUTDOWN_TIMEOUT_MS  (3 * 1000)   /* SIGTERM: then every socket is cut */
@@ -44,30 +45,36 @@ struct bridge_options {
 	unsigned max_clients;
 };
 
-struct terminal;
-LIST_HEAD(terminal_list, terminal);
-struct relay;
-LIST_HEAD(relay_list, relay);
+/* Every connection of the bridge, whatever its service (conn.h drives them all). */
+struct conn;
+LIST_HEAD(conn_list, conn);
+struct conn_set {
+	struct conn_list head;
+	unsigned n;
+};
 
 struct bridge;
 struct http_request;
 
 /*
- * Another kind of connection on the same socket (the structured-mode relay) plugs in here.
- * The terminal module reads every request head; a path it does not serve and claims() accepts
- * is handed over with accept(): fd is a non-blocking socket no handle watches any more, req the
- * complete request; both belong to the service from then on, on every path. The server calls
- * tick() with every timer tick, shutdown() on SIGTERM, abort() when the shutdown deadline
- * passed, and waits until count() is 0 before it exits; count() also counts against
- * opt.max_clients.
+ * A service of the bridge (terminal, relay, ...): the server reads every request head, finds its
+ * path in the route tables (struct bridge_route) and hands the connection over with accept(): fd
+ * is a non-blocking socket no handle watches any more, req the complete request, route the
+ * matching entry's value; both belong to the service from then on, on every path. Its
+ * connections join b->conns (conn_start), where the server ticks, stops and counts them. The
+ * server calls child_exited() (when set) for each reaped child until one claims it.
  */
 struct bridge_service {
-	bool (*claims)(const char *path);
-	int (*accept)(struct bridge *b, int fd, struct http_request *req);
-	void (*tick)(struct bridge *b, uint64_t now);
-	void (*shutdown)(struct bridge *b);
-	void (*abort)(struct bridge *b);
-	unsigned (*count)(const struct bridge *b);
+	int (*accept)(struct bridge *b, int fd, struct http_request *req, int route);
+	bool (*child_exited)(struct bridge *b, pid_t pid);
+};
+
+/* One entry of a service's route table (a NULL pattern ends it): pattern is a path in which
+ * each '*' stands for one non-empty segment without '/' (route.h). */
+struct bridge_route {
+	const char *pattern;
+	const struct bridge_service *service;
+	int route;
 };
 
 struct bridge {
@@ -81,18 +88,8 @@ struct bridge {
 	char tmux_conf[CONFIG_PATH_MAX];   /* <runtime>/tmux.conf */
 	char **child_env;                  /* tmux clients' environment (TERM set, TMUX unset) */
 	char *scratch;                     /* PTY_FRAME_MAX bytes shared by all PTY reads */
-	struct terminal_list terminals;
-	unsigned nterminals;
-	const struct bridge_service *other; /* NULL: only terminals are served */
-	struct relay_list relays;           /* the structured-mode relay's connections (relay.c) */
-	unsigned nrelays;
+	struct conn_set conns; /* at the front door and in every service; counts to max_clients */
 	bool stopping;
 };
-
-/* Connections of the other service (0 without one). */
-static inline unsigned bridge_other_count(const struct bridge *b)
-{
-	return b->other != NULL ? b->other->count(b) : 0;
-}
 
 #endif

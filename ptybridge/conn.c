@@ -2,10 +2,12 @@
 
 #include "http.h"
 #include "log.h"
+#include "origin.h"
 #include "store.h"
 #include "ws.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,16 +22,22 @@ struct conn_chunk {
 	char data[];
 };
 
+#define CONN_OF(handle, member) ((struct conn *)((char *)(handle)-offsetof(struct conn, member)))
+
 int conn_init(struct conn *c, uv_loop_t *loop, int fd, void *data)
 {
 	int r;
 
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
+	c->data = data;
 	r = uv_poll_init(loop, &c->poll, fd);
 	if (r < 0)
 		return r;
+	uv_fs_event_init(loop, &c->record); /* cannot fail; started by conn_watch_record */
 	c->poll.data = data;
+	c->record.data = data;
+	c->handles = 2;
 	return 0;
 }
 
@@ -44,17 +52,44 @@ void conn_watch(struct conn *c, int want, uv_poll_cb cb)
 		uv_poll_start(&c->poll, want, cb);
 }
 
+static void conn_on_close(uv_handle_t *handle)
+{
+	struct conn *c = handle->type == UV_POLL ? CONN_OF(handle, poll) : CONN_OF(handle, record);
+
+	if (--c->handles > 0)
+		return;
+	c->closed((uv_handle_t *)&c->poll);
+}
+
 void conn_close(struct conn *c, uv_close_cb cb)
 {
-	uv_close((uv_handle_t *)&c->poll, cb);
+	c->closed = cb;
+	uv_close((uv_handle_t *)&c->poll, conn_on_close);
+	uv_close((uv_handle_t *)&c->record, conn_on_close);
 }
 
 void conn_release(struct conn *c)
 {
 	conn_drop_output(c);
+	ws_destroy(c->ws);
+	c->ws = NULL;
+	http_request_destroy(c->req);
+	c->req = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+}
+
+size_t conn_queued(const struct conn *c)
+{
+	return c->out_bytes + (c->ws != NULL ? ws_queued_bytes(c->ws) : 0);
+}
+
+void conn_queued_now(struct conn *c, size_t before)
+{
+	c->last_queued = uv_now(c->poll.loop);
+	if (before == 0)
+		c->last_moved = c->last_queued;
 }
 
 char *conn_reserve(struct conn *c, size_t len)
@@ -63,6 +98,7 @@ char *conn_reserve(struct conn *c, size_t len)
 
 	if (k == NULL)
 		return NULL;
+	conn_queued_now(c, conn_queued(c));
 	k->next = NULL;
 	k->len = len;
 	k->off = 0;
@@ -248,4 +284,524 @@ enum conn_record conn_lookup(const struct store *st, const char *id, struct sess
 	why->status = 409;
 	why->code = session_unavailable(s, why->message, sizeof(why->message));
 	return CONN_RECORD_UNAVAILABLE;
+}
+
+/* ---- driven connections ------------------------------------------------------------------ */
+
+static void conn_on_poll(uv_poll_t *handle, int status, int events);
+
+static uint64_t conn_now(const struct conn *c)
+{
+	return uv_now(c->poll.loop);
+}
+
+void conn_start(struct conn *c, struct conn_set *set, const struct conn_ops *ops)
+{
+	c->set = set;
+	LIST_INSERT_HEAD(&set->head, c, link);
+	set->n++;
+	c->ops = ops;
+	c->phase = CONN_SERVICE;
+	c->last_moved = conn_now(c);
+}
+
+void conn_update(struct conn *c)
+{
+	int want = 0;
+
+	switch (c->phase) {
+	case CONN_SERVICE:
+		want = c->ops->want != NULL ? c->ops->want(c) : 0;
+		break;
+	case CONN_FINISH:
+		want = UV_WRITABLE;
+		break;
+	case CONN_LINGER:
+		want = UV_READABLE;
+		break;
+	case CONN_WS:
+	case CONN_WS_CLOSING:
+		if (!conn_out_empty(c) || ws_want_write(c->ws))
+			want |= UV_WRITABLE;
+		if (conn_out_empty(c) && !c->read_paused && ws_want_read(c->ws))
+			want |= UV_READABLE;
+		break;
+	case CONN_DEAD:
+		return;
+	}
+	conn_watch(c, want, conn_on_poll);
+}
+
+static void conn_detach(struct conn *c)
+{
+	if (c->ops->detach != NULL)
+		c->ops->detach(c);
+}
+
+static void conn_on_closed(uv_handle_t *handle)
+{
+	struct conn *c = CONN_OF(handle, poll);
+
+	c->ops->release(c);
+}
+
+void conn_cut(struct conn *c)
+{
+	if (c->phase == CONN_DEAD)
+		return;
+	conn_detach(c);
+	if (c->ops->cut != NULL)
+		c->ops->cut(c); /* still in its phase: the service may log what it was */
+	LIST_REMOVE(c, link);
+	c->set->n--;
+	c->phase = CONN_DEAD;
+	/* The poll handle stops watching fd here (a hand-over relies on it). */
+	conn_close(c, conn_on_closed);
+}
+
+/* Half-closes and drops what the peer still sends, until its EOF or the deadline. */
+static void conn_linger(struct conn *c, uint64_t deadline)
+{
+	conn_shut_write(c);
+	c->phase = CONN_LINGER;
+	c->deadline = deadline;
+	conn_update(c);
+}
+
+/* The WebSocket stops reading: no more input reaches the service; the handshake is awaited. */
+static void conn_ws_closing(struct conn *c)
+{
+	conn_detach(c);
+	c->phase = CONN_WS_CLOSING;
+	c->deadline = conn_now(c) + BRIDGE_CLOSE_TIMEOUT_MS;
+}
+
+/* The WebSocket part of a flush. Returns false when c was cut or moved to lingering. */
+static bool conn_flush_ws(struct conn *c)
+{
+	size_t before = ws_queued_bytes(c->ws);
+
+	if (ws_send(c->ws) < 0) {
+		conn_cut(c);
+		return false;
+	}
+	if (ws_queued_bytes(c->ws) < before)
+		c->last_moved = conn_now(c);
+	if (c->ops->cut_overfull && (ws_queued_bytes(c->ws) > BRIDGE_OUT_HARD ||
+				     ws_queued_count(c->ws) > BRIDGE_OUT_MSGS_HARD)) {
+		log_warn("session %s: client has %zu frames queued, cut", c->id,
+			 ws_queued_count(c->ws));
+		conn_cut(c);
+		return false;
+	}
+	if (!ws_want_read(c->ws) && !ws_want_write(c->ws)) {
+		if (ws_close_received(c->ws)) {
+			conn_cut(c); /* close handshake done */
+			return false;
+		}
+		/* We closed first (a too big message, a protocol error) while the peer may still
+		 * be sending: closing with unread bytes would send a reset that can overtake our
+		 * close frame. Half-close and drop what still comes until its EOF. */
+		if (c->phase == CONN_WS)
+			conn_detach(c);
+		conn_linger(c, conn_now(c) + BRIDGE_CLOSE_TIMEOUT_MS);
+		return false;
+	}
+	if (c->phase == CONN_WS && !ws_want_read(c->ws))
+		conn_ws_closing(c); /* wslay stopped reading: the peer's close, a too big message */
+	return true;
+}
+
+void conn_flush(struct conn *c)
+{
+	int w = 1;
+
+	if (c->phase == CONN_DEAD || c->in_recv)
+		return;
+	if (!conn_out_empty(c)) {
+		uint64_t before = c->sent;
+
+		w = conn_write(c);
+		if (c->sent != before)
+			c->last_moved = conn_now(c);
+		if (w < 0) {
+			conn_cut(c);
+			return;
+		}
+	}
+	if (w == 1 && c->phase == CONN_FINISH) {
+		conn_linger(c,
+			    c->deadline != 0 ? c->deadline : conn_now(c) + BRIDGE_CLOSE_TIMEOUT_MS);
+		return;
+	}
+	if (w == 1 && (c->phase == CONN_WS || c->phase == CONN_WS_CLOSING) && !conn_flush_ws(c))
+		return;
+	if (conn_out_empty(c) && (c->ws == NULL || ws_queued_bytes(c->ws) == 0))
+		c->last_moved = conn_now(c); /* nothing waits: no stall */
+	if (c->ops->flushed != NULL)
+		c->ops->flushed(c);
+	if (c->phase != CONN_DEAD)
+		conn_update(c);
+}
+
+void conn_finish(struct conn *c, unsigned deadline_ms)
+{
+	if (c->phase == CONN_DEAD || c->phase == CONN_FINISH || c->phase == CONN_LINGER)
+		return;
+	conn_detach(c);
+	c->phase = CONN_FINISH;
+	c->deadline = deadline_ms != 0 ? conn_now(c) + deadline_ms : 0;
+	conn_flush(c);
+}
+
+void conn_respond(struct conn *c, int status, const char *code, const char *message,
+		  const char *extra, unsigned deadline_ms)
+{
+	switch (c->phase) {
+	case CONN_SERVICE:
+		break;
+	case CONN_WS:
+	case CONN_WS_CLOSING:
+		conn_cut(c); /* too late for a status */
+		return;
+	case CONN_FINISH:
+	case CONN_LINGER:
+	case CONN_DEAD:
+		return;
+	}
+	conn_drop_output(c);
+	if (conn_queue_error(c, status, code, message, extra) < 0) {
+		conn_cut(c);
+		return;
+	}
+	c->last_moved = conn_now(c);
+	conn_finish(c, deadline_ms);
+}
+
+static void conn_refuse(struct conn_refusal *why, int status, const char *code, const char *message)
+{
+	why->status = status;
+	why->code = code;
+	snprintf(why->message, sizeof(why->message), "%s", message);
+}
+
+bool conn_upgrade_ok(const struct http_request *req, struct conn_refusal *why, const char **extra)
+{
+	const char *version;
+	unsigned nkey, nversion;
+
+	*extra = NULL;
+	version = http_request_header(req, "Sec-WebSocket-Version", &nversion);
+	http_request_header(req, "Sec-WebSocket-Key", &nkey);
+	if (!http_request_is_upgrade(req) ||
+	    !http_has_token(http_request_header(req, "Upgrade", NULL), "websocket") || nkey != 1) {
+		conn_refuse(why, 400, "not_websocket", "expected a WebSocket upgrade");
+		return false;
+	}
+	if (nversion != 1 || strcmp(version, "13") != 0) {
+		conn_refuse(why, 400, "bad_version", "WebSocket version 13 is required");
+		*extra = "Sec-WebSocket-Version: 13\r\n";
+		return false;
+	}
+	return true;
+}
+
+bool conn_origin_ok(const struct http_request *req, const char *allowed, const char *message,
+		    struct conn_refusal *why)
+{
+	const char *origin, *host, *proto;
+	unsigned norigin, nhost;
+
+	origin = http_request_header(req, "Origin", &norigin);
+	host = http_request_header(req, "Host", &nhost);
+	proto = http_request_header(req, "X-Forwarded-Proto", NULL);
+	if (nhost != 1) {
+		conn_refuse(why, 400, "bad_host", "exactly one Host header is required");
+		return false;
+	}
+	if (norigin > 1 || !origin_allowed(origin, proto != NULL && *proto != '\0' ? proto : "http",
+					   host, allowed)) {
+		conn_refuse(why, 403, "forbidden_origin", message);
+		return false;
+	}
+	return true;
+}
+
+int conn_ws_accept(struct conn *c, const struct ws_callbacks *cb, void *data, char *head,
+		   size_t *len, struct conn_refusal *why)
+{
+	const struct http_request *req = c->req;
+	char accept[WS_ACCEPT_LEN + 1];
+	const char *rest;
+	size_t rest_len;
+	int n;
+
+	if (ws_accept_key(http_request_header(req, "Sec-WebSocket-Key", NULL), accept) < 0) {
+		conn_refuse(why, 400, "bad_key", "invalid Sec-WebSocket-Key");
+		return -1;
+	}
+	c->ws = ws_create(c->fd, cb, data);
+	if (c->ws == NULL) {
+		conn_refuse(why, 503, "no_memory", "out of memory");
+		return -1;
+	}
+	rest = http_request_rest(req, &rest_len);
+	n = http_format_upgrade(head, HTTP_RESPONSE_MAX, accept);
+	if (n < 0 || ws_prefix(c->ws, rest, rest_len) < 0) {
+		conn_refuse(why, 400, "bad_request", "unexpected bytes after the request");
+		return -1;
+	}
+	c->ws_prefixed = rest_len > 0;
+	*len = (size_t)n;
+	return 0;
+}
+
+int conn_ws_begin(struct conn *c, const char *head, size_t len, uint64_t now, unsigned ping_ms)
+{
+	if (conn_queue(c, head, len) < 0)
+		return -ENOMEM;
+	c->last_moved = now;
+	c->phase = CONN_WS;
+	c->next_ping = now + ping_ms;
+	return 0;
+}
+
+int conn_ws_queue(struct conn *c, bool text, const void *data, size_t len)
+{
+	size_t before = conn_queued(c);
+	int r = text ? ws_queue_text(c->ws, data, len) : ws_queue_binary(c->ws, data, len);
+
+	if (r == 0)
+		conn_queued_now(c, before);
+	return r;
+}
+
+void conn_pause_input(struct conn *c, bool pause)
+{
+	c->read_paused = pause;
+	if (c->ws != NULL)
+		ws_pause_read(c->ws, pause);
+}
+
+/* ws_recv failed: a vanished peer is cut at once; a protocol error still gets the close frame
+ * wslay queued. Returns true when c is cut. */
+static bool conn_recv_failed(struct conn *c, int err)
+{
+	if (c->phase == CONN_DEAD)
+		return true;
+	if (err == -EPIPE || err == -ECONNRESET || !ws_want_write(c->ws)) {
+		conn_cut(c);
+		return true;
+	}
+	if (c->phase == CONN_WS) {
+		log_info("session %s: client broke the WebSocket protocol, closing", c->id);
+		conn_ws_closing(c);
+	}
+	return false;
+}
+
+void conn_ws_recv(struct conn *c)
+{
+	int r;
+
+	c->ws_prefixed = false;
+	c->in_recv = true;
+	r = ws_recv(c->ws);
+	c->in_recv = false;
+	if (r < 0 && conn_recv_failed(c, r))
+		return;
+	conn_flush(c);
+}
+
+void conn_ws_close(struct conn *c, uint16_t code, const char *reason)
+{
+	if (c->phase != CONN_WS)
+		return;
+	conn_detach(c);
+	ws_queue_close(c->ws, code, reason);
+	c->phase = CONN_WS_CLOSING;
+	c->deadline = conn_now(c) + BRIDGE_CLOSE_TIMEOUT_MS;
+	conn_flush(c);
+}
+
+void conn_on_pong(void *data)
+{
+	conn_pong(data);
+}
+
+static void conn_on_poll(uv_poll_t *handle, int status, int events)
+{
+	struct conn *c = CONN_OF(handle, poll);
+
+	if (status < 0) {
+		conn_cut(c);
+		return;
+	}
+	switch (c->phase) {
+	case CONN_SERVICE:
+		c->ops->on_poll(c, events);
+		break;
+	case CONN_FINISH:
+		conn_flush(c);
+		break;
+	case CONN_LINGER:
+		if (conn_drain(c) > 0)
+			conn_cut(c);
+		break;
+	case CONN_WS:
+	case CONN_WS_CLOSING:
+		if ((events & (UV_READABLE | UV_DISCONNECT)) && conn_out_empty(c))
+			conn_ws_recv(c);
+		else
+			conn_flush(c);
+		break;
+	case CONN_DEAD:
+		break;
+	}
+	if (c->phase != CONN_DEAD)
+		conn_update(c);
+}
+
+void conn_tick(struct conn *c, uint64_t now, const struct bridge_options *opt)
+{
+	int r;
+
+	if (c->phase != CONN_DEAD && c->ops->cut_stalled && conn_queued(c) > 0 &&
+	    now - c->last_moved >= opt->stall_timeout_ms) {
+		log_warn("session %s: client has not read its output for %u ms, cut",
+			 c->id[0] != '\0' ? c->id : "?", opt->stall_timeout_ms);
+		conn_cut(c);
+		return;
+	}
+	switch (c->phase) {
+	case CONN_SERVICE:
+		break;
+	case CONN_FINISH:
+		if (c->deadline != 0 && now >= c->deadline)
+			conn_cut(c);
+		return;
+	case CONN_LINGER:
+	case CONN_WS_CLOSING:
+		if (now >= c->deadline)
+			conn_cut(c);
+		return;
+	case CONN_WS:
+		r = conn_ping(c, c->ws, now, opt->ping_interval_ms);
+		if (r < 0) {
+			log_warn("session %s: client did not answer a ping, closing", c->id);
+			conn_cut(c);
+			return;
+		}
+		if (r > 0)
+			conn_flush(c);
+		if (c->phase != CONN_WS)
+			return;
+		break;
+	case CONN_DEAD:
+		return;
+	}
+	if (c->ops->tick != NULL)
+		c->ops->tick(c, now);
+}
+
+void conn_set_tick(struct conn_set *set, uint64_t now, const struct bridge_options *opt)
+{
+	struct conn *c, *next;
+
+	for (c = LIST_FIRST(&set->head); c != NULL; c = next) {
+		next = LIST_NEXT(c, link);
+		conn_tick(c, now, opt);
+	}
+}
+
+void conn_set_stop(struct conn_set *set)
+{
+	struct conn *c, *next;
+
+	for (c = LIST_FIRST(&set->head); c != NULL; c = next) {
+		next = LIST_NEXT(c, link);
+		if (c->phase == CONN_WS)
+			conn_ws_close(c, WS_CLOSE_GOING_AWAY, "bridge shutting down");
+		else if (c->phase == CONN_SERVICE && c->ops->stop != NULL)
+			c->ops->stop(c);
+		else if (c->phase == CONN_SERVICE)
+			conn_cut(c);
+	}
+}
+
+void conn_set_abort(struct conn_set *set)
+{
+	while (!LIST_EMPTY(&set->head))
+		conn_cut(LIST_FIRST(&set->head));
+}
+
+void *conn_open(size_t size, size_t offset, uv_loop_t *loop, int fd, struct conn_set *set,
+		const struct conn_ops *ops, struct http_request *req)
+{
+	char *obj = calloc(1, size);
+	struct conn *c;
+
+	if (obj == NULL) {
+		close(fd);
+		http_request_destroy(req);
+		return NULL;
+	}
+	c = (struct conn *)(obj + offset);
+	if (conn_init(c, loop, fd, obj) < 0) {
+		close(fd);
+		http_request_destroy(req);
+		free(obj);
+		return NULL;
+	}
+	conn_start(c, set, ops);
+	c->req = req;
+	return obj;
+}
+
+static void conn_on_record(uv_fs_event_t *handle, const char *filename, int events, int status)
+{
+	struct conn *c = CONN_OF(handle, record);
+	size_t n = strlen(c->id);
+
+	/* Records are written as <id>.json (store.h), replaced by a rename in the same directory.
+	 */
+	if (status < 0 || filename == NULL || c->phase == CONN_DEAD || n == 0 ||
+	    strncmp(filename, c->id, n) != 0 || strcmp(filename + n, ".json") != 0)
+		return;
+	if (c->ops->record_changed != NULL)
+		c->ops->record_changed(c);
+}
+
+int conn_watch_record(struct conn *c, const char *dir, uint64_t now)
+{
+	int r;
+
+	if (c->watching)
+		return 0;
+	c->watch_failed = false;
+	r = uv_fs_event_start(&c->record, conn_on_record, dir, 0);
+	if (r < 0) {
+		c->watch_failed = true;
+		c->next_check = now + BRIDGE_CREATING_POLL_MS;
+		return r;
+	}
+	c->watching = true;
+	c->next_check = now + CONN_RECORD_FALLBACK_MS;
+	return 0;
+}
+
+void conn_unwatch_record(struct conn *c)
+{
+	if (c->watching)
+		uv_fs_event_stop(&c->record);
+	c->watching = false;
+	c->watch_failed = false;
+}
+
+bool conn_record_due(struct conn *c, uint64_t now)
+{
+	if ((!c->watching && !c->watch_failed) || now < c->next_check)
+		return false;
+	c->next_check = now + (c->watch_failed ? BRIDGE_CREATING_POLL_MS : CONN_RECORD_FALLBACK_MS);
+	return true;
 }

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 		log_error("configuration: %s", cause.msg);
 		return 1;
 	}
-	r = server_run(&cfg, &opt, &relay_service, &cause);
+	r = server_run(&cfg, &opt, &cause);
 	if (r < 0) {
 		log_error("%s", cause.msg);
 		return 1;

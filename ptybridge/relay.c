@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,17 +36,16 @@
 #define RELAY_STATUS_MAX      599
 #define RELAY_ERROR_EVENT_MAX 512 /* the `error` event that ends a prompt stream without result */
 
+/* The relay's own states, while the core's phase is CONN_SERVICE (conn.h); the answer, lingering,
+ * the WebSocket (host event lines as text frames) and its close are the core's phases. */
 enum relay_state {
-	RS_CHECK,      /* the request head is being checked (never seen by poll or tick) */
-	RS_BODY,       /* reading the request body */
-	RS_CONNECT,    /* session creating, or host socket missing/refusing: retried every tick */
-	RS_ANSWER,     /* request sent to the host; waiting for its answer line */
-	RS_STREAM,     /* event-stream head sent: host event lines go out as SSE */
-	RS_WS,         /* WebSocket open: host event lines go out as text frames */
-	RS_WS_CLOSING, /* close frame queued; waiting for the close handshake */
-	RS_FINISH,     /* writing the rest of the response, then SHUT_WR */
-	RS_LINGER,     /* response written: dropping what the peer still sends until its EOF */
-	RS_DEAD,       /* handle closing; freed in the close callback */
+	RS_CHECK,   /* the request head is being checked (never seen by poll or tick) */
+	RS_BODY,    /* reading the request body */
+	RS_CONNECT, /* session creating (its record watched), or host socket missing/refusing
+		       (retried every tick) */
+	RS_ANSWER,  /* request sent to the host; waiting for its answer line */
+	RS_STREAM,  /* event-stream head sent: host event lines go out as SSE */
+	RS_CORE,    /* (relay_at) the core's phase: a WebSocket, an answer, lingering */
 };
 
 struct relay;
@@ -73,13 +73,10 @@ struct relay_write {
 
 struct relay {
 	struct bridge *b;
-	LIST_ENTRY(relay) link;
 	enum relay_kind kind;
 	enum relay_state state;
 	struct conn c; /* the socket, its poll handle and queued output (HTTP heads, SSE frames;
-			  WebSocket frames are wslay's), lingering and pings */
-	struct http_request *req;
-	char id[SESSION_ID_MAX + 1];
+			  WebSocket frames are wslay's), the answer, lingering, the WebSocket */
 	char request_id[RELAY_REQUEST_ID_MAX + 1];
 	char *body;
 	size_t body_len, body_want;
@@ -88,20 +85,13 @@ struct relay {
 	struct relay_host *host; /* the connection whose lines go to this client */
 	struct relay_host_list side;
 	unsigned nside;
-	struct ws *ws;
-	uint64_t deadline;  /* of the current state */
-	uint64_t last_out;  /* output last queued: pings fill silences */
-	uint64_t last_sent; /* output last moved (or started waiting): stalls are cut */
-	bool paused;        /* host (and WebSocket input) reading stopped: the client is behind */
-	bool in_recv;       /* inside ws_recv: wslay is not re-entered, on_poll flushes after */
+	bool paused;    /* host (and WebSocket input) reading stopped: the client is behind */
+	bool wait_host; /* RS_CONNECT: the host socket, not the record, is waited for */
 	uint64_t events_sent;
 	bool result_seen; /* a prompt's stream: its turn's result went out */
 	bool was_paused;  /* the host was not read for a while: it may have dropped us */
 };
 
-static void relay_on_poll(uv_poll_t *handle, int status, int events);
-static void relay_close(struct relay *r);
-static void relay_flush(struct relay *r);
 static void relay_lookup(struct relay *r);
 static void relay_host_close(struct relay_host *h);
 static void relay_host_pause(struct relay_host *h);
@@ -115,6 +105,12 @@ static const char *const relay_kind_names[] = {
 static uint64_t relay_now(const struct relay *r)
 {
 	return uv_now(r->b->loop);
+}
+
+/* The relay's state, or RS_CORE once the core drives the connection. */
+static enum relay_state relay_at(const struct relay *r)
+{
+	return r->c.phase == CONN_SERVICE ? r->state : RS_CORE;
 }
 
 /* ---- pure parts ------------------------------------------------------------------------- */
@@ -229,85 +225,22 @@ char *relay_host_request(enum relay_kind kind, json_object *msg, const char *req
 
 /* ---- client output ---------------------------------------------------------------------- */
 
-static size_t relay_queued(const struct relay *r)
+static int relay_want(struct conn *c)
 {
-	return r->c.out_bytes + (r->ws != NULL ? ws_queued_bytes(r->ws) : 0);
-}
+	struct relay *r = c->data;
 
-/* Notes that output was queued: silences are measured from here, stalls from the first byte
- * waiting. */
-static void relay_queued_now(struct relay *r, size_t before)
-{
-	r->last_out = relay_now(r);
-	if (before == 0)
-		r->last_sent = r->last_out;
-}
-
-/* Queues len bytes written by the caller into the returned space. Returns NULL on ENOMEM. */
-static char *relay_reserve(struct relay *r, size_t len)
-{
-	relay_queued_now(r, relay_queued(r));
-	return conn_reserve(&r->c, len);
-}
-
-static int relay_queue(struct relay *r, const void *data, size_t len)
-{
-	char *space = relay_reserve(r, len);
-
-	if (space == NULL)
-		return -ENOMEM;
-	memcpy(space, data, len);
-	return 0;
-}
-
-/* Writes queued chunks. Returns 1 when all are out, 0 when the socket is full, -errno. */
-static int relay_write_out(struct relay *r)
-{
-	uint64_t before = r->c.sent;
-	int w = conn_write(&r->c);
-
-	if (r->c.sent != before)
-		r->last_sent = relay_now(r);
-	return w;
-}
-
-static void relay_update_poll(struct relay *r)
-{
-	int want = 0;
-
-	switch (r->state) {
-	case RS_BODY:
-	case RS_LINGER:
-		want = UV_READABLE;
-		break;
-	case RS_CHECK:
-	case RS_CONNECT:
-	case RS_ANSWER:
-	case RS_STREAM:
-		/* Notice a client that gives up; nothing more is read from it. */
-		want = UV_DISCONNECT | (!conn_out_empty(&r->c) ? UV_WRITABLE : 0);
-		break;
-	case RS_FINISH:
-		want = UV_WRITABLE;
-		break;
-	case RS_WS:
-	case RS_WS_CLOSING:
-		if (!conn_out_empty(&r->c) || ws_want_write(r->ws))
-			want |= UV_WRITABLE;
-		if (conn_out_empty(&r->c) && !r->paused && ws_want_read(r->ws))
-			want |= UV_READABLE;
-		break;
-	case RS_DEAD:
-		return;
-	}
-	conn_watch(&r->c, want, relay_on_poll);
+	if (r->state == RS_BODY)
+		return UV_READABLE;
+	/* Notice a client that gives up; nothing more is read from it. */
+	return UV_DISCONNECT | (!conn_out_empty(c) ? UV_WRITABLE : 0);
 }
 
 /* Stops reading the host (and the client's frames) while the client is behind; resumes when it
  * caught up. */
-static void relay_backpressure(struct relay *r)
+static void relay_backpressure(struct conn *c)
 {
-	size_t queued = relay_queued(r);
+	struct relay *r = c->data;
+	size_t queued = conn_queued(&r->c);
 	struct relay_host *h = r->host;
 	bool pause;
 
@@ -319,8 +252,7 @@ static void relay_backpressure(struct relay *r)
 		return;
 	r->paused = pause;
 	r->was_paused = r->was_paused || pause;
-	if (r->ws != NULL)
-		ws_pause_read(r->ws, pause);
+	conn_pause_input(c, pause);
 	if (h == NULL || h->closing)
 		return;
 	if (pause)
@@ -331,82 +263,51 @@ static void relay_backpressure(struct relay *r)
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
-static void relay_on_close(uv_handle_t *handle)
+static void relay_release(struct conn *c)
 {
-	struct relay *r = handle->data;
+	struct relay *r = c->data;
 
 	conn_release(&r->c);
-	ws_destroy(r->ws);
-	http_request_destroy(r->req);
 	free(r->body);
 	free(r->host_req);
 	free(r);
 }
 
-static void relay_hosts_close(struct relay *r)
+/* The client's side ends: its host connections go (the host keeps the turn going). */
+static void relay_hosts_close(struct conn *c)
 {
+	struct relay *r = c->data;
+
 	if (r->host != NULL)
 		relay_host_close(r->host);
 	while (!LIST_EMPTY(&r->side))
 		relay_host_close(LIST_FIRST(&r->side));
+	conn_unwatch_record(c);
 }
 
-/* Cuts the connection now. Safe from any callback: memory goes in the close callback. */
-static void relay_close(struct relay *r)
+static void relay_cut(struct conn *c)
 {
-	if (r->state == RS_DEAD)
-		return;
-	relay_hosts_close(r);
-	if (r->state == RS_STREAM || r->state == RS_WS || r->state == RS_WS_CLOSING ||
-	    r->events_sent > 0)
-		log_info("session %s: %s client closed after %llu events", r->id,
+	struct relay *r = c->data;
+
+	if ((c->phase == CONN_SERVICE && r->state == RS_STREAM) || c->phase == CONN_WS ||
+	    c->phase == CONN_WS_CLOSING || r->events_sent > 0)
+		log_info("session %s: %s client closed after %llu events", r->c.id,
 			 relay_kind_names[r->kind], (unsigned long long)r->events_sent);
-	r->state = RS_DEAD;
-	LIST_REMOVE(r, link);
-	r->b->nrelays--;
-	conn_close(&r->c, relay_on_close);
-}
-
-/* The response is complete once the queue is written: then SHUT_WR and linger. */
-static void relay_finish(struct relay *r)
-{
-	if (r->state == RS_DEAD || r->state == RS_FINISH || r->state == RS_LINGER)
-		return;
-	relay_hosts_close(r);
-	r->state = RS_FINISH;
-	relay_flush(r);
-}
-
-/* Starts the WebSocket close handshake; the connection is cut if it does not finish in time. */
-static void relay_close_ws(struct relay *r, uint16_t code, const char *reason)
-{
-	if (r->state != RS_WS)
-		return;
-	relay_hosts_close(r);
-	ws_queue_close(r->ws, code, reason);
-	r->state = RS_WS_CLOSING;
-	r->deadline = relay_now(r) + BRIDGE_CLOSE_TIMEOUT_MS;
-	relay_flush(r);
 }
 
 /* Answers with an API.md error ({"error","code"}) and ends the connection. */
 static void relay_respond(struct relay *r, int status, const char *code, const char *message,
 			  const char *extra)
 {
-	if (r->state == RS_DEAD || r->state == RS_FINISH || r->state == RS_LINGER)
+	if (r->c.phase == CONN_DEAD || r->c.phase == CONN_FINISH || r->c.phase == CONN_LINGER)
 		return;
-	log_info("session %s: %s: %d %s", r->id[0] != '\0' ? r->id : "?", relay_kind_names[r->kind],
-		 status, code);
-	if (r->state == RS_STREAM || r->state == RS_WS || r->state == RS_WS_CLOSING) {
-		relay_close(r); /* too late for a status: the stream just ends */
-		return;
-	}
-	relay_queued_now(r, relay_queued(r));
-	if (conn_queue_error(&r->c, status, code, message, extra) < 0) {
-		relay_close(r);
+	log_info("session %s: %s: %d %s", r->c.id[0] != '\0' ? r->c.id : "?",
+		 relay_kind_names[r->kind], status, code);
+	if (r->c.phase == CONN_SERVICE && r->state == RS_STREAM) {
+		conn_cut(&r->c); /* too late for a status: the stream just ends */
 		return;
 	}
-	relay_finish(r);
+	conn_respond(&r->c, status, code, message, extra, 0);
 }
 
 /* Answers 200 {"status":"ok"} and ends the connection. */
@@ -423,12 +324,12 @@ static void relay_respond_ok(struct relay *r)
 			 "%s",
 			 strlen(RELAY_OK_BODY), RELAY_OK_BODY);
 
-	log_info("session %s: %s: 200", r->id, relay_kind_names[r->kind]);
-	if (n < 0 || (size_t)n >= sizeof(buf) || relay_queue(r, buf, (size_t)n) < 0) {
-		relay_close(r);
+	log_info("session %s: %s: 200", r->c.id, relay_kind_names[r->kind]);
+	if (n < 0 || (size_t)n >= sizeof(buf) || conn_queue(&r->c, buf, (size_t)n) < 0) {
+		conn_cut(&r->c);
 		return;
 	}
-	relay_finish(r);
+	conn_finish(&r->c, 0);
 }
 
 /* Sends the event-stream head: from here on the answer is a stream of events. */
@@ -437,55 +338,12 @@ static void relay_start_stream(struct relay *r)
 	char head[SSE_HEAD_MAX];
 	int n = sse_format_head(head, sizeof(head));
 
-	if (n < 0 || relay_queue(r, head, (size_t)n) < 0) {
-		relay_close(r);
+	if (n < 0 || conn_queue(&r->c, head, (size_t)n) < 0) {
+		conn_cut(&r->c);
 		return;
 	}
 	r->state = RS_STREAM;
-	relay_flush(r);
-}
-
-/* Sends what can be sent and moves a finished connection on. */
-static void relay_flush(struct relay *r)
-{
-	int w;
-
-	if (r->state == RS_DEAD || r->in_recv)
-		return;
-	w = relay_write_out(r);
-	if (w < 0) {
-		relay_close(r);
-		return;
-	}
-	if (w == 1 && r->state == RS_FINISH) {
-		conn_shut_write(&r->c);
-		r->state = RS_LINGER;
-		r->deadline = relay_now(r) + BRIDGE_CLOSE_TIMEOUT_MS;
-	}
-	if (w == 1 && (r->state == RS_WS || r->state == RS_WS_CLOSING)) {
-		size_t before = ws_queued_bytes(r->ws);
-
-		if (ws_send(r->ws) < 0) {
-			relay_close(r);
-			return;
-		}
-		if (ws_queued_bytes(r->ws) < before)
-			r->last_sent = relay_now(r);
-		if (!ws_want_read(r->ws) && !ws_want_write(r->ws)) {
-			relay_close(r); /* close handshake done, or the peer failed the protocol */
-			return;
-		}
-		if (r->state == RS_WS && !ws_want_read(r->ws)) {
-			/* wslay stopped reading (the peer's close, a too big message). */
-			relay_hosts_close(r);
-			r->state = RS_WS_CLOSING;
-			r->deadline = relay_now(r) + BRIDGE_CLOSE_TIMEOUT_MS;
-		}
-	}
-	if (relay_queued(r) == 0)
-		r->last_sent = relay_now(r); /* nothing waits: no stall */
-	relay_backpressure(r);
-	relay_update_poll(r);
+	conn_flush(&r->c);
 }
 
 /* ---- host connections ------------------------------------------------------------------- */
@@ -649,15 +507,10 @@ static void relay_host_answer(struct relay *r, const char *line, size_t len)
 static void relay_ws_json(struct relay *r, json_object *obj)
 {
 	const char *text = json_object_to_json_string_ext(obj, RELAY_JSON_OUT);
-	size_t before = relay_queued(r);
 
-	if (text == NULL || ws_queue_text(r->ws, text, strlen(text)) < 0) {
-		json_object_put(obj);
-		relay_close(r);
-		return;
-	}
+	if (text == NULL || conn_ws_queue(&r->c, true, text, strlen(text)) < 0)
+		conn_cut(&r->c);
 	json_object_put(obj);
-	relay_queued_now(r, before);
 }
 
 /* Answers a /stream client's request frame with an error frame. */
@@ -695,28 +548,33 @@ static void relay_side_answer(struct relay *r, struct relay_host *h, const char 
 	hostproto_answer_release(&answer);
 }
 
-/* The host ended an event stream with an error answer (it cannot go on with it, e.g. it cannot
- * read its event log): the client gets it as one `error` event without id, {"error","code"}. */
-static void relay_stream_failed(struct relay *r, const char *line, size_t len)
+/* Queues one SSE `error` event without id: data {"error","code"}. */
+static void relay_error_event(struct relay *r, const char *error, const char *code)
 {
-	struct hostproto_answer a;
-	json_object *o;
+	json_object *o = json_object_new_object();
 	char frame[RELAY_ERROR_EVENT_MAX];
 	int n;
 
-	if (hostproto_answer_parse(line, len, &a) < 0)
-		return;
-	o = json_object_new_object();
-	json_object_object_add(
-	    o, "error",
-	    json_object_new_string(a.error != NULL ? a.error : "the agent host ended the stream"));
-	json_object_object_add(o, "code",
-			       json_object_new_string(a.code != NULL ? a.code : "host_error"));
+	json_object_object_add(o, "error", json_object_new_string(error));
+	json_object_object_add(o, "code", json_object_new_string(code));
 	n = snprintf(frame, sizeof(frame), "event: error\ndata: %s\n\n",
 		     json_object_to_json_string_ext(o, RELAY_JSON_OUT));
-	if (a.type == HOSTPROTO_ERROR && n > 0 && (size_t)n < sizeof(frame))
-		relay_queue(r, frame, (size_t)n);
+	if (n > 0 && (size_t)n < sizeof(frame))
+		conn_queue(&r->c, frame, (size_t)n);
 	json_object_put(o);
+}
+
+/* The host ended an event stream with an error answer (it cannot go on with it, e.g. it cannot
+ * read its event log): the client gets it as one `error` event. */
+static void relay_stream_failed(struct relay *r, const char *line, size_t len)
+{
+	struct hostproto_answer a;
+
+	if (hostproto_answer_parse(line, len, &a) < 0)
+		return;
+	if (a.type == HOSTPROTO_ERROR)
+		relay_error_event(r, a.error != NULL ? a.error : "the agent host ended the stream",
+				  a.code != NULL ? a.code : "host_error");
 	hostproto_answer_release(&a);
 }
 
@@ -728,36 +586,29 @@ static void relay_event(struct relay *r, const char *line, size_t len)
 
 	if (sse_parse_line(line, len, &ev) < 0) {
 		/* Only an error answer comes here (e.g. the host cannot read its log). */
-		log_warn("session %s: the agent host ended the %s stream: %.*s", r->id,
+		log_warn("session %s: the agent host ended the %s stream: %.*s", r->c.id,
 			 relay_kind_names[r->kind], len > 200 ? 200 : (int)len, line);
-		if (r->state == RS_WS) {
-			relay_close_ws(r, WS_CLOSE_INTERNAL, "agent host error");
+		if (r->c.phase == CONN_WS) {
+			conn_ws_close(&r->c, WS_CLOSE_INTERNAL, "agent host error");
 		} else {
 			relay_stream_failed(r, line, len);
-			relay_finish(r);
+			conn_finish(&r->c, 0);
 		}
 		return;
 	}
 	r->events_sent++;
 	if (ev.name_len == 6 && memcmp(ev.name, "result", 6) == 0)
 		r->result_seen = true;
-	if (r->state == RS_WS) {
-		size_t before = relay_queued(r);
+	if (r->c.phase == CONN_WS) {
 		/* A browser fails the connection on a text frame that is not UTF-8 (a "raw" event
 		 * of bytes claude wrote): such an event goes out as a binary frame instead. */
-		int err = relay_utf8_valid(line, len) ? ws_queue_text(r->ws, line, len)
-						      : ws_queue_binary(r->ws, line, len);
-
-		if (err < 0) {
-			relay_close(r);
-			return;
-		}
-		relay_queued_now(r, before);
+		if (conn_ws_queue(&r->c, relay_utf8_valid(line, len), line, len) < 0)
+			conn_cut(&r->c);
 		return;
 	}
-	space = relay_reserve(r, sse_encoded_len(&ev));
+	space = conn_reserve(&r->c, sse_encoded_len(&ev));
 	if (space == NULL) {
-		relay_close(r);
+		conn_cut(&r->c);
 		return;
 	}
 	sse_encode(&ev, space);
@@ -772,17 +623,10 @@ static void relay_host_line(struct relay_host *h, const char *line, size_t len)
 		relay_host_close(h);
 		return;
 	}
-	switch (r->state) {
-	case RS_ANSWER:
-		relay_host_answer(r, line, len);
-		break;
-	case RS_STREAM:
-	case RS_WS:
+	if (r->c.phase == CONN_WS || relay_at(r) == RS_STREAM)
 		relay_event(r, line, len);
-		break;
-	default:
-		break;
-	}
+	else if (relay_at(r) == RS_ANSWER)
+		relay_host_answer(r, line, len);
 }
 
 /*
@@ -794,25 +638,15 @@ static void relay_host_line(struct relay_host *h, const char *line, size_t len)
  */
 static void relay_stream_error(struct relay *r)
 {
-	json_object *o = json_object_new_object();
 	bool gone = !r->was_paused;
-	char frame[RELAY_ERROR_EVENT_MAX];
-	int n;
 
-	json_object_object_add(
-	    o, "error",
-	    json_object_new_string(gone ? "the agent host exited before the turn's result"
-					: "the agent host ended the stream before the turn's "
-					  "result; GET /sessions/<id>/events replays it"));
-	json_object_object_add(o, "code",
-			       json_object_new_string(gone ? "host_exited" : "stream_ended"));
-	n = snprintf(frame, sizeof(frame), "event: error\ndata: %s\n\n",
-		     json_object_to_json_string_ext(o, RELAY_JSON_OUT));
-	log_warn("session %s: prompt stream ended before its result: %s", r->id,
+	log_warn("session %s: prompt stream ended before its result: %s", r->c.id,
 		 gone ? "host_exited" : "stream_ended");
-	if (n > 0 && (size_t)n < sizeof(frame))
-		relay_queue(r, frame, (size_t)n);
-	json_object_put(o);
+	relay_error_event(r,
+			  gone ? "the agent host exited before the turn's result"
+			       : "the agent host ended the stream before the turn's result; "
+				 "GET /sessions/<id>/events replays it",
+			  gone ? "host_exited" : "stream_ended");
 }
 
 /* The host closed h (or reading failed): the end of a stream, or a request left unanswered. */
@@ -826,20 +660,14 @@ static void relay_host_ended(struct relay_host *h, const char *why)
 		return;
 	}
 	relay_host_close(h);
-	switch (r->state) {
-	case RS_ANSWER:
+	if (r->c.phase == CONN_WS) {
+		conn_ws_close(&r->c, WS_CLOSE_GOING_AWAY, "agent host closed the stream");
+	} else if (relay_at(r) == RS_ANSWER) {
 		relay_respond(r, 502, "host_closed", why, NULL);
-		break;
-	case RS_STREAM:
+	} else if (relay_at(r) == RS_STREAM) {
 		if (r->kind == RELAY_PROMPT && !r->result_seen)
 			relay_stream_error(r);
-		relay_finish(r); /* a prompt's turn is over, or the host went away */
-		break;
-	case RS_WS:
-		relay_close_ws(r, WS_CLOSE_GOING_AWAY, "agent host closed the stream");
-		break;
-	default:
-		break;
+		conn_finish(&r->c, 0); /* a prompt's turn is over, or the host went away */
 	}
 }
 
@@ -850,7 +678,7 @@ static void relay_host_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
 	size_t from = 0;
 
 	if (nread == UV_ENOBUFS) {
-		log_warn("session %s: the agent host sent a line over %d bytes", r->id,
+		log_warn("session %s: the agent host sent a line over %d bytes", r->c.id,
 			 RELAY_LINE_MAX);
 		relay_host_ended(h, "the agent host sent too long a line");
 		return;
@@ -885,7 +713,7 @@ static void relay_host_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
 		}
 	}
 	if (h == r->host)
-		relay_flush(r);
+		conn_flush(&r->c);
 }
 
 static void relay_host_resume(struct relay_host *h)
@@ -944,7 +772,7 @@ static void relay_on_message(void *data, const uint8_t *msg, size_t len)
 	    {"permission", RELAY_PERMISSION},
 	    {"interrupt", RELAY_INTERRUPT},
 	};
-	struct relay *r = data;
+	struct relay *r = ((struct conn *)data)->data;
 	json_object *obj;
 	const char *type, *rid = "", *why;
 	enum relay_kind kind = RELAY_STREAM;
@@ -953,7 +781,7 @@ static void relay_on_message(void *data, const uint8_t *msg, size_t len)
 	size_t line_len;
 	int fd;
 
-	if (r->state != RS_WS)
+	if (r->c.phase != CONN_WS)
 		return;
 	obj = relay_parse_object((const char *)msg, len);
 	type = relay_host_string(obj, "type", "");
@@ -983,7 +811,7 @@ static void relay_on_message(void *data, const uint8_t *msg, size_t len)
 		relay_ws_error(r, kind, rid, 400, "invalid_request", why);
 		goto out;
 	}
-	fd = relay_connect_host(r->b, r->id);
+	fd = relay_connect_host(r->b, r->c.id);
 	h = fd >= 0 ? relay_host_open(r, fd, line, line_len) : NULL;
 	if (h == NULL) {
 		relay_ws_error(r, kind, rid, 503, "host_unavailable",
@@ -1000,83 +828,30 @@ out:
 	json_object_put(obj);
 }
 
-static void relay_on_pong(void *data)
-{
-	struct relay *r = data;
-
-	conn_pong(&r->c);
-}
-
-/* ws_recv failed: a vanished peer is cut at once; a protocol error still gets the close frame
- * wslay queued. Returns true when r is closed. */
-static bool relay_recv_failed(struct relay *r, int err)
-{
-	if (r->state == RS_DEAD)
-		return true;
-	if (err == -EPIPE || err == -ECONNRESET || !ws_want_write(r->ws)) {
-		relay_close(r);
-		return true;
-	}
-	if (r->state == RS_WS) {
-		relay_hosts_close(r);
-		r->state = RS_WS_CLOSING;
-		r->deadline = relay_now(r) + BRIDGE_CLOSE_TIMEOUT_MS;
-	}
-	return false;
-}
-
-static void relay_ws_recv(struct relay *r)
-{
-	int err;
-
-	r->in_recv = true;
-	err = ws_recv(r->ws);
-	r->in_recv = false;
-	if (err < 0 && relay_recv_failed(r, err))
-		return;
-	relay_flush(r);
-}
-
 /* The host takes the subscription: answer the upgrade and relay events as frames. */
 static void relay_upgrade(struct relay *r)
 {
 	static const struct ws_callbacks cb = {
 	    .on_message = relay_on_message,
-	    .on_pong = relay_on_pong,
+	    .on_pong = conn_on_pong,
 	};
-	char accept[WS_ACCEPT_LEN + 1], head[HTTP_RESPONSE_MAX];
-	const char *rest;
-	size_t rest_len;
-	int n;
+	struct conn_refusal why;
+	char head[HTTP_RESPONSE_MAX];
+	size_t n;
 
-	if (ws_accept_key(http_request_header(r->req, "Sec-WebSocket-Key", NULL), accept) < 0) {
-		relay_respond(r, 400, "bad_key", "invalid Sec-WebSocket-Key", NULL);
+	if (conn_ws_accept(&r->c, &cb, &r->c, head, &n, &why) < 0) {
+		relay_respond(r, why.status, why.code, why.message, NULL);
 		return;
 	}
-	r->ws = ws_create(r->c.fd, &cb, r);
-	if (r->ws == NULL) {
-		relay_respond(r, 503, "no_memory", "out of memory", NULL);
+	if (conn_ws_begin(&r->c, head, n, relay_now(r), r->b->opt.ping_interval_ms) < 0) {
+		conn_cut(&r->c);
 		return;
 	}
-	rest = http_request_rest(r->req, &rest_len);
-	n = http_format_upgrade(head, sizeof(head), accept);
-	if (n < 0 || ws_prefix(r->ws, rest, rest_len) < 0) {
-		relay_respond(r, 400, "bad_request", "unexpected bytes after the request", NULL);
-		return;
-	}
-	if (relay_queue(r, head, (size_t)n) < 0) {
-		relay_close(r);
-		return;
-	}
-	r->state = RS_WS;
-	r->c.next_ping = relay_now(r) + r->b->opt.ping_interval_ms;
-	log_info("session %s: stream client open", r->id);
-	if (rest_len > 0) {
-		/* Frames that came with the request: no poll event will announce them. */
-		relay_ws_recv(r);
-		return;
-	}
-	relay_flush(r);
+	log_info("session %s: stream client open", r->c.id);
+	if (r->c.ws_prefixed)
+		conn_ws_recv(&r->c); /* frames that came with the request: no poll event for them */
+	else
+		conn_flush(&r->c);
 }
 
 /* ---- requests --------------------------------------------------------------------------- */
@@ -1084,6 +859,7 @@ static void relay_upgrade(struct relay *r)
 /* The host listens: send the request and go on as its kind requires. */
 static void relay_connected(struct relay *r, int fd)
 {
+	conn_unwatch_record(&r->c); /* a wait is over */
 	r->host = relay_host_open(r, fd, r->host_req, r->host_req_len);
 	if (r->host == NULL) {
 		relay_respond(r, 503, "host_unavailable", "cannot talk to the agent host", NULL);
@@ -1099,25 +875,38 @@ static void relay_connected(struct relay *r, int fd)
 		break;
 	default:
 		r->state = RS_ANSWER;
-		r->deadline = relay_now(r) + RELAY_ANSWER_TIMEOUT_MS;
-		relay_update_poll(r);
+		r->c.deadline = relay_now(r) + RELAY_ANSWER_TIMEOUT_MS;
+		conn_update(&r->c);
 		break;
 	}
 }
 
-/* Waits (in RS_CONNECT, retried by the tick) until deadline, then answers 409 or 503. */
-static void relay_wait(struct relay *r, uint64_t wait_ms, int status, const char *code,
+/*
+ * Waits in RS_CONNECT until deadline, then answers 409 or 503: for a `creating` record (host
+ * false) woken by its change, for a host socket (host true) retried by every tick.
+ */
+static void relay_wait(struct relay *r, bool host, uint64_t wait_ms, int status, const char *code,
 		       const char *message)
 {
 	uint64_t now = relay_now(r);
+	int err;
 
+	r->wait_host = host;
 	if (r->state != RS_CONNECT) {
 		r->state = RS_CONNECT;
-		r->deadline = now + wait_ms;
-		relay_update_poll(r);
+		r->c.deadline = now + wait_ms;
+		conn_update(&r->c);
+		if (host)
+			return;
+		/* Watched first, then read again: a change between the two is not missed. */
+		err = conn_watch_record(&r->c, r->b->store.dir, now);
+		if (err < 0)
+			log_warn("session %s: cannot watch its record (%s): polling it", r->c.id,
+				 uv_strerror(err));
+		relay_lookup(r);
 		return;
 	}
-	if (now >= r->deadline)
+	if (now >= r->c.deadline)
 		relay_respond(r, status, code, message, NULL);
 }
 
@@ -1129,7 +918,7 @@ static void relay_lookup(struct relay *r)
 	enum conn_record rec;
 	int fd;
 
-	rec = conn_lookup(&r->b->store, r->id, &s, &why);
+	rec = conn_lookup(&r->b->store, r->c.id, &s, &why);
 	if (rec == CONN_RECORD_MISSING) {
 		relay_respond(r, why.status, why.code, why.message, NULL);
 		return;
@@ -1140,7 +929,7 @@ static void relay_lookup(struct relay *r)
 	}
 	switch (rec) {
 	case CONN_RECORD_CREATING:
-		relay_wait(r, r->b->opt.creating_wait_ms, 409, "not_running",
+		relay_wait(r, false, r->b->opt.creating_wait_ms, 409, "not_running",
 			   "the session is still being created");
 		return;
 	case CONN_RECORD_MISSING:
@@ -1150,18 +939,18 @@ static void relay_lookup(struct relay *r)
 	case CONN_RECORD_READY:
 		break;
 	}
-	fd = relay_connect_host(r->b, r->id);
+	fd = relay_connect_host(r->b, r->c.id);
 	if (fd >= 0) {
 		relay_connected(r, fd);
 		return;
 	}
 	if (fd != -ENOENT && fd != -ECONNREFUSED && fd != -EAGAIN) {
-		log_error("session %s: cannot connect to its host: %s", r->id, strerror(-fd));
+		log_error("session %s: cannot connect to its host: %s", r->c.id, strerror(-fd));
 		relay_respond(r, 503, "host_unavailable", "cannot reach the agent host", NULL);
 		return;
 	}
 	/* Right after a mode switch the host may not listen yet. */
-	relay_wait(r, RELAY_CONNECT_WAIT_MS, 503, "host_unavailable",
+	relay_wait(r, true, RELAY_CONNECT_WAIT_MS, 503, "host_unavailable",
 		   "the agent host of this session does not answer");
 }
 
@@ -1199,7 +988,7 @@ static void relay_read_body(struct relay *r)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		if (n <= 0) {
-			relay_close(r); /* gone before a whole request */
+			conn_cut(&r->c); /* gone before a whole request */
 			return;
 		}
 		r->body_len += (size_t)n;
@@ -1207,52 +996,17 @@ static void relay_read_body(struct relay *r)
 	relay_body_done(r);
 }
 
-/* Drops what the peer still sends; closes at its EOF or past CONN_LINGER_MAX. */
-static void relay_linger(struct relay *r)
+/* True when the upgrade (for a WebSocket) and the Origin rule of API.md let this request
+ * through (answered otherwise). */
+static bool relay_checks_ok(struct relay *r, bool upgrade)
 {
-	if (conn_drain(&r->c) > 0)
-		relay_close(r);
-}
+	struct conn_refusal why;
+	const char *extra = NULL;
 
-/* True when the Origin rule of API.md lets this request through (403 answered otherwise). */
-static bool relay_origin_ok(struct relay *r)
-{
-	const char *origin, *host, *proto;
-	unsigned norigin, nhost;
-
-	origin = http_request_header(r->req, "Origin", &norigin);
-	host = http_request_header(r->req, "Host", &nhost);
-	proto = http_request_header(r->req, "X-Forwarded-Proto", NULL);
-	if (nhost != 1) {
-		relay_respond(r, 400, "bad_host", "exactly one Host header is required", NULL);
-		return false;
-	}
-	if (norigin > 1 || !origin_allowed(origin, proto != NULL && *proto != '\0' ? proto : "http",
-					   host, r->b->cfg->allowed_origins)) {
-		relay_respond(r, 403, "forbidden_origin", "this Origin may not use this session",
-			      NULL);
-		return false;
-	}
-	return true;
-}
-
-/* Checks a WebSocket upgrade as terminal.c does. */
-static bool relay_upgrade_ok(struct relay *r)
-{
-	const char *version = http_request_header(r->req, "Sec-WebSocket-Version", NULL);
-	unsigned nkey, nversion;
-
-	http_request_header(r->req, "Sec-WebSocket-Version", &nversion);
-	http_request_header(r->req, "Sec-WebSocket-Key", &nkey);
-	if (!http_request_is_upgrade(r->req) ||
-	    !http_has_token(http_request_header(r->req, "Upgrade", NULL), "websocket") ||
-	    nkey != 1) {
-		relay_respond(r, 400, "not_websocket", "expected a WebSocket upgrade", NULL);
-		return false;
-	}
-	if (nversion != 1 || strcmp(version, "13") != 0) {
-		relay_respond(r, 400, "bad_version", "WebSocket version 13 is required",
-			      "Sec-WebSocket-Version: 13\r\n");
+	if ((upgrade && !conn_upgrade_ok(r->c.req, &why, &extra)) ||
+	    !conn_origin_ok(r->c.req, r->b->cfg->allowed_origins,
+			    "this Origin may not use this session", &why)) {
+		relay_respond(r, why.status, why.code, why.message, extra);
 		return false;
 	}
 	return true;
@@ -1261,13 +1015,13 @@ static bool relay_upgrade_ok(struct relay *r)
 /* The id to replay after: Last-Event-ID, else ?after=, else 0. Returns 0 or -EINVAL. */
 static int relay_after(const struct relay *r, uint64_t *after)
 {
-	const char *last = http_request_header(r->req, "Last-Event-ID", NULL);
+	const char *last = http_request_header(r->c.req, "Last-Event-ID", NULL);
 	int err;
 
 	*after = 0;
 	if (last != NULL)
 		return sse_parse_id(last, strlen(last), after);
-	err = sse_query_id(http_request_query(r->req), "after", after);
+	err = sse_query_id(http_request_query(r->c.req), "after", after);
 	return err == -ENOENT ? 0 : err;
 }
 
@@ -1275,7 +1029,7 @@ static int relay_after(const struct relay *r, uint64_t *after)
  * starts it. */
 static void relay_handle_request(struct relay *r)
 {
-	const char *path = http_request_path(r->req) + strlen(RELAY_PREFIX);
+	const char *path = http_request_path(r->c.req) + strlen(RELAY_PREFIX);
 	const char *slash = strchr(path, '/'), *ct;
 	bool post =
 	    r->kind == RELAY_PROMPT || r->kind == RELAY_PERMISSION || r->kind == RELAY_INTERRUPT;
@@ -1288,14 +1042,14 @@ static void relay_handle_request(struct relay *r)
 		relay_respond(r, 400, "invalid_id", "malformed session id", NULL);
 		return;
 	}
-	memcpy(r->id, path, idlen);
-	r->id[idlen] = '\0';
-	if (strcmp(http_request_method(r->req), post ? "POST" : "GET") != 0) {
+	memcpy(r->c.id, path, idlen);
+	r->c.id[idlen] = '\0';
+	if (strcmp(http_request_method(r->c.req), post ? "POST" : "GET") != 0) {
 		relay_respond(r, 405, "method_not_allowed", post ? "use POST" : "use GET",
 			      post ? "Allow: POST\r\n" : "Allow: GET\r\n");
 		return;
 	}
-	if (!session_id_valid(r->id)) {
+	if (!session_id_valid(r->c.id)) {
 		relay_respond(r, 400, "invalid_id", "malformed session id", NULL);
 		return;
 	}
@@ -1309,11 +1063,9 @@ static void relay_handle_request(struct relay *r)
 		}
 		snprintf(r->request_id, sizeof(r->request_id), "%s", rid);
 	}
-	if (r->kind == RELAY_STREAM && !relay_upgrade_ok(r))
+	if ((post || r->kind == RELAY_STREAM) && !relay_checks_ok(r, r->kind == RELAY_STREAM))
 		return;
-	if ((post || r->kind == RELAY_STREAM) && !relay_origin_ok(r))
-		return;
-	body = http_request_body_length(r->req, &len);
+	body = http_request_body_length(r->c.req, &len);
 	if (body < 0) {
 		relay_respond(r, 411, "length_required", "send the body with a Content-Length",
 			      NULL);
@@ -1323,7 +1075,7 @@ static void relay_handle_request(struct relay *r)
 		relay_respond(r, 413, "body_too_large", "request body is larger than 64 KiB", NULL);
 		return;
 	}
-	ct = http_request_header(r->req, "Content-Type", NULL);
+	ct = http_request_header(r->c.req, "Content-Type", NULL);
 	if (r->kind != RELAY_INTERRUPT && body > 0 && !jsontext_content_type_ok(ct)) {
 		relay_respond(r, 415, "unsupported_media_type",
 			      "send the body as Content-Type: application/json (charset utf-8)",
@@ -1341,7 +1093,7 @@ static void relay_handle_request(struct relay *r)
 		r->host_req_len = hostproto_subscribe_format(after, line);
 		r->host_req = strdup(line);
 		if (r->host_req == NULL) {
-			relay_close(r);
+			conn_cut(&r->c);
 			return;
 		}
 		relay_lookup(r);
@@ -1350,10 +1102,10 @@ static void relay_handle_request(struct relay *r)
 	r->body_want = (size_t)len;
 	r->body = malloc(r->body_want + 1);
 	if (r->body == NULL) {
-		relay_close(r);
+		conn_cut(&r->c);
 		return;
 	}
-	rest = http_request_rest(r->req, &rest_len);
+	rest = http_request_rest(r->c.req, &rest_len);
 	if (rest_len > r->body_want) {
 		relay_respond(r, 400, "bad_request", "unexpected bytes after the body", NULL);
 		return;
@@ -1362,140 +1114,71 @@ static void relay_handle_request(struct relay *r)
 	r->body_len = rest_len;
 	r->body[r->body_want] = '\0';
 	r->state = RS_BODY;
-	r->deadline = relay_now(r) + r->b->opt.handshake_timeout_ms;
+	r->c.deadline = relay_now(r) + r->b->opt.handshake_timeout_ms;
 	relay_read_body(r);
-	if (r->state == RS_BODY)
-		relay_update_poll(r);
+	if (relay_at(r) == RS_BODY)
+		conn_update(&r->c);
 }
 
-static void relay_on_poll(uv_poll_t *handle, int status, int events)
+static void relay_on_poll(struct conn *c, int events)
 {
-	struct relay *r = handle->data;
+	struct relay *r = c->data;
 
-	if (status < 0) {
-		relay_close(r);
-		return;
-	}
-	switch (r->state) {
-	case RS_BODY:
+	if (r->state == RS_BODY)
 		relay_read_body(r);
-		break;
-	case RS_CHECK:
-	case RS_CONNECT:
-	case RS_ANSWER:
-	case RS_STREAM:
-		if (events & UV_DISCONNECT)
-			relay_close(r); /* the client left: only its host connection ends */
-		else
-			relay_flush(r);
-		break;
-	case RS_FINISH:
-		relay_flush(r);
-		break;
-	case RS_LINGER:
-		relay_linger(r);
-		break;
-	case RS_WS:
-	case RS_WS_CLOSING:
-		if ((events & (UV_READABLE | UV_DISCONNECT)) && conn_out_empty(&r->c)) {
-			relay_ws_recv(r);
-			break;
-		}
-		relay_flush(r);
-		break;
-	case RS_DEAD:
-		break;
-	}
-	if (r->state != RS_DEAD)
-		relay_update_poll(r);
+	else if (events & UV_DISCONNECT)
+		conn_cut(c); /* the client left: only its host connection ends */
+	else
+		conn_flush(c);
+}
+
+/* The session's record changed while a `creating` session is waited for: read it again. */
+static void relay_record_changed(struct conn *c)
+{
+	struct relay *r = c->data;
+
+	if (relay_at(r) == RS_CONNECT && !r->wait_host)
+		relay_lookup(r);
 }
 
 /* ---- the service ------------------------------------------------------------------------ */
 
-static bool relay_claims(const char *path)
+/* The tick of one connection in the relay's states and on an open WebSocket. */
+static void relay_tick(struct conn *c, uint64_t now)
 {
-	enum relay_kind kind;
-
-	return relay_route(path, &kind) == 1;
-}
-
-static int relay_accept(struct bridge *b, int fd, struct http_request *req)
-{
-	struct relay *r = calloc(1, sizeof(*r));
-	int err;
-
-	if (r == NULL) {
-		close(fd);
-		http_request_destroy(req);
-		return -ENOMEM;
-	}
-	r->b = b;
-	r->req = req;
-	LIST_INIT(&r->side);
-	err = conn_init(&r->c, b->loop, fd, r);
-	if (err < 0) {
-		close(fd);
-		http_request_destroy(req);
-		free(r);
-		return err;
-	}
-	relay_route(http_request_path(req), &r->kind);
-	r->state = RS_CHECK;
-	LIST_INSERT_HEAD(&b->relays, r, link);
-	b->nrelays++;
-	relay_handle_request(r);
-	return 0;
-}
-
-/* Pings, stalls and the deadline of one connection. */
-static void relay_tick_one(struct relay *r, uint64_t now)
-{
-	const struct bridge_options *opt = &r->b->opt;
+	struct relay *r = c->data;
 	struct relay_host *h, *next;
 
-	if (relay_queued(r) > 0 && now - r->last_sent >= opt->stall_timeout_ms) {
-		log_warn("session %s: %s client has not read its output for %u ms, cut", r->id,
-			 relay_kind_names[r->kind], opt->stall_timeout_ms);
-		relay_close(r);
-		return;
-	}
-	switch (r->state) {
+	switch (relay_at(r)) {
 	case RS_CHECK:
 		return;
 	case RS_BODY:
-		if (now >= r->deadline)
+		if (now >= c->deadline)
 			relay_respond(r, 408, "body_timeout", "the request body did not arrive",
 				      NULL);
 		return;
 	case RS_CONNECT:
-		relay_lookup(r);
+		if (r->wait_host || now >= c->deadline || conn_record_due(c, now))
+			relay_lookup(r);
 		return;
 	case RS_ANSWER:
-		if (now >= r->deadline)
+		if (now >= c->deadline)
 			relay_respond(r, 504, "host_timeout", "the agent host did not answer",
 				      NULL);
 		return;
 	case RS_STREAM:
-		if (now - r->last_out >= RELAY_SSE_PING_MS) {
-			if (relay_queue(r, SSE_PING, strlen(SSE_PING)) < 0) {
-				relay_close(r);
+		if (now - r->c.last_queued >= RELAY_SSE_PING_MS) {
+			if (conn_queue(&r->c, SSE_PING, strlen(SSE_PING)) < 0) {
+				conn_cut(c);
 				return;
 			}
-			relay_flush(r);
+			conn_flush(c);
 		}
 		return;
-	case RS_WS:
+	case RS_CORE:
 		break;
-	case RS_WS_CLOSING:
-	case RS_LINGER:
-		if (now >= r->deadline)
-			relay_close(r);
-		return;
-	case RS_FINISH:
-	case RS_DEAD:
-		return;
 	}
-	for (h = LIST_FIRST(&r->side); h != NULL && r->state == RS_WS; h = next) {
+	for (h = LIST_FIRST(&r->side); h != NULL && c->phase == CONN_WS; h = next) {
 		next = LIST_NEXT(h, link);
 		if (now >= h->deadline) {
 			relay_ws_error(r, h->kind, h->request_id, 504, "host_timeout",
@@ -1503,68 +1186,57 @@ static void relay_tick_one(struct relay *r, uint64_t now)
 			relay_host_close(h);
 		}
 	}
-	if (r->state == RS_WS && conn_ping(&r->c, r->ws, now, opt->ping_interval_ms) < 0) {
-		log_warn("session %s: stream client did not answer a ping, closing", r->id);
-		relay_close(r);
-		return;
-	}
-	relay_flush(r);
+	conn_flush(c);
 }
 
-static void relay_tick(struct bridge *b, uint64_t now)
+/* The bridge stops: a stream ends (the client reconnects with Last-Event-ID), the rest is cut. */
+static void relay_stop(struct conn *c)
 {
-	struct relay *r, *next;
+	struct relay *r = c->data;
 
-	for (r = LIST_FIRST(&b->relays); r != NULL; r = next) {
-		next = LIST_NEXT(r, link);
-		relay_tick_one(r, now);
-	}
+	if (r->state == RS_STREAM)
+		conn_finish(c, 0);
+	else
+		conn_cut(c);
 }
 
-static void relay_shutdown(struct bridge *b)
-{
-	struct relay *r, *next;
+static const struct conn_ops relay_ops = {
+    .want = relay_want,
+    .on_poll = relay_on_poll,
+    .detach = relay_hosts_close,
+    .flushed = relay_backpressure,
+    .record_changed = relay_record_changed,
+    .tick = relay_tick,
+    .stop = relay_stop,
+    .cut = relay_cut,
+    .release = relay_release,
+    .cut_stalled = true,
+};
 
-	for (r = LIST_FIRST(&b->relays); r != NULL; r = next) {
-		next = LIST_NEXT(r, link);
-		switch (r->state) {
-		case RS_STREAM:
-			relay_finish(r); /* the client reconnects with Last-Event-ID */
-			break;
-		case RS_WS:
-			relay_close_ws(r, WS_CLOSE_GOING_AWAY, "bridge shutting down");
-			break;
-		case RS_CHECK:
-		case RS_BODY:
-		case RS_CONNECT:
-		case RS_ANSWER:
-			relay_close(r);
-			break;
-		case RS_WS_CLOSING:
-		case RS_FINISH:
-		case RS_LINGER:
-		case RS_DEAD:
-			break;
-		}
-	}
-}
-
-static void relay_abort(struct bridge *b)
+static int relay_accept(struct bridge *b, int fd, struct http_request *req, int route)
 {
-	while (!LIST_EMPTY(&b->relays))
-		relay_close(LIST_FIRST(&b->relays));
-}
+	struct relay *r = conn_open(sizeof(*r), offsetof(struct relay, c), b->loop, fd, &b->conns,
+				    &relay_ops, req);
 
-static unsigned relay_count(const struct bridge *b)
-{
-	return b->nrelays;
+	if (r == NULL)
+		return -ENOMEM;
+	r->b = b;
+	LIST_INIT(&r->side);
+	r->kind = (enum relay_kind)route;
+	r->state = RS_CHECK;
+	relay_handle_request(r);
+	return 0;
 }
 
 const struct bridge_service relay_service = {
-    .claims = relay_claims,
     .accept = relay_accept,
-    .tick = relay_tick,
-    .shutdown = relay_shutdown,
-    .abort = relay_abort,
-    .count = relay_count,
+};
+
+const struct bridge_route relay_routes[] = {
+    {RELAY_PREFIX "*/prompt", &relay_service, RELAY_PROMPT},
+    {RELAY_PREFIX "*/events", &relay_service, RELAY_EVENTS},
+    {RELAY_PREFIX "*/interrupt", &relay_service, RELAY_INTERRUPT},
+    {RELAY_PREFIX "*/stream", &relay_service, RELAY_STREAM},
+    {RELAY_PREFIX "*/" RELAY_PERMISSIONS "*", &relay_service, RELAY_PERMISSION},
+    {NULL, NULL, 0},
 };

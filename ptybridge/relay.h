@@ -55,9 +55,10 @@ enum relay_kind {
 	RELAY_STREAM,
 };
 
-/* The relay as the bridge's second service (struct bridge_service): it claims the paths
- * relay_route accepts, and keeps its connections in b->relays. */
+/* The relay as a service of the bridge (struct bridge_service) and its routes (the paths
+ * relay_route accepts); its connections are in b->conns. */
 extern const struct bridge_service relay_service;
+extern const struct bridge_route relay_routes[];
 
 /*
  * Classifies a request path: returns 1 and sets *kind when path is /sessions/<x>/prompt,

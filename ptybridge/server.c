@@ -1,15 +1,21 @@
 #include "server.h"
 
+#include "conn.h"
+#include "http.h"
 #include "log.h"
 #include "proc.h"
 #include "ptyproc.h"
+#include "relay.h"
 #include "roster.h"
+#include "route.h"
 #include "terminal.h"
 #include "tmux.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +25,18 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* The services and their route tables, as fcgi-app/router.c keeps the API's. */
+static const struct bridge_service *const server_services[] = {&terminal_service, &relay_service};
+static const struct bridge_route *const server_routes[] = {terminal_routes, relay_routes};
+#define SERVER_NSERVICES (sizeof(server_services) / sizeof(server_services[0]))
+#define SERVER_NROUTES   (sizeof(server_routes) / sizeof(server_routes[0]))
+
+/* A connection at the front door: its request head is being read, or refused. */
+struct front {
+	struct bridge *b;
+	struct conn c;
+};
 
 struct server {
 	struct bridge b;
@@ -118,6 +136,97 @@ static int server_listen(struct server *s, struct cause *cause)
 	return 0;
 }
 
+/* ---- the front door: read the request head, then hand the connection to its service ---- */
+
+static int front_want(struct conn *c)
+{
+	return UV_READABLE;
+}
+
+static void front_release(struct conn *c)
+{
+	struct front *f = c->data;
+
+	conn_release(&f->c); /* fd -1 when handed over */
+	free(f);
+}
+
+static void front_respond(struct front *f, int status, const char *code, const char *message)
+{
+	log_info("%s %s: %d %s", http_request_method(f->c.req), http_request_path(f->c.req), status,
+		 code);
+	conn_respond(&f->c, status, code, message, NULL, BRIDGE_CLOSE_TIMEOUT_MS);
+}
+
+/* The head is complete: the route table names the service, which takes socket and request. */
+static void front_dispatch(struct front *f)
+{
+	const struct bridge_route *route =
+	    route_find(server_routes, SERVER_NROUTES, http_request_path(f->c.req));
+	struct http_request *req = f->c.req;
+	struct bridge *b = f->b;
+	int fd = f->c.fd;
+
+	if (route == NULL) {
+		front_respond(f, 404, "not_found", "no such resource");
+		return;
+	}
+	f->c.req = NULL;
+	f->c.fd = -1;
+	conn_cut(&f->c); /* the poll handle stops watching fd right here */
+	route->service->accept(b, fd, req, route->route);
+}
+
+static void front_on_poll(struct conn *c, int events)
+{
+	struct front *f = c->data;
+	int r = conn_read_head(c, f->c.req);
+
+	if (r == -EOVERFLOW)
+		front_respond(f, 431, "head_too_large", "request head too large");
+	else if (r == -EBADMSG)
+		front_respond(f, 400, "bad_request", "malformed HTTP request");
+	else if (r < 0)
+		conn_cut(c); /* gone before a whole request */
+	else if (r > 0)
+		front_dispatch(f);
+}
+
+/* The whole head must come within handshake_timeout_ms. */
+static void front_tick(struct conn *c, uint64_t now)
+{
+	if (now >= c->deadline)
+		conn_cut(c);
+}
+
+static const struct conn_ops front_ops = {
+    .want = front_want,
+    .on_poll = front_on_poll,
+    .tick = front_tick,
+    .release = front_release,
+};
+
+static int front_accept(struct bridge *b, int fd)
+{
+	struct http_request *req = http_request_create();
+	struct front *f;
+
+	if (req == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f = conn_open(sizeof(*f), offsetof(struct front, c), b->loop, fd, &b->conns, &front_ops,
+		      req);
+	if (f == NULL)
+		return -ENOMEM;
+	f->b = b;
+	f->c.deadline = uv_now(b->loop) + b->opt.handshake_timeout_ms;
+	conn_update(&f->c);
+	return 0;
+}
+
+/* ---- the process ------------------------------------------------------------------------- */
+
 static void server_on_accept(uv_poll_t *handle, int status, int events)
 {
 	struct server *s = handle->data;
@@ -137,21 +246,20 @@ static void server_on_accept(uv_poll_t *handle, int status, int events)
 			}
 			return;
 		}
-		if (s->b.stopping ||
-		    s->b.nterminals + bridge_other_count(&s->b) >= s->b.opt.max_clients) {
+		if (s->b.stopping || s->b.conns.n >= s->b.opt.max_clients) {
 			static const char busy[] =
 			    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
 			    "Content-Length: 52\r\nConnection: close\r\n\r\n"
 			    "{\"error\":\"too many terminal clients\",\"code\":\"busy\"}\n";
 
-			log_warn("refusing a connection: %u clients", s->b.nterminals);
+			log_warn("refusing a connection: %u clients", s->b.conns.n);
 			/* Best effort on a fresh socket: it has room for this. */
 			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 				log_warn("cannot answer a refused connection: %s", strerror(errno));
 			close(fd);
 			continue;
 		}
-		terminal_accept(&s->b, fd);
+		front_accept(&s->b, fd);
 	}
 }
 
@@ -162,9 +270,9 @@ static void server_on_sigchld(uv_signal_t *handle, int signum)
 	int status;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (struct terminal *t = LIST_FIRST(&s->b.terminals); t != NULL;
-		     t = terminal_next(t))
-			if (terminal_child_exited(t, pid))
+		for (size_t i = 0; i < SERVER_NSERVICES; i++)
+			if (server_services[i]->child_exited != NULL &&
+			    server_services[i]->child_exited(&s->b, pid))
 				break;
 		if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
 			log_info("tmux client %d exited with status %d", (int)pid,
@@ -174,11 +282,9 @@ static void server_on_sigchld(uv_signal_t *handle, int signum)
 
 static void server_stop(struct server *s)
 {
-	struct terminal *t, *next;
-
 	if (s->b.stopping)
 		return;
-	log_info("stopping: closing %u clients", s->b.nterminals + bridge_other_count(&s->b));
+	log_info("stopping: closing %u clients", s->b.conns.n);
 	s->b.stopping = true;
 	s->stop_deadline = uv_now(&s->loop) + BRIDGE_SHUTDOWN_TIMEOUT_MS;
 	if (s->listening) {
@@ -187,12 +293,7 @@ static void server_stop(struct server *s)
 		unlink(s->socket_path);
 		s->listening = false;
 	}
-	for (t = LIST_FIRST(&s->b.terminals); t != NULL; t = next) {
-		next = terminal_next(t);
-		terminal_shutdown(t);
-	}
-	if (s->b.other != NULL)
-		s->b.other->shutdown(&s->b);
+	conn_set_stop(&s->b.conns);
 }
 
 static void server_on_sigterm(uv_signal_t *handle, int signum)
@@ -220,27 +321,18 @@ static void server_on_tick(uv_timer_t *handle)
 {
 	struct server *s = handle->data;
 	uint64_t now = uv_now(&s->loop);
-	struct terminal *t, *next;
+	bool abort = s->b.stopping && now >= s->stop_deadline;
 
 	if (s->accept_paused && s->listening) {
 		s->accept_paused = false;
 		uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept);
 	}
-	for (t = LIST_FIRST(&s->b.terminals); t != NULL; t = next) {
-		next = terminal_next(t);
-		if (s->b.stopping && now >= s->stop_deadline)
-			terminal_abort(t);
-		else
-			terminal_tick(t, now);
-	}
-	if (s->b.other != NULL) {
-		if (s->b.stopping && now >= s->stop_deadline)
-			s->b.other->abort(&s->b);
-		else
-			s->b.other->tick(&s->b, now);
-	}
-	if (s->b.stopping && s->b.nterminals == 0 && bridge_other_count(&s->b) == 0 &&
-	    !roster_busy(s->b.roster) && (!server_has_children() || now >= s->stop_deadline)) {
+	if (abort)
+		conn_set_abort(&s->b.conns);
+	else
+		conn_set_tick(&s->b.conns, now, &s->b.opt);
+	if (s->b.stopping && s->b.conns.n == 0 && !roster_busy(s->b.roster) &&
+	    (!server_has_children() || now >= s->stop_deadline)) {
 		/* The last handles: with them closed uv_run returns. */
 		uv_close((uv_handle_t *)&s->tick, NULL);
 		uv_close((uv_handle_t *)&s->sigterm, NULL);
@@ -270,7 +362,7 @@ static int server_setup(struct server *s, const struct config *cfg,
 	b->loop = &s->loop;
 	b->cfg = cfg;
 	b->opt = *opt;
-	LIST_INIT(&b->terminals);
+	LIST_INIT(&b->conns.head);
 	r = store_init(&b->store, cfg->runtime_dir, cause);
 	if (r < 0)
 		return r;
@@ -320,8 +412,7 @@ static void server_walk_close(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
-int server_run(const struct config *cfg, const struct bridge_options *opt,
-	       const struct bridge_service *other, struct cause *cause)
+int server_run(const struct config *cfg, const struct bridge_options *opt, struct cause *cause)
 {
 	struct server *s = calloc(1, sizeof(*s));
 	int r;
@@ -329,11 +420,18 @@ int server_run(const struct config *cfg, const struct bridge_options *opt,
 	if (s == NULL)
 		return cause_fail(cause, ENOMEM, "out of memory");
 	s->listen_fd = -1;
-	s->b.other = other;
 	/* Writes to a vanished peer must be errors, not a fatal signal (sockets use MSG_NOSIGNAL;
 	 * this covers stderr under a supervisor that went away). */
 	signal(SIGPIPE, SIG_IGN);
 	server_raise_fd_limit();
+	/* One malloc arena: the only other threads are libuv's pool, writing a record now and
+	 * then (roster.c); an arena of its own for each would cost every fresh pool thread
+	 * (the first clients) its own heap pages. */
+	mallopt(M_ARENA_MAX, 1);
+	/* ... and one pool thread (unless the operator says otherwise): record writes are short
+	 * and rare, and each thread that ever runs one keeps its stack pages. libuv reads this when
+	 * the pool starts, at the first write. */
+	setenv("UV_THREADPOOL_SIZE", SERVER_POOL_THREADS, 0);
 	r = uv_loop_init(&s->loop);
 	if (r < 0) {
 		free(s);
