@@ -22,9 +22,8 @@
  * (the host keeps the turn going, and its event log lets the client replay what it missed).
  * Every buffer is bounded: request bodies RELAY_BODY_MAX, host lines HOSTPROTO_LINE_MAX; above
  * RELAY_OUT_HIGH bytes queued for a client its host connection (and its WebSocket input) is no
- * longer read (the host drops a subscriber too far behind, which ends the stream: the client
- * reconnects with Last-Event-ID), and a client whose output does not move for stall_timeout_ms
- * is cut.
+ * longer read (the host then sends that stream the rest from its event log, later, so nothing
+ * is lost), and a client whose output does not move for stall_timeout_ms is cut.
  */
 #ifndef AGENTD_BRIDGE_RELAY_H
 #define AGENTD_BRIDGE_RELAY_H

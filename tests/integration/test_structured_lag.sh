@@ -5,7 +5,8 @@
 # subscriber that is behind from its event log instead of queueing the events in memory (it used
 # to drop one 8 MiB behind, and the prompt then ended without its result). The lines are about
 # 1 KB (20 MB in all): nginx's socket buffers to the client take up to 4 MB of what the client
-# leaves unread, so a smaller turn would not get the host that far behind.
+# leaves unread, so a smaller turn would not get the host that far behind. Then a replay the host
+# cannot finish (its log cut short) ends with an `error` event rather than a bare end.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/structured/lib_structured.sh"
 
@@ -36,3 +37,16 @@ ORDER=$(sse_events lag | jq -r 'select(.event == "assistant") | .data | fromjson
 assert_eq "the assistant lines came in claude's order" "in order" "$ORDER"
 LOGGED=$(grep -c '"event":"assistant"' "$T/run/sessions/$SID/events.log")
 assert_eq "the event log holds the whole turn" "$N" "$LOGGED"
+
+# --- a stream that cannot go on ends with an error event ------------------------------------------
+# A replay of the whole log to a reader that waits; meanwhile the log is cut short behind the
+# host's back (the one way to make it unreadable here), so the host cannot send the rest.
+sse_start cut GET "/sessions/$SID/events?after=0" - --pause 6 --rate 8192 --timeout 120
+sleep 2
+truncate -s 0 "$T/run/sessions/$SID/events.log"
+sse_wait_end cut 120 || fail "the cut reader finished within 120 s" "$(tail -n 3 "$T/cut.log")"
+LAST=$(sse_events cut | tail -n 1)
+assert_jq "the stream ends with an error event (log_error)" \
+	'.event == "error" and (.data | fromjson | .code == "log_error" and (.error | length > 0))' \
+	"$LAST"
+assert_jq "... without an id" 'has("id") | not' "$LAST"
