@@ -55,10 +55,16 @@ OWNER_PID=$(pane_pid a_b-2)
 check "a.b-2's claude runs" alive "${OWNER_PID:-0}"
 # What an older agentd left when acme/a_b#2 collided: a record whose tmuxName is a.b-2's.
 mkdir -p "$T/code/a_b-issue-2"
-jq --arg wt "$T/code/a_b-issue-2" '.id = "a_b-2" | .repo.name = "a_b" | .worktree = $wt |
-	.tmuxName = "a_b-2" | .agentSessionId = "3f1c9a2e-5b7d-4e8f-9a1b-2c3d4e5f6a7b"' \
-	"$T/run/sessions/a.b-2.json" >"$T/run/sessions/a_b-2.json.tmp" &&
-	mv "$T/run/sessions/a_b-2.json.tmp" "$T/run/sessions/a_b-2.json"
+# (Written again before POST /mode: a reconciliation pass, every few seconds, rightly marks it
+# lost, as its tmux session is another's.)
+plant_old_record() {
+	jq --arg wt "$T/code/a_b-issue-2" '.id = "a_b-2" | .repo.name = "a_b" | .worktree = $wt |
+		.tmuxName = "a_b-2" | .state = "running" |
+		.agentSessionId = "3f1c9a2e-5b7d-4e8f-9a1b-2c3d4e5f6a7b"' \
+		"$T/run/sessions/a.b-2.json" >"$T/run/sessions/a_b-2.json.tmp" &&
+		mv "$T/run/sessions/a_b-2.json.tmp" "$T/run/sessions/a_b-2.json"
+}
+plant_old_record
 get_session a_b-2
 assert_json "the old record reads (tmuxName a_b-2 is a_b-2's name before issue 8)" \
 	'[.id, .tmuxName, .state]' '["a_b-2","a_b-2","running"]'
@@ -83,7 +89,11 @@ sleep 0.5
 check_not "nothing typed reached a.b-2's claude" \
 	grep -q typed-into-the-wrong-session <(tmx capture-pane -p -t =a_b-2:)
 
-api POST /sessions/a_b-2/mode '{"mode":"structured"}'
+for _ in 1 2 3 4 5; do
+	plant_old_record
+	api POST /sessions/a_b-2/mode '{"mode":"structured"}'
+	[ "$(jq -r .code <<<"$BODY" 2>/dev/null)" == not_running ] || break
+done
 assert_status "POST /mode through another session's tmux session: 409" 409
 assert_json "code tmux_session_mismatch" .code '"tmux_session_mismatch"'
 assert_error_body "the 409 is a JSON error"
