@@ -176,3 +176,31 @@ out:
 		close(pipefd[1]);
 	return r;
 }
+
+char **proc_env_edit(char *const *env, const char *const *drop, size_t ndrop, const char *add)
+{
+	size_t n = 0, k = 0, name_len = add != NULL ? strcspn(add, "=") + 1 : 0;
+	bool has_add = false;
+	char **out;
+
+	while (env[n] != NULL)
+		n++;
+	out = calloc(n + 2, sizeof(*out));
+	if (out == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		bool skip = false;
+
+		for (size_t d = 0; d < ndrop && !skip; d++)
+			skip = strncmp(env[i], drop[d], strlen(drop[d])) == 0;
+		if (skip)
+			continue;
+		if (add != NULL && strncmp(env[i], add, name_len) == 0)
+			has_add = true;
+		out[k++] = env[i];
+	}
+	if (add != NULL && !has_add)
+		out[k++] = (char *)add;
+	out[k] = NULL;
+	return out;
+}

@@ -33,4 +33,12 @@ int proc_run(char *const argv[], const struct proc_opts *opts, char *out, size_t
  * Returns 0, -ENOENT, -EACCES or -ENAMETOOLONG. */
 int proc_which(const char *prog, char *out, size_t outlen);
 
+/*
+ * A child's environment made from env: every entry that starts with one of the ndrop prefixes
+ * (e.g. "TERM=") left out, then add ("NAME=value", or NULL) appended unless an entry of that
+ * name is still there. The array points into env and at add (the caller frees only the array).
+ * NULL with errno ENOMEM.
+ */
+char **proc_env_edit(char *const *env, const char *const *drop, size_t ndrop, const char *add);
+
 #endif

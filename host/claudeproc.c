@@ -2,6 +2,7 @@
 
 #include "host.h"
 #include "log.h"
+#include "proc.h"
 #include "transcript.h"
 
 #include <signal.h>
@@ -150,27 +151,9 @@ void claudeproc_stop(struct host *h)
 static char **claudeproc_env(void)
 {
 	extern char **environ;
-	static char entry[] = "CLAUDE_CODE_ENTRYPOINT=sdk-ts";
-	size_t n = 0, k = 0;
-	bool has_entry = false;
-	char **env;
+	static const char *const drop[] = {"CLAUDECODE="};
 
-	while (environ[n] != NULL)
-		n++;
-	env = calloc(n + 2, sizeof(*env));
-	if (env == NULL)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (strncmp(environ[i], "CLAUDECODE=", 11) == 0)
-			continue;
-		if (strncmp(environ[i], "CLAUDE_CODE_ENTRYPOINT=", 23) == 0)
-			has_entry = true;
-		env[k++] = environ[i];
-	}
-	if (!has_entry)
-		env[k++] = entry;
-	env[k] = NULL;
-	return env;
+	return proc_env_edit(environ, drop, 1, "CLAUDE_CODE_ENTRYPOINT=sdk-ts");
 }
 
 int claudeproc_start(struct host *h, char *const argv[])

@@ -78,26 +78,8 @@ static char **server_child_env(void)
 {
 	extern char **environ;
 	static const char *const drop[] = {"TERM=", "TMUX=", "TMUX_PANE=", "COLUMNS=", "LINES="};
-	size_t n = 0, k = 0;
-	char **env;
 
-	while (environ[n] != NULL)
-		n++;
-	env = calloc(n + 2, sizeof(*env));
-	if (env == NULL)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		bool skip = false;
-
-		for (size_t d = 0; d < sizeof(drop) / sizeof(drop[0]); d++)
-			if (strncmp(environ[i], drop[d], strlen(drop[d])) == 0)
-				skip = true;
-		if (!skip)
-			env[k++] = environ[i];
-	}
-	env[k++] = (char *)BRIDGE_CHILD_TERM;
-	env[k] = NULL;
-	return env;
+	return proc_env_edit(environ, drop, sizeof(drop) / sizeof(drop[0]), BRIDGE_CHILD_TERM);
 }
 
 static int server_listen(struct server *s, struct cause *cause)

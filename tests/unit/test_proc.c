@@ -614,3 +614,34 @@ Test(proc, which_without_path_uses_default)
 	cr_assert_eq(proc_which("sh", out, sizeof(out)), 0);
 	cr_assert(strcmp(out, "/usr/bin/sh") == 0 || strcmp(out, "/bin/sh") == 0, "%s", out);
 }
+
+Test(proc, env_edit_drops_prefixes_and_adds_once)
+{
+	char *env[] = {"A=1", "TERM=dumb", "TMUX=/x", "B=2", NULL};
+	static const char *const drop[] = {"TERM=", "TMUX="};
+	char **out = proc_env_edit(env, drop, 2, "TERM=xterm-256color");
+
+	cr_assert_not_null(out);
+	cr_assert_str_eq(out[0], "A=1");
+	cr_assert_str_eq(out[1], "B=2");
+	cr_assert_str_eq(out[2], "TERM=xterm-256color");
+	cr_assert_null(out[3]);
+	free(out);
+}
+
+Test(proc, env_edit_keeps_an_entry_of_the_added_name)
+{
+	char *env[] = {"CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CLAUDECODE_X=2", NULL};
+	static const char *const drop[] = {"CLAUDECODE="};
+	char **out = proc_env_edit(env, drop, 1, "CLAUDE_CODE_ENTRYPOINT=sdk-ts");
+
+	cr_assert_not_null(out);
+	cr_assert_str_eq(out[0], "CLAUDE_CODE_ENTRYPOINT=cli");
+	cr_assert_str_eq(out[1], "CLAUDECODE_X=2");
+	cr_assert_null(out[2]);
+	free(out);
+	out = proc_env_edit(env, NULL, 0, NULL);
+	cr_assert_str_eq(out[0], "CLAUDECODE=1");
+	cr_assert_null(out[3]);
+	free(out);
+}
