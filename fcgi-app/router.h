@@ -6,11 +6,12 @@
 #define AGENTD_ROUTER_H
 
 #include "app.h"
+#include "pathmatch.h"
 #include "request.h"
 
-/* A path pattern: literal segments, "*" for one segment captured into args, and "**" at the end
- * for the rest of the path, slashes included (a branch name such as "feat/issue-7"). */
-#define ROUTER_MAX_ARGS 3
+/* A path pattern as core/pathmatch.h reads it: literal segments, "*" for one segment captured
+ * into args, and "**" at the end for the rest of the path, slashes included. */
+#define ROUTER_MAX_ARGS PATHMATCH_ARGS_MAX
 
 typedef void (*route_handler_cb)(const struct app *app, struct request *req,
 				 const char *const args[ROUTER_MAX_ARGS]);

@@ -1,27 +1,10 @@
 #include "route.h"
 
-#include <string.h>
+#include "pathmatch.h"
 
 bool route_match(const char *pattern, const char *path)
 {
-	const char *p = pattern, *s = path;
-
-	while (*p != '\0') {
-		if (*p == '*') {
-			size_t len = strcspn(s, "/");
-
-			if (len == 0)
-				return false;
-			s += len;
-			p++;
-			continue;
-		}
-		if (*p != *s)
-			return false;
-		p++;
-		s++;
-	}
-	return *s == '\0';
+	return pathmatch(pattern, path, NULL);
 }
 
 const struct bridge_route *route_find(const struct bridge_route *const *tables, size_t n,

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* True when path matches pattern ('*': one non-empty segment without '/'). */
+/* True when path matches pattern (core/pathmatch.h; nothing captured). */
 bool route_match(const char *pattern, const char *path);
 
 /* The first entry of tables[0..n) whose pattern matches path, or NULL (404). */
