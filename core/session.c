@@ -537,3 +537,60 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 		return r;
 	return session_exit_from_json(s, obj, cause);
 }
+
+/* json-c accepts "\u0000" inside strings; a string of a request must not hide a NUL. */
+static const char *session_body_str(json_object *o, const char *key)
+{
+	const char *v = session_get_str(o, key);
+	json_object *obj;
+
+	if (v == NULL || !json_object_object_get_ex(o, key, &obj) ||
+	    strlen(v) != (size_t)json_object_get_string_len(obj))
+		return NULL;
+	return v;
+}
+
+int session_parse_create(json_object *root, struct session_create *in, struct cause *cause)
+{
+	json_object *repo, *v;
+
+	memset(in, 0, sizeof(*in));
+	if (!json_object_is_type(root, json_type_object))
+		return cause_fail(cause, EINVAL, "the body must be a JSON object");
+	if (!json_object_object_get_ex(root, "repo", &repo) ||
+	    !json_object_is_type(repo, json_type_object))
+		return cause_fail(cause, EINVAL, "repo must be an object {\"owner\",\"name\"}");
+	in->owner = session_body_str(repo, "owner");
+	in->name = session_body_str(repo, "name");
+	if (!session_owner_valid(in->owner))
+		return cause_fail(cause, EINVAL,
+				  "repo.owner must match ^[A-Za-z0-9][A-Za-z0-9-]{0,38}$");
+	if (!session_name_valid(in->name))
+		return cause_fail(cause, EINVAL,
+				  "repo.name must match ^[A-Za-z0-9._-]{1,100}$, not be . or .. "
+				  "and not end in .git");
+	if (!json_object_object_get_ex(root, "issue", &v) || !json_object_is_type(v, json_type_int))
+		return cause_fail(cause, EINVAL, "issue must be an integer");
+	errno = 0;
+	if (!session_issue_valid(json_object_get_int64(v)) || errno != 0)
+		return cause_fail(cause, EINVAL, "issue must be between 1 and 2147483647");
+	in->issue = (long)json_object_get_int64(v);
+	in->mode = SESSION_TERMINAL;
+	if (json_object_object_get_ex(root, "mode", &v)) {
+		const char *m = session_body_str(root, "mode");
+
+		if (m == NULL || session_mode_parse(m, &in->mode) < 0)
+			return cause_fail(cause, EINVAL,
+					  "mode must be \"terminal\" or \"structured\"");
+	}
+	if (json_object_object_get_ex(root, "prompt", &v)) {
+		in->prompt = session_body_str(root, "prompt");
+		if (in->prompt == NULL)
+			return cause_fail(cause, EINVAL,
+					  "prompt must be a string without NUL bytes");
+		if (strlen(in->prompt) > SESSION_PROMPT_MAX)
+			return cause_fail(cause, EINVAL, "prompt is longer than %d bytes",
+					  SESSION_PROMPT_MAX);
+	}
+	return 0;
+}

@@ -127,6 +127,21 @@ int session_state_parse(const char *s, enum session_state *out);
 const char *session_mode_name(enum session_mode m);
 int session_mode_parse(const char *s, enum session_mode *out);
 
+/* A POST /sessions body, validated; the strings point into the parsed body. */
+struct session_create {
+	const char *owner, *name;
+	const char *prompt; /* NULL: none given */
+	long issue;
+	enum session_mode mode; /* SESSION_TERMINAL unless given */
+};
+
+/*
+ * Checks a POST /sessions body (docs/API.md: repo{owner,name}, issue, optional mode and prompt;
+ * strings hiding a NUL are refused). Returns 0 with *in filled, or -EINVAL with the reason in
+ * cause.
+ */
+int session_parse_create(json_object *root, struct session_create *in, struct cause *cause);
+
 /* Formats unix seconds as "YYYY-MM-DDTHH:MM:SSZ" into out (at least 21 bytes). */
 void session_format_time(int64_t t, char *out, size_t outlen);
 

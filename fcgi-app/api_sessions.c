@@ -14,70 +14,6 @@
 
 #define API_JSON_DEPTH 8
 
-struct create_input {
-	const char *owner, *name, *prompt;
-	long issue;
-	enum session_mode mode;
-};
-
-/* json-c accepts "\u0000" inside strings; a string must not hide a NUL. */
-static const char *api_get_string(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-/* Parses and validates the POST body. Returns 0 or -EINVAL with the reason in cause. */
-static int api_parse_create(json_object *root, struct create_input *in, struct cause *cause)
-{
-	json_object *repo, *v;
-
-	memset(in, 0, sizeof(*in));
-	if (!json_object_is_type(root, json_type_object))
-		return cause_fail(cause, EINVAL, "the body must be a JSON object");
-	if (!json_object_object_get_ex(root, "repo", &repo) ||
-	    !json_object_is_type(repo, json_type_object))
-		return cause_fail(cause, EINVAL, "repo must be an object {\"owner\",\"name\"}");
-	in->owner = api_get_string(repo, "owner");
-	in->name = api_get_string(repo, "name");
-	if (!session_owner_valid(in->owner))
-		return cause_fail(cause, EINVAL,
-				  "repo.owner must match ^[A-Za-z0-9][A-Za-z0-9-]{0,38}$");
-	if (!session_name_valid(in->name))
-		return cause_fail(cause, EINVAL,
-				  "repo.name must match ^[A-Za-z0-9._-]{1,100}$, not be . or .. "
-				  "and not end in .git");
-	if (!json_object_object_get_ex(root, "issue", &v) || !json_object_is_type(v, json_type_int))
-		return cause_fail(cause, EINVAL, "issue must be an integer");
-	errno = 0;
-	if (!session_issue_valid(json_object_get_int64(v)) || errno != 0)
-		return cause_fail(cause, EINVAL, "issue must be between 1 and 2147483647");
-	in->issue = (long)json_object_get_int64(v);
-	in->mode = SESSION_TERMINAL;
-	if (json_object_object_get_ex(root, "mode", &v)) {
-		const char *m = api_get_string(root, "mode");
-
-		if (m == NULL || session_mode_parse(m, &in->mode) < 0)
-			return cause_fail(cause, EINVAL,
-					  "mode must be \"terminal\" or \"structured\"");
-	}
-	if (json_object_object_get_ex(root, "prompt", &v)) {
-		in->prompt = api_get_string(root, "prompt");
-		if (in->prompt == NULL)
-			return cause_fail(cause, EINVAL,
-					  "prompt must be a string without NUL bytes");
-		if (strlen(in->prompt) > SESSION_PROMPT_MAX)
-			return cause_fail(cause, EINVAL, "prompt is longer than %d bytes",
-					  SESSION_PROMPT_MAX);
-	}
-	return 0;
-}
-
 static json_object *api_parse_body(struct request *req, struct cause *cause)
 {
 	return jsontext_parse(req->body, req->body_len, API_JSON_DEPTH, cause);
@@ -113,7 +49,7 @@ static void api_reply_session(struct request *req, int status, const struct sess
  * conflicts. Fills s with the record to answer.
  */
 static void api_create_locked(const struct app *app, struct request *req,
-			      const struct create_input *in, struct session *s)
+			      const struct session_create *in, struct session *s)
 {
 	struct session old;
 	struct cause cause = {{0}};
@@ -188,7 +124,7 @@ static void api_sessions_create(const struct app *app, struct request *req,
 				const char *const args[ROUTER_MAX_ARGS])
 {
 	struct cause cause = {{0}};
-	struct create_input in;
+	struct session_create in;
 	struct session *s = NULL;
 	json_object *root = NULL;
 	int r, all_fd = -1, fd = -1;
@@ -208,7 +144,7 @@ static void api_sessions_create(const struct app *app, struct request *req,
 		return;
 	}
 	root = api_parse_body(req, &cause);
-	if (root == NULL || api_parse_create(root, &in, &cause) < 0) {
+	if (root == NULL || session_parse_create(root, &in, &cause) < 0) {
 		request_error(req, 400, "invalid_request", "%s", cause.msg);
 		goto out;
 	}

@@ -1,7 +1,7 @@
 /*
  * Session input (core/session.c): the POST /sessions body and ids from URL paths. Input: JSON
- * text. It is read the way the API reads a create body (jsontext_parse at depth 8, then the
- * checks of fcgi-app/api_sessions.c's api_parse_create, which is static and so mirrored here),
+ * text. It is read the way the API reads a create body (jsontext_parse at depth 8, then
+ * session_parse_create),
  * and the way the daemons read a record (session_from_json); the whole text is also tried as an
  * id. Invariants: a body that validates gives a session whose derived names validate again; a
  * record that decodes re-encodes to a fixpoint; an id is valid exactly when it is
@@ -17,18 +17,6 @@
 #include <string.h>
 
 #define API_JSON_DEPTH 8 /* fcgi-app/api_sessions.c */
-
-/* fcgi-app/api_sessions.c's api_get_string. */
-static const char *get_string(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
-		return NULL;
-	return json_object_get_string(v);
-}
 
 static void check_id(const char *id)
 {
@@ -57,62 +45,28 @@ static void check_id(const char *id)
 	FUZZ_CHECK(strcmp(back, id) == 0, "tmux name '%s' does not map back to '%s'", tmux, id);
 }
 
-/* api_parse_create's checks; true when the body is a valid create request. */
-static bool create_valid(json_object *root, const char **owner, const char **name, long *issue,
-			 const char **prompt)
-{
-	json_object *repo, *v;
-	enum session_mode mode;
-
-	if (!json_object_is_type(root, json_type_object) ||
-	    !json_object_object_get_ex(root, "repo", &repo) ||
-	    !json_object_is_type(repo, json_type_object))
-		return false;
-	*owner = get_string(repo, "owner");
-	*name = get_string(repo, "name");
-	if (!session_owner_valid(*owner) || !session_name_valid(*name))
-		return false;
-	if (!json_object_object_get_ex(root, "issue", &v) || !json_object_is_type(v, json_type_int))
-		return false;
-	errno = 0;
-	if (!session_issue_valid(json_object_get_int64(v)) || errno != 0)
-		return false;
-	*issue = (long)json_object_get_int64(v);
-	if (json_object_object_get_ex(root, "mode", &v)) {
-		const char *m = get_string(root, "mode");
-
-		if (m == NULL || session_mode_parse(m, &mode) < 0)
-			return false;
-	}
-	*prompt = NULL;
-	if (json_object_object_get_ex(root, "prompt", &v)) {
-		*prompt = get_string(root, "prompt");
-		if (*prompt == NULL || strlen(*prompt) > SESSION_PROMPT_MAX)
-			return false;
-	}
-	return true;
-}
-
 static void check_create(json_object *root)
 {
-	const char *owner, *name, *prompt;
 	char rendered[SESSION_PROMPT_MAX + 1];
+	struct session_create in;
 	struct session s, d;
 	struct cause cause = {{0}};
 	json_object *rec;
-	long issue;
 	int r;
 
-	if (!create_valid(root, &owner, &name, &issue, &prompt))
+	if (session_parse_create(root, &in, &cause) < 0) {
+		FUZZ_CHECK(cause.msg[0] != '\0', "a refused body says why");
 		return;
-	r = session_init(&s, "/code", owner, name, issue);
+	}
+	r = session_init(&s, "/code", in.owner, in.name, in.issue);
 	FUZZ_CHECK(r == 0, "session_init of a valid body: %d", r);
 	FUZZ_CHECK(session_id_valid(s.id), "derived id '%s' is invalid", s.id);
 	FUZZ_CHECK(session_tmux_name_valid(s.id, s.tmux_name), "derived tmux name refused");
 	FUZZ_CHECK(strncmp(s.worktree, "/code/", 6) == 0 && strchr(s.worktree + 6, '/') == NULL,
 		   "worktree '%s' leaves the base directory", s.worktree);
-	if (prompt != NULL) {
-		r = session_render_prompt(prompt, owner, name, issue, rendered, sizeof(rendered));
+	if (in.prompt != NULL) {
+		r = session_render_prompt(in.prompt, in.owner, in.name, in.issue, rendered,
+					  sizeof(rendered));
 		FUZZ_CHECK(r == 0 || r == -ENAMETOOLONG, "render: %d", r);
 		if (r == 0)
 			FUZZ_CHECK(strlen(rendered) < sizeof(rendered),

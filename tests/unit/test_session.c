@@ -1180,3 +1180,38 @@ Test(session, unavailable_says_why)
 	cr_assert_str_eq(session_unavailable(&s, msg, sizeof(msg)), "session_lost");
 	cr_assert_not_null(strstr(msg, "tmux session x is gone"), "%s", msg);
 }
+
+Test(session, parse_create_body)
+{
+	struct session_create in;
+	struct cause c = {{0}};
+	json_object *ok =
+	    json_tokener_parse("{\"repo\":{\"owner\":\"acme\",\"name\":\"a.b\"},"
+			       "\"issue\":7,\"mode\":\"structured\",\"prompt\":\"go\"}");
+	const char *bad[] = {
+	    "[]",
+	    "{\"repo\":{\"owner\":\"acme\",\"name\":\"w\"}}",
+	    "{\"repo\":{\"owner\":\"-acme\",\"name\":\"w\"},\"issue\":1}",
+	    "{\"repo\":{\"owner\":\"acme\",\"name\":\"w.git\"},\"issue\":1}",
+	    "{\"repo\":{\"owner\":\"acme\",\"name\":\"w\"},\"issue\":0}",
+	    "{\"repo\":{\"owner\":\"acme\",\"name\":\"w\"},\"issue\":\"1\"}",
+	    "{\"repo\":{\"owner\":\"acme\",\"name\":\"w\"},\"issue\":1,\"mode\":\"tui\"}",
+	    "{\"repo\":{\"owner\":\"acme\",\"name\":\"w\"},\"issue\":1,\"prompt\":\"a\\u0000b\"}",
+	};
+
+	cr_assert_eq(session_parse_create(ok, &in, &c), 0, "%s", c.msg);
+	cr_assert_str_eq(in.owner, "acme");
+	cr_assert_str_eq(in.name, "a.b");
+	cr_assert_eq(in.issue, 7);
+	cr_assert_eq(in.mode, SESSION_STRUCTURED);
+	cr_assert_str_eq(in.prompt, "go");
+	json_object_put(ok);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_object *o = json_tokener_parse(bad[i]);
+
+		c.msg[0] = '\0';
+		cr_assert_eq(session_parse_create(o, &in, &c), -EINVAL, "accepted %s", bad[i]);
+		cr_assert(c.msg[0] != '\0');
+		json_object_put(o);
+	}
+}
