@@ -93,8 +93,17 @@ api POST /sessions "@$T/big.json"
 json_error "a 70 kB body to agentd-api" 413 body_too_large
 api POST /sessions/widgets-1/prompt "@$T/big.json"
 json_error "a 70 kB body to agentd-bridge" 413 body_too_large
-# The daemons are "down" while their socket is renamed (they keep listening on it).
+# The daemons are "down" while their socket is renamed (they keep listening on it). nginx keeps
+# connections to agentd-api open (upstream keepalive), and a kept one would still reach it: a
+# reload first, so that only workers that hold no connection answer.
 mv "$T/run/api.sock" "$T/run/api.sock.away"
+NGINX_MASTER=$(cat "$T/run/nginx/run/nginx.pid")
+OLD_WORKERS=$(pgrep -P "$NGINX_MASTER" | tr '\n' ' ')
+kill -HUP "$NGINX_MASTER"
+deadline=$((SECONDS + 10))
+for w in $OLD_WORKERS; do
+	while alive "$w" && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+done
 api GET /healthz
 json_error "agentd-api unreachable" 502 upstream_unavailable
 assert_jq "the 502 names agentd-api" '.error | test("agentd-api")'
