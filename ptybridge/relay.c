@@ -581,10 +581,10 @@ static void relay_stream_failed(struct relay *r, const char *line, size_t len)
 /* One event line for the client: an SSE frame, or the line itself as a text frame. */
 static void relay_event(struct relay *r, const char *line, size_t len)
 {
-	struct sse_event ev;
+	struct hostproto_event ev;
 	char *space;
 
-	if (sse_parse_line(line, len, &ev) < 0) {
+	if (hostproto_event_parse(line, len, &ev) < 0) {
 		/* Only an error answer comes here (e.g. the host cannot read its log). */
 		log_warn("session %s: the agent host ended the %s stream: %.*s", r->c.id,
 			 relay_kind_names[r->kind], len > 200 ? 200 : (int)len, line);

@@ -35,22 +35,6 @@ static int sse_digits(const char *s, size_t len, uint64_t *out)
 	return 0;
 }
 
-int sse_parse_line(const char *line, size_t len, struct sse_event *ev)
-{
-	struct hostproto_event e;
-
-	/* The event line is the codec's (core/hostproto.h): the host writes it, the bridge reads
-	 * it. */
-	if (hostproto_event_parse(line, len, &e) < 0)
-		return -EBADMSG;
-	ev->id = e.id;
-	ev->name = e.name;
-	ev->name_len = e.name_len;
-	ev->data = e.data;
-	ev->data_len = e.data_len;
-	return 0;
-}
-
 static size_t sse_u64_len(uint64_t v)
 {
 	size_t n = 1;
@@ -62,7 +46,7 @@ static size_t sse_u64_len(uint64_t v)
 	return n;
 }
 
-size_t sse_encoded_len(const struct sse_event *ev)
+size_t sse_encoded_len(const struct hostproto_event *ev)
 {
 	size_t n = SSE_STRLEN(SSE_FRAME_ID) + sse_u64_len(ev->id) + SSE_STRLEN(SSE_FRAME_EVENT) +
 		   ev->name_len + SSE_STRLEN(SSE_FRAME_DATA) + ev->data_len +
@@ -83,7 +67,7 @@ static char *sse_put(char *out, const char *s, size_t len)
 	return out + len;
 }
 
-size_t sse_encode(const struct sse_event *ev, char *out)
+size_t sse_encode(const struct hostproto_event *ev, char *out)
 {
 	char digits[SSE_ID_DIGITS_MAX + 1];
 	char *p = out;

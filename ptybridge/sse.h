@@ -1,9 +1,9 @@
 /*
- * Server-sent events for the structured-mode relay: reading agentd-host's event lines
- * ({"id":N,"event":"name","data":DATA}, core/hostproto.h) without parsing DATA, and writing them
- * as SSE frames ("id: N\nevent: name\ndata: DATA\n\n"), plus the event-stream response head and
- * the parsing of the ids clients send back (Last-Event-ID, ?after=). Pure functions on caller
- * buffers: nothing here allocates or does I/O.
+ * Server-sent events for the structured-mode relay: writing agentd-host's event lines
+ * ({"id":N,"event":"name","data":DATA}, taken apart by core/hostproto.h) as SSE frames ("id:
+ * N\nevent: name\ndata: DATA\n\n"), plus the event-stream response head and the parsing of the ids
+ * clients send back (Last-Event-ID, ?after=). Pure functions on caller buffers: nothing here
+ * allocates or does I/O.
  */
 #ifndef AGENTD_BRIDGE_SSE_H
 #define AGENTD_BRIDGE_SSE_H
@@ -18,25 +18,8 @@
 #define SSE_PING           ": ping\n\n"
 #define SSE_HEAD_MAX       256
 
-/* An event line taken apart: views into the line, valid while the line is. */
-struct sse_event {
-	uint64_t id;
-	const char *name;
-	size_t name_len;
-	const char *data; /* the JSON text of "data", exactly as the host wrote it */
-	size_t data_len;
-};
-
-/*
- * Takes apart one event line as agentd-host's event log writes it (without its '\n'):
- * {"id":<decimal>,"event":"<[A-Za-z0-9_]{1,31}>","data":<DATA>}. DATA is not parsed, only
- * required to be non-empty. Returns 0, or -EBADMSG for anything else (a reply line such as
- * {"type":"ok"} included).
- */
-int sse_parse_line(const char *line, size_t len, struct sse_event *ev);
-
 /* The number of bytes sse_encode writes for ev. */
-size_t sse_encoded_len(const struct sse_event *ev);
+size_t sse_encoded_len(const struct hostproto_event *ev);
 
 /*
  * Writes ev as one SSE frame into out (sse_encoded_len(ev) bytes, no NUL):
@@ -44,7 +27,7 @@ size_t sse_encoded_len(const struct sse_event *ev);
  * whitespace) would end the field, so each starts a new "data: " line instead; EventSource joins
  * data lines with LF, which is the same JSON. Returns the bytes written.
  */
-size_t sse_encode(const struct sse_event *ev, char *out);
+size_t sse_encode(const struct hostproto_event *ev, char *out);
 
 /*
  * Parses an event id a client sent back: 1 to SSE_ID_DIGITS_MAX decimal digits, at most

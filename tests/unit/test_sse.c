@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse(const char *line, struct sse_event *ev)
+static int parse(const char *line, struct hostproto_event *ev)
 {
-	return sse_parse_line(line, strlen(line), ev);
+	return hostproto_event_parse(line, strlen(line), ev);
 }
 
 /* Encodes ev and checks the length promise; returns a NUL-terminated copy (caller frees). */
-static char *encode(const struct sse_event *ev)
+static char *encode(const struct hostproto_event *ev)
 {
 	size_t len = sse_encoded_len(ev);
 	char *out = malloc(len + 1);
@@ -34,7 +34,7 @@ Test(sse, an_event_line_is_taken_apart)
 	static const char line[] =
 	    "{\"id\":17,\"event\":\"assistant\",\"data\":{\"type\":\"assistant\","
 	    "\"message\":{\"content\":[]}}}";
-	struct sse_event ev;
+	struct hostproto_event ev;
 
 	cr_assert_eq(parse(line, &ev), 0);
 	cr_assert_eq(ev.id, 17);
@@ -48,7 +48,7 @@ Test(sse, an_event_line_is_taken_apart)
 
 Test(sse, data_may_be_any_json_value)
 {
-	struct sse_event ev;
+	struct hostproto_event ev;
 
 	cr_assert_eq(parse("{\"id\":1,\"event\":\"raw\",\"data\":\"not json from claude\"}", &ev),
 		     0);
@@ -76,7 +76,7 @@ Test(sse, other_lines_are_refused)
 	    "{\"id\":1,\"event\":\"abcdefghijklmnopqrstuvwxyz0123456\",\"data\":1}",
 	    " {\"id\":1,\"event\":\"x\",\"data\":1}",
 	};
-	struct sse_event ev;
+	struct hostproto_event ev;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert_eq(parse(bad[i], &ev), -EBADMSG, "line %zu: %s", i, bad[i]);
@@ -85,7 +85,7 @@ Test(sse, other_lines_are_refused)
 Test(sse, a_line_is_never_read_past_its_length)
 {
 	static const char line[] = "{\"id\":1,\"event\":\"x\",\"data\":1}";
-	struct sse_event ev;
+	struct hostproto_event ev;
 
 	/* Every prefix of a valid line is refused, and no byte past len is looked at (ASan). */
 	for (size_t len = 0; len < strlen(line); len++) {
@@ -93,14 +93,15 @@ Test(sse, a_line_is_never_read_past_its_length)
 
 		cr_assert_not_null(copy);
 		memcpy(copy, line, len);
-		cr_assert_eq(sse_parse_line(copy, len, &ev), -EBADMSG, "prefix of %zu bytes", len);
+		cr_assert_eq(hostproto_event_parse(copy, len, &ev), -EBADMSG, "prefix of %zu bytes",
+			     len);
 		free(copy);
 	}
 }
 
 Test(sse, a_frame_has_id_event_and_data)
 {
-	struct sse_event ev = {
+	struct hostproto_event ev = {
 	    .id = 42, .name = "result", .name_len = 6, .data = "{\"a\":1}", .data_len = 7};
 	char *out = encode(&ev);
 
@@ -111,7 +112,7 @@ Test(sse, a_frame_has_id_event_and_data)
 Test(sse, line_breaks_in_data_become_data_lines)
 {
 	static const char data[] = "{\"a\":\n1,\r\n\"b\":\r2}";
-	struct sse_event ev = {
+	struct hostproto_event ev = {
 	    .id = 1, .name = "x", .name_len = 1, .data = data, .data_len = strlen(data)};
 	char *out = encode(&ev);
 
@@ -125,11 +126,11 @@ Test(sse, breaks_at_the_edges_of_data)
 	static const char *const datas[] = {"\n", "\r", "\r\n", "\n\n", "\r\r\n", "x\r", "\nx"};
 
 	for (size_t i = 0; i < sizeof(datas) / sizeof(datas[0]); i++) {
-		struct sse_event ev = {.id = 9,
-				       .name = "e",
-				       .name_len = 1,
-				       .data = datas[i],
-				       .data_len = strlen(datas[i])};
+		struct hostproto_event ev = {.id = 9,
+					     .name = "e",
+					     .name_len = 1,
+					     .data = datas[i],
+					     .data_len = strlen(datas[i])};
 		char *out = encode(&ev);
 
 		/* No bare CR survives, and the frame ends with exactly one blank line. */
