@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -189,6 +190,8 @@ int session_init(struct session *s, const char *base_dir, const char *owner, con
 	s->state = SESSION_CREATING;
 	s->mode = SESSION_TERMINAL;
 	s->created_at = s->updated_at = s->last_activity = (int64_t)time(NULL);
+	s->activity = SESSION_IDLE;
+	s->activity_at = s->created_at * 1000;
 	return session_uuid(s->agent_session_id);
 }
 
@@ -239,6 +242,51 @@ static const char *const session_mode_names[] = {
     [SESSION_TERMINAL] = "terminal",
     [SESSION_STRUCTURED] = "structured",
 };
+
+static const char *const session_activity_names[] = {
+    [SESSION_IDLE] = "idle",
+    [SESSION_WORKING] = "working",
+    [SESSION_WAITING] = "waiting",
+};
+
+const char *session_activity_name(const struct session *s)
+{
+	switch (s->state) {
+	case SESSION_CREATING:
+	case SESSION_RUNNING:
+	case SESSION_ATTACHED:
+		return session_activity_names[s->activity];
+	default:
+		return "exited";
+	}
+}
+
+int session_activity_parse(const char *s, enum session_activity *out)
+{
+	for (size_t i = 0; i < sizeof(session_activity_names) / sizeof(session_activity_names[0]);
+	     i++)
+		if (strcmp(s, session_activity_names[i]) == 0) {
+			*out = (enum session_activity)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+void session_copy_cut(char *out, size_t outlen, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (outlen == 0)
+		return;
+	if (n >= outlen) {
+		n = outlen - 1;
+		/* Back off continuation bytes (10xxxxxx) so no character is split. */
+		while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+			n--;
+	}
+	memcpy(out, src, n);
+	out[n] = '\0';
+}
 
 const char *session_state_name(enum session_state st)
 {
@@ -350,6 +398,38 @@ static void session_add_str(json_object *o, const char *key, const char *val)
 	json_object_object_add(o, key, json_object_new_string(val));
 }
 
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" from unix milliseconds. */
+static void session_add_time_ms(json_object *o, const char *key, int64_t ms)
+{
+	char buf[40];
+	int64_t r = ms % 1000;
+
+	if (r < 0)
+		r += 1000;
+	session_format_time((ms - r) / 1000, buf, sizeof(buf));
+	snprintf(buf + 19, sizeof(buf) - 19, ".%03dZ", (int)r);
+	session_add_str(o, key, buf);
+}
+
+static json_object *session_pending_json(const struct session *s, bool for_disk)
+{
+	json_object *arr = json_object_new_array();
+
+	if (arr == NULL || (!for_disk && strcmp(session_activity_name(s), "waiting") != 0))
+		return arr;
+	for (unsigned i = 0; i < s->n_pending && i < SESSION_PENDING_MAX; i++) {
+		json_object *p = json_object_new_object();
+
+		if (p == NULL)
+			break;
+		session_add_str(p, "requestId", s->pending[i].request_id);
+		session_add_str(p, "toolName", s->pending[i].tool_name);
+		session_add_str(p, "description", s->pending[i].description);
+		json_object_array_add(arr, p);
+	}
+	return arr;
+}
+
 static void session_add_time(json_object *o, const char *key, int64_t t)
 {
 	char buf[32];
@@ -383,6 +463,11 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	session_add_time(o, "createdAt", s->created_at);
 	session_add_time(o, "updatedAt", s->updated_at);
 	session_add_time(o, "lastActivity", s->last_activity);
+	/* On disk the stored activity: the state says the rest, and it is read back. */
+	session_add_str(o, "activity",
+			for_disk ? session_activity_names[s->activity] : session_activity_name(s));
+	session_add_time_ms(o, "activityAt", s->activity_at);
+	json_object_object_add(o, "pending", session_pending_json(s, for_disk));
 	if (s->state == SESSION_FAILED || s->state == SESSION_LOST)
 		session_add_str(o, "error", s->error);
 	if (s->state == SESSION_EXITED) {
@@ -391,8 +476,11 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 			session_add_str(o, "exitSignal", s->exit_signal);
 		session_add_time(o, "exitedAt", s->exited_at);
 	}
-	if (for_disk)
+	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
+		json_object_object_add(o, "hostEvent",
+				       json_object_new_int64((int64_t)s->host_event));
+	}
 	return o;
 }
 
@@ -470,6 +558,97 @@ static int session_exit_from_json(struct session *s, json_object *obj, struct ca
 	return 0;
 }
 
+static int session_parse_time_ms(const char *v, int64_t *out)
+{
+	char secs[32];
+	size_t n = strlen(v);
+	int64_t t;
+
+	/* "YYYY-MM-DDTHH:MM:SS.mmmZ" */
+	if (n != 24 || v[19] != '.' || v[23] != 'Z' || !isdigit((unsigned char)v[20]) ||
+	    !isdigit((unsigned char)v[21]) || !isdigit((unsigned char)v[22]))
+		return -EINVAL;
+	memcpy(secs, v, 19);
+	secs[19] = 'Z';
+	secs[20] = '\0';
+	if (session_parse_time(secs, &t) < 0)
+		return -EINVAL;
+	*out = t * 1000 + (v[20] - '0') * 100 + (v[21] - '0') * 10 + (v[22] - '0');
+	return 0;
+}
+
+static bool session_request_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > SESSION_REQUEST_ID_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)id[i]) && strchr("._:-", id[i]) == NULL)
+			return false;
+	return true;
+}
+
+static int session_pending_from_json(struct session *s, json_object *arr, struct cause *cause)
+{
+	size_t n;
+
+	if (!json_object_is_type(arr, json_type_array) ||
+	    (n = json_object_array_length(arr)) > SESSION_PENDING_MAX)
+		return cause_fail(cause, EINVAL, "field pending is not a list of up to %d requests",
+				  SESSION_PENDING_MAX);
+	for (size_t i = 0; i < n; i++) {
+		json_object *p = json_object_array_get_idx(arr, i);
+		struct session_pending *e = &s->pending[i];
+		int r;
+
+		if (!json_object_is_type(p, json_type_object))
+			return cause_fail(cause, EINVAL, "field pending holds a non-object");
+		if ((r = session_copy_str(p, "requestId", e->request_id, sizeof(e->request_id),
+					  cause)) < 0 ||
+		    (r = session_copy_str(p, "toolName", e->tool_name, sizeof(e->tool_name),
+					  cause)) < 0 ||
+		    (r = session_copy_str(p, "description", e->description, sizeof(e->description),
+					  cause)) < 0)
+			return r;
+		if (!session_request_id_valid(e->request_id))
+			return cause_fail(cause, EINVAL, "field pending holds a bad requestId");
+	}
+	s->n_pending = (unsigned)n;
+	return 0;
+}
+
+/* The hub's fields: each optional (records written before them have none), checked when
+ * present. */
+static int session_attention_from_json(struct session *s, json_object *obj, struct cause *cause)
+{
+	json_object *v;
+	const char *str;
+
+	s->activity = SESSION_IDLE;
+	s->activity_at = s->updated_at * 1000;
+	if (json_object_object_get_ex(obj, "activity", &v) &&
+	    ((str = session_get_str(obj, "activity")) == NULL ||
+	     session_activity_parse(str, &s->activity) < 0))
+		return cause_fail(cause, EINVAL, "field activity is invalid");
+	if (json_object_object_get_ex(obj, "activityAt", &v) &&
+	    ((str = session_get_str(obj, "activityAt")) == NULL ||
+	     session_parse_time_ms(str, &s->activity_at) < 0))
+		return cause_fail(cause, EINVAL, "field activityAt is not a time");
+	if (json_object_object_get_ex(obj, "pending", &v)) {
+		int r = session_pending_from_json(s, v, cause);
+
+		if (r < 0)
+			return r;
+	}
+	if (json_object_object_get_ex(obj, "hostEvent", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+			return cause_fail(cause, EINVAL, "field hostEvent is not an event id");
+		s->host_event = (uint64_t)json_object_get_int64(v);
+	}
+	return 0;
+}
+
 int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 {
 	json_object *repo, *v;
@@ -535,7 +714,9 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	    (r = session_get_time(obj, "updatedAt", &s->updated_at, cause)) < 0 ||
 	    (r = session_get_time(obj, "lastActivity", &s->last_activity, cause)) < 0)
 		return r;
-	return session_exit_from_json(s, obj, cause);
+	if ((r = session_exit_from_json(s, obj, cause)) < 0)
+		return r;
+	return session_attention_from_json(s, obj, cause);
 }
 
 /* json-c accepts "\u0000" inside strings; a string of a request must not hide a NUL. */

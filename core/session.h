@@ -38,6 +38,28 @@ enum session_state {
 
 enum session_mode { SESSION_TERMINAL, SESSION_STRUCTURED };
 
+/*
+ * What the agent is doing, as the bridge's attention hub last wrote it (the one writer). The API
+ * form says "exited" instead whenever the state holds no running agent (session_activity_name).
+ */
+enum session_activity {
+	SESSION_IDLE,    /* the turn ended: the agent waits for the next prompt */
+	SESSION_WORKING, /* a turn is running */
+	SESSION_WAITING, /* a permission request (or a question) waits for a person */
+};
+
+#define SESSION_PENDING_MAX     16  /* requests listed in a record; more wait unlisted */
+#define SESSION_REQUEST_ID_MAX  127 /* = HOSTPROTO_REQUEST_ID_MAX */
+#define SESSION_TOOL_NAME_MAX   64
+#define SESSION_DESCRIPTION_MAX 256 /* bytes of a request's description kept (cut at UTF-8) */
+
+/* A tool-permission request waiting for an answer, as a client lists it. */
+struct session_pending {
+	char request_id[SESSION_REQUEST_ID_MAX + 1];
+	char tool_name[SESSION_TOOL_NAME_MAX + 1];
+	char description[SESSION_DESCRIPTION_MAX + 1];
+};
+
 struct session {
 	char id[SESSION_ID_MAX + 1];
 	char owner[SESSION_OWNER_MAX + 1];
@@ -59,6 +81,14 @@ struct session {
 	int exit_status;
 	char exit_signal[SESSION_SIGNAL_MAX];
 	int64_t exited_at;
+	/* Written by the bridge's attention hub only: */
+	enum session_activity activity;
+	int64_t activity_at; /* unix milliseconds of the last activity change */
+	unsigned n_pending;
+	struct session_pending pending[SESSION_PENDING_MAX];
+	/* Disk only: the last event of the session's agentd-host the hub took in (structured
+	 * mode), so a restarted bridge goes on from there. */
+	uint64_t host_event;
 };
 
 /* Validators for API input. Return true when s is acceptable. */
@@ -125,6 +155,14 @@ const char *session_unavailable(const struct session *s, char *msg, size_t msgle
 const char *session_state_name(enum session_state st);
 int session_state_parse(const char *s, enum session_state *out);
 const char *session_mode_name(enum session_mode m);
+
+/* The API's activity of s: "exited" when its state holds no running agent (stopping, failed,
+ * exited, lost), else the stored activity's name. */
+const char *session_activity_name(const struct session *s);
+int session_activity_parse(const char *s, enum session_activity *out);
+
+/* Copies src into out (outlen bytes), cut at a UTF-8 character boundary when too long. */
+void session_copy_cut(char *out, size_t outlen, const char *src);
 int session_mode_parse(const char *s, enum session_mode *out);
 
 /* A POST /sessions body, validated; the strings point into the parsed body. */
@@ -147,9 +185,10 @@ void session_format_time(int64_t t, char *out, size_t outlen);
 
 /*
  * Encodes s as a new JSON object (caller puts it). With for_disk, fields used only by the daemons
- * (launched) are included. "error" is present in states failed and lost; "exitStatus",
- * "exitedAt" (and "exitSignal" when a signal ended the agent) only in state exited. Returns NULL
- * on allocation failure.
+ * (launched, hostEvent) are included. "activity" is session_activity_name's, "activityAt" a time
+ * with milliseconds, "pending" the listed requests while the activity is waiting (else []). "error"
+ * is present in states failed and lost; "exitStatus", "exitedAt" (and "exitSignal" when a signal
+ * ended the agent) only in state exited. Returns NULL on allocation failure.
  */
 json_object *session_to_json(const struct session *s, bool for_disk);
 

@@ -422,6 +422,17 @@ static void full_session(struct session *s)
 	s->created_at = 1773397800;
 	s->updated_at = 1773397801;
 	s->last_activity = 1773397872;
+	s->activity = SESSION_WAITING;
+	s->activity_at = 1773397872123;
+	s->n_pending = 2;
+	snprintf(s->pending[0].request_id, sizeof(s->pending[0].request_id), "%s",
+		 "2f0c7d1e-0b5c-4f7e-9a51-0f6b3e1b2c3d");
+	snprintf(s->pending[0].tool_name, sizeof(s->pending[0].tool_name), "Bash");
+	snprintf(s->pending[0].description, sizeof(s->pending[0].description), "%s",
+		 "rm -rf \"build\" \xc3\xa9");
+	snprintf(s->pending[1].request_id, sizeof(s->pending[1].request_id), "h:1");
+	snprintf(s->pending[1].tool_name, sizeof(s->pending[1].tool_name), "Write");
+	s->host_event = 4242;
 }
 
 static void assert_same_session(const struct session *a, const struct session *b)
@@ -443,6 +454,15 @@ static void assert_same_session(const struct session *a, const struct session *b
 	cr_assert_eq(a->created_at, b->created_at);
 	cr_assert_eq(a->updated_at, b->updated_at);
 	cr_assert_eq(a->last_activity, b->last_activity);
+	cr_assert_eq(a->activity, b->activity);
+	cr_assert_eq(a->activity_at, b->activity_at);
+	cr_assert_eq(a->n_pending, b->n_pending);
+	for (unsigned i = 0; i < a->n_pending; i++) {
+		cr_assert_str_eq(a->pending[i].request_id, b->pending[i].request_id);
+		cr_assert_str_eq(a->pending[i].tool_name, b->pending[i].tool_name);
+		cr_assert_str_eq(a->pending[i].description, b->pending[i].description);
+	}
+	cr_assert_eq(a->host_event, b->host_event);
 	cr_assert_eq(a->state == SESSION_EXITED ? a->exit_status : 0,
 		     b->state == SESSION_EXITED ? b->exit_status : 0);
 	cr_assert_str_eq(a->state == SESSION_EXITED ? a->exit_signal : "",
@@ -556,8 +576,9 @@ Test(session, api_form_fields_and_types)
 	o = session_to_json(&s, false);
 	cr_assert_not_null(o);
 	collect_keys(o, keys, sizeof(keys));
-	cr_assert_str_eq(keys, "id,repo,issue,worktree,branch,tmuxName,state,mode,agentSessionId,"
-			       "clients,prompt,createdAt,updatedAt,lastActivity,");
+	cr_assert_str_eq(
+	    keys, "id,repo,issue,worktree,branch,tmuxName,state,mode,agentSessionId,"
+		  "clients,prompt,createdAt,updatedAt,lastActivity,activity,activityAt,pending,");
 	cr_assert(json_object_object_get_ex(o, "issue", &v));
 	cr_assert(json_object_is_type(v, json_type_int));
 	cr_assert_eq(json_object_get_int64(v), 2147483647);
@@ -1214,4 +1235,130 @@ Test(session, parse_create_body)
 		cr_assert(c.msg[0] != '\0');
 		json_object_put(o);
 	}
+}
+
+/* ---- activity and pending (the attention hub's fields) ---- */
+
+static json_object *api_form(struct session *s)
+{
+	return session_to_json(s, false);
+}
+
+Test(session, activity_api_form_follows_the_state)
+{
+	struct session s;
+	json_object *o, *v;
+
+	memset(&s, 0, sizeof(s));
+	cr_assert_eq(session_init(&s, "/code", "o", "r", 7), 0);
+	s.state = SESSION_RUNNING;
+	s.activity = SESSION_WAITING;
+	s.activity_at = 1773397872005;
+	s.n_pending = 1;
+	snprintf(s.pending[0].request_id, sizeof(s.pending[0].request_id), "r1");
+	snprintf(s.pending[0].tool_name, sizeof(s.pending[0].tool_name), "Bash");
+	o = api_form(&s);
+	cr_assert(json_object_object_get_ex(o, "activity", &v));
+	cr_assert_str_eq(json_object_get_string(v), "waiting");
+	cr_assert(json_object_object_get_ex(o, "activityAt", &v));
+	cr_assert_str_eq(json_object_get_string(v), "2026-03-13T10:31:12.005Z");
+	cr_assert(json_object_object_get_ex(o, "pending", &v));
+	cr_assert_eq(json_object_array_length(v), 1);
+	cr_assert(!json_object_object_get_ex(o, "hostEvent", NULL), "hostEvent is disk only");
+	json_object_put(o);
+	/* No running agent: exited, and nothing listed (its requests went with it). */
+	s.state = SESSION_EXITED;
+	o = api_form(&s);
+	cr_assert(json_object_object_get_ex(o, "activity", &v));
+	cr_assert_str_eq(json_object_get_string(v), "exited");
+	cr_assert(json_object_object_get_ex(o, "pending", &v));
+	cr_assert_eq(json_object_array_length(v), 0);
+	json_object_put(o);
+	/* The disk form keeps the stored activity, and reads back. */
+	o = session_to_json(&s, true);
+	cr_assert(json_object_object_get_ex(o, "activity", &v));
+	cr_assert_str_eq(json_object_get_string(v), "waiting");
+	json_object_put(o);
+}
+
+Test(session, attention_fields_are_optional_and_checked)
+{
+	static const char *const bad[] = {
+	    "\"activity\":\"exited\"",
+	    "\"activity\":3",
+	    "\"activityAt\":\"2026-03-13T10:31:12Z\"",
+	    "\"activityAt\":\"2026-03-13T10:31:12.5Z\"",
+	    "\"pending\":{}",
+	    "\"pending\":[1]",
+	    "\"pending\":[{\"requestId\":\"a b\",\"toolName\":\"x\",\"description\":\"\"}]",
+	    "\"pending\":[{\"requestId\":\"a\",\"description\":\"\"}]",
+	    "\"hostEvent\":-1",
+	    "\"hostEvent\":\"1\"",
+	};
+	struct session s, back;
+	json_object *o;
+	const char *text;
+	char buf[8192];
+
+	memset(&s, 0, sizeof(s));
+	cr_assert_eq(session_init(&s, "/code", "o", "r", 7), 0);
+	o = session_to_json(&s, true);
+	json_object_object_del(o, "activity");
+	json_object_object_del(o, "activityAt");
+	json_object_object_del(o, "pending");
+	json_object_object_del(o, "hostEvent");
+	cr_assert_eq(session_from_json(&back, o, NULL), 0, "a record from before the fields");
+	cr_assert_eq(back.activity, SESSION_IDLE);
+	cr_assert_eq(back.activity_at, back.updated_at * 1000);
+	cr_assert_eq(back.n_pending, 0);
+	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cause cause = {{0}};
+		json_object *b;
+
+		/* Insert the bad member after the opening brace. */
+		snprintf(buf, sizeof(buf), "{%s,%s", bad[i], text + 1);
+		b = json_tokener_parse(buf);
+		cr_assert_not_null(b, "%s", buf);
+		cr_assert_eq(session_from_json(&back, b, &cause), -EINVAL, "accepted %s", bad[i]);
+		cr_assert_neq(cause.msg[0], '\0');
+		json_object_put(b);
+	}
+	json_object_put(o);
+}
+
+Test(session, too_many_pending_is_refused)
+{
+	struct session s, back;
+	json_object *o, *arr;
+
+	memset(&s, 0, sizeof(s));
+	cr_assert_eq(session_init(&s, "/code", "o", "r", 7), 0);
+	o = session_to_json(&s, true);
+	arr = json_object_new_array();
+	for (int i = 0; i <= SESSION_PENDING_MAX; i++) {
+		json_object *p = json_object_new_object();
+
+		json_object_object_add(p, "requestId", json_object_new_string("r"));
+		json_object_object_add(p, "toolName", json_object_new_string("Bash"));
+		json_object_object_add(p, "description", json_object_new_string(""));
+		json_object_array_add(arr, p);
+	}
+	json_object_object_add(o, "pending", arr);
+	cr_assert_eq(session_from_json(&back, o, NULL), -EINVAL);
+	json_object_put(o);
+}
+
+Test(session, copy_cut_never_splits_a_character)
+{
+	char out[6];
+
+	session_copy_cut(out, sizeof(out), "abcd\xc3\xa9z"); /* é at bytes 4-5 */
+	cr_assert_str_eq(out, "abcd");
+	session_copy_cut(out, sizeof(out), "ab");
+	cr_assert_str_eq(out, "ab");
+	session_copy_cut(out, sizeof(out), "abcdefgh");
+	cr_assert_str_eq(out, "abcde");
+	session_copy_cut(out, 4, "\xe2\x82\xac!");
+	cr_assert_str_eq(out, "\xe2\x82\xac");
 }
