@@ -24,12 +24,12 @@ static struct pending *perms_find(struct perms *perms, const char *request_id)
 	return NULL;
 }
 
-static bool perms_was_answered(const struct perms *perms, const char *request_id)
+static const struct answered *perms_was_answered(const struct perms *perms, const char *request_id)
 {
 	for (size_t i = 0; i < PERMS_ANSWERED_MAX; i++)
-		if (strcmp(perms->answered[i], request_id) == 0)
-			return true;
-	return false;
+		if (strcmp(perms->answered[i].request_id, request_id) == 0)
+			return &perms->answered[i];
+	return NULL;
 }
 
 static void perms_timer_closed(uv_handle_t *handle)
@@ -43,10 +43,13 @@ static void perms_timer_closed(uv_handle_t *handle)
 
 /* Forgets p (answered, withdrawn or timed out); its id is remembered for 409 answers. The slot
  * is free again once its timer has closed. */
-static void perms_drop(struct perms *perms, struct pending *p)
+static void perms_drop(struct perms *perms, struct pending *p, const char *behavior, const char *by)
 {
-	snprintf(perms->answered[perms->answered_next], sizeof(perms->answered[0]), "%s",
-		 p->request_id);
+	struct answered *a = &perms->answered[perms->answered_next];
+
+	snprintf(a->request_id, sizeof(a->request_id), "%s", p->request_id);
+	a->behavior = behavior;
+	a->by = by;
 	perms->answered_next = (perms->answered_next + 1) % PERMS_ANSWERED_MAX;
 	p->request_id[0] = '\0';
 	uv_timer_stop(&p->timer);
@@ -85,7 +88,7 @@ static void perms_decide(struct host *h, struct pending *p, bool allow, const ch
 	json_object_object_add(ev, "by", json_object_new_string(by));
 	if (message != NULL)
 		json_object_object_add(ev, "message", json_object_new_string(message));
-	perms_drop(&h->perms, p);
+	perms_drop(&h->perms, p, allow ? "allow" : "deny", by);
 	host_emit_json(h, "permission_resolved", ev);
 }
 
@@ -142,16 +145,25 @@ void perms_cancel(struct host *h, const char *request_id)
 {
 	struct pending *p = request_id != NULL ? perms_find(&h->perms, request_id) : NULL;
 
-	if (p != NULL)
-		perms_drop(&h->perms, p);
+	json_object *ev;
+
+	if (p == NULL)
+		return;
+	ev = json_object_new_object();
+	json_object_object_add(ev, "requestId", json_object_new_string(p->request_id));
+	json_object_object_add(ev, "behavior", json_object_new_string("withdrawn"));
+	json_object_object_add(ev, "by", json_object_new_string("claude"));
+	perms_drop(&h->perms, p, "withdrawn", "claude");
+	host_emit_json(h, "permission_resolved", ev);
 }
 
-int perms_answer(struct host *h, const struct hostproto_request *req)
+int perms_answer(struct host *h, const struct hostproto_request *req, const struct answered **how)
 {
 	struct pending *p = perms_find(&h->perms, req->request_id);
 
 	if (p == NULL)
-		return perms_was_answered(&h->perms, req->request_id) ? -EALREADY : -ENOENT;
+		return (*how = perms_was_answered(&h->perms, req->request_id)) != NULL ? -EALREADY
+										       : -ENOENT;
 	perms_decide(h, p, req->allow,
 		     req->allow ? NULL
 				: (req->message != NULL ? req->message : "Denied by the user."),
@@ -175,5 +187,5 @@ void perms_close_all(struct host *h)
 {
 	for (size_t i = 0; i < PERMS_PENDING_MAX; i++)
 		if (h->perms.pending[i].used && h->perms.pending[i].request_id[0] != '\0')
-			perms_drop(&h->perms, &h->perms.pending[i]);
+			perms_drop(&h->perms, &h->perms.pending[i], "withdrawn", "claude");
 }

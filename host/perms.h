@@ -32,9 +32,16 @@ struct pending {
 	struct host *host;
 };
 
+/* A request no longer pending, and how it ended (for the 409 of a later answer). */
+struct answered {
+	char request_id[HOSTPROTO_REQUEST_ID_MAX + 1];
+	const char *behavior; /* "allow", "deny", "withdrawn" (static strings) */
+	const char *by;       /* "client", "timeout", "claude" */
+};
+
 struct perms {
 	struct pending pending[PERMS_PENDING_MAX];
-	char answered[PERMS_ANSWERED_MAX][HOSTPROTO_REQUEST_ID_MAX + 1];
+	struct answered answered[PERMS_ANSWERED_MAX];
 	size_t answered_next;
 };
 
@@ -42,13 +49,14 @@ struct perms {
  * entry with a timeout. */
 void perms_request(struct host *h, json_object *line);
 
-/* claude withdrew request_id (control_cancel_request). */
+/* claude withdrew request_id (control_cancel_request): a "permission_resolved" event with
+ * behavior "withdrawn", by "claude". */
 void perms_cancel(struct host *h, const char *request_id);
 
 /* A client's answer (a HOSTPROTO_PERMISSION request): sent to claude and announced as a
  * "permission_resolved" event. Returns 0, -ENOENT (no such request) or -EALREADY (answered or
- * withdrawn). */
-int perms_answer(struct host *h, const struct hostproto_request *req);
+ * withdrawn; *how then says how it ended, when still remembered). */
+int perms_answer(struct host *h, const struct hostproto_request *req, const struct answered **how);
 
 /* Calls fn for each pending request whose event id is at most upto, in slot order. */
 void perms_each_pending(struct perms *p, uint64_t upto,

@@ -3,6 +3,8 @@
 #include "host.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 
 static void requests_prompt(struct host *h, struct sub *s, const struct hostproto_request *req)
 {
@@ -16,18 +18,35 @@ static void requests_prompt(struct host *h, struct sub *s, const struct hostprot
 	}
 	/* The turn's events are those numbered from now on. */
 	sub_prompt(s, h->log.last_id);
+	/* The turn's first event says it started and what was asked (the conversation's user
+	 * side, and "working" for the bridge's attention hub). */
+	{
+		json_object *ev = json_object_new_object();
+
+		json_object_object_add(ev, "prompt", json_object_get(req->prompt));
+		host_emit_json(h, "prompt", ev);
+	}
 	claudeproc_prompt(h, req->prompt);
 }
 
 static void requests_permission(struct host *h, struct sub *s, const struct hostproto_request *req)
 {
-	switch (perms_answer(h, req)) {
+	const struct answered *how = NULL;
+	char msg[256];
+
+	switch (perms_answer(h, req, &how)) {
 	case 0:
 		sub_ok(s);
 		break;
 	case -EALREADY:
-		sub_error(s, 409, "already_answered",
-			  "this permission request was already answered or withdrawn");
+		if (strcmp(how->behavior, "withdrawn") == 0)
+			snprintf(msg, sizeof(msg),
+				 "this permission request was withdrawn by claude");
+		else
+			snprintf(msg, sizeof(msg),
+				 "this permission request was already answered: %s (by %s)",
+				 how->behavior, how->by);
+		sub_error(s, 409, "already_answered", msg);
 		break;
 	default:
 		sub_error(s, 404, "unknown_request", "no such permission request");
