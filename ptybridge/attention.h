@@ -20,6 +20,7 @@
 #include "bridge.h"
 #include "hookproto.h"
 #include "hostproto.h"
+#include "session.h"
 
 #include <json-c/json.h>
 
@@ -28,8 +29,15 @@ struct attention;
 /* Starts the hub (b->attention). Returns 0 or -errno with cause. */
 int attention_open(struct bridge *b, struct cause *cause);
 
-/* Ends every subscription and withdraws nothing (the requests outlive the bridge). */
+/* Ends every subscription and withdraws nothing (the requests outlive the bridge); no
+ * attention_decided_fn is called (hooks.c closes its connections, and their hooks ask the next
+ * bridge again). */
 void attention_close(struct bridge *b);
+
+/* Session id's record changed (rec: as it is now; NULL: deleted), as the records watch saw it:
+ * a structured session that runs is subscribed to, a mode switch or an ended agent withdraws
+ * its requests. */
+void attention_session_changed(struct attention *a, const char *id, const struct session *rec);
 
 /* A hook report of terminal session id: event and claude's payload (borrowed). */
 void attention_hook_report(struct attention *a, const char *id, enum hook_event ev,

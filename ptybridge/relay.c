@@ -1,5 +1,7 @@
 #include "relay.h"
 
+#include "attention.h"
+
 #include "conn.h"
 #include "hostproto.h"
 #include "http.h"
@@ -80,7 +82,9 @@ struct relay {
 	char request_id[RELAY_REQUEST_ID_MAX + 1];
 	char *body;
 	size_t body_len, body_want;
-	char *host_req; /* the request line for the host */
+	json_object *answer; /* PERMISSION: the client's body (a terminal session's goes to the
+				attention hub, not to a host) */
+	char *host_req;      /* the request line for the host */
 	size_t host_req_len;
 	struct relay_host *host; /* the connection whose lines go to this client */
 	struct relay_host_list side;
@@ -270,6 +274,7 @@ static void relay_release(struct conn *c)
 	conn_release(&r->c);
 	free(r->body);
 	free(r->host_req);
+	json_object_put(r->answer);
 	free(r);
 }
 
@@ -350,7 +355,7 @@ static void relay_start_stream(struct relay *r)
 
 /* Connects to the session's host.sock. Returns the connected non-blocking socket, or -errno
  * (-ENOENT, -ECONNREFUSED, -EAGAIN: no host listening, yet). */
-static int relay_connect_host(const struct bridge *b, const char *id)
+int relay_connect_host(const struct bridge *b, const char *id)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	char path[CONFIG_PATH_MAX];
@@ -911,6 +916,49 @@ static void relay_wait(struct relay *r, bool host, uint64_t wait_ms, int status,
 }
 
 /* Reads the record and connects to the host, waits, or refuses. */
+/* A permission answer for a terminal session: its request waits in the attention hub (a
+ * PermissionRequest hook beside the TUI's dialog). */
+static void relay_answer_terminal(struct relay *r)
+{
+	static const char *const keep[] = {"behavior", "message", "updatedInput", "interrupt",
+					   "updatedPermissions"};
+	json_object *decision = json_object_new_object(), *v;
+	const char *by = NULL;
+	char msg[256];
+	int rc;
+
+	if (decision == NULL) {
+		relay_respond(r, 503, "no_memory", "out of memory", NULL);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (json_object_object_get_ex(r->answer, keep[i], &v))
+			json_object_object_add(decision, keep[i], json_object_get(v));
+	if (hookproto_decision_check(decision, NULL) < 0) {
+		json_object_put(decision);
+		relay_respond(r, 400, "invalid_request",
+			      "this answer cannot be given to a terminal session's request", NULL);
+		return;
+	}
+	rc = r->b->attention != NULL ? attention_answer(r->b->attention, r->c.id, r->request_id,
+							decision, "client", &by)
+				     : -ENOENT;
+	json_object_put(decision);
+	switch (rc) {
+	case 0:
+		relay_respond_ok(r);
+		break;
+	case -EALREADY:
+		snprintf(msg, sizeof(msg), "this permission request was already answered (by %s)",
+			 by != NULL ? by : "someone");
+		relay_respond(r, 409, "already_answered", msg, NULL);
+		break;
+	default:
+		relay_respond(r, 404, "unknown_request", "no such permission request", NULL);
+		break;
+	}
+}
+
 static void relay_lookup(struct relay *r)
 {
 	struct conn_refusal why;
@@ -921,6 +969,11 @@ static void relay_lookup(struct relay *r)
 	rec = conn_lookup(&r->b->store, r->c.id, &s, &why);
 	if (rec == CONN_RECORD_MISSING) {
 		relay_respond(r, why.status, why.code, why.message, NULL);
+		return;
+	}
+	if (s.mode != SESSION_STRUCTURED && r->kind == RELAY_PERMISSION &&
+	    rec == CONN_RECORD_READY) {
+		relay_answer_terminal(r);
 		return;
 	}
 	if (s.mode != SESSION_STRUCTURED) {
@@ -970,6 +1023,8 @@ static void relay_body_done(struct relay *r)
 		}
 	}
 	r->host_req = relay_host_request(r->kind, obj, r->request_id, &r->host_req_len, &why);
+	if (r->kind == RELAY_PERMISSION)
+		r->answer = json_object_get(obj);
 	json_object_put(obj);
 	if (r->host_req == NULL) {
 		relay_respond(r, errno == ENOMEM ? 503 : 400, "invalid_request", why, NULL);

@@ -93,4 +93,9 @@ json_object *relay_parse_object(const char *text, size_t len);
 char *relay_host_request(enum relay_kind kind, json_object *msg, const char *request_id,
 			 size_t *len, const char **why);
 
+/* Connects a non-blocking socket to session id's host.sock (a long path through its
+ * directory's fd). Returns the fd, or -errno (-ENOENT, -ECONNREFUSED, -EAGAIN: not listening
+ * yet or its backlog is full). */
+int relay_connect_host(const struct bridge *b, const char *id);
+
 #endif

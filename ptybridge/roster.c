@@ -17,11 +17,15 @@ struct roster_entry {
 	int64_t activity;    /* last output seen */
 	int64_t activity_written;
 	bool activity_dirty;
+	struct roster_attention att; /* the hub's latest facts */
+	bool att_dirty;
 	bool inflight;
 	/* Snapshot for the write in flight: touched by the pool thread only while inflight. */
 	uv_work_t work;
 	int job_clients;
 	int64_t job_activity;
+	bool job_has_att;
+	struct roster_attention job_att;
 };
 
 struct roster {
@@ -85,6 +89,13 @@ static void roster_work(uv_work_t *req)
 			s.state = s.clients > 0 ? SESSION_ATTACHED : SESSION_RUNNING;
 		if (e->job_activity > s.last_activity)
 			s.last_activity = e->job_activity;
+		if (e->job_has_att) {
+			s.activity = e->job_att.activity;
+			s.activity_at = e->job_att.activity_at;
+			s.n_pending = e->job_att.n_pending;
+			memcpy(s.pending, e->job_att.pending, sizeof(s.pending));
+			s.host_event = e->job_att.host_event;
+		}
 		r = store_write(st, &s, &cause);
 	}
 	store_unlock(fd);
@@ -112,7 +123,7 @@ static void roster_kick(struct roster_entry *e)
 
 	if (e->inflight)
 		return;
-	if (e->clients == e->written_clients && !e->activity_dirty) {
+	if (e->clients == e->written_clients && !e->activity_dirty && !e->att_dirty) {
 		if (e->clients == 0) {
 			LIST_REMOVE(e, link);
 			free(e);
@@ -123,6 +134,10 @@ static void roster_kick(struct roster_entry *e)
 	e->job_activity = e->activity;
 	e->activity_written = e->activity;
 	e->activity_dirty = false;
+	e->job_has_att = e->att_dirty;
+	if (e->att_dirty)
+		e->job_att = e->att;
+	e->att_dirty = false;
 	e->work.data = e;
 	if (uv_queue_work(r->loop, &e->work, roster_work, roster_after) < 0) {
 		log_error("cannot queue the record update of session %s", e->id);
@@ -143,7 +158,8 @@ static struct roster_entry *roster_find(const struct roster *r, const char *id)
 	return NULL;
 }
 
-struct roster_entry *roster_attach(struct roster *r, const char *id)
+/* The entry of id, made when missing; written_clients of a new one as given. */
+static struct roster_entry *roster_get(struct roster *r, const char *id, int written_clients)
 {
 	struct roster_entry *e = roster_find(r, id);
 
@@ -153,10 +169,32 @@ struct roster_entry *roster_attach(struct roster *r, const char *id)
 			return NULL;
 		e->roster = r;
 		snprintf(e->id, sizeof(e->id), "%s", id);
-		/* Unknown: the first write always happens, so the record leaves "running". */
-		e->written_clients = -1;
+		e->written_clients = written_clients;
 		LIST_INSERT_HEAD(&r->entries, e, link);
 	}
+	return e;
+}
+
+int roster_set_attention(struct roster *r, const char *id, const struct roster_attention *a)
+{
+	/* No clients here: the record's count (0, or what roster_reset made it) stays right. */
+	struct roster_entry *e = roster_get(r, id, 0);
+
+	if (e == NULL)
+		return -ENOMEM;
+	e->att = *a;
+	e->att_dirty = true;
+	roster_kick(e);
+	return 0;
+}
+
+struct roster_entry *roster_attach(struct roster *r, const char *id)
+{
+	/* Unknown: the first write always happens, so the record leaves "running". */
+	struct roster_entry *e = roster_get(r, id, -1);
+
+	if (e == NULL)
+		return NULL;
 	e->clients++;
 	roster_kick(e);
 	return e;

@@ -1,5 +1,7 @@
 /*
- * The roster: which sessions have terminal clients of this bridge, mirrored into their records.
+ * The roster: the bridge's writer of records. It mirrors which sessions have terminal clients of
+ * this bridge, and the attention hub's facts (activity, pending requests: attention.h), into
+ * their records.
  * The bridge knows its own client count per session; the record's `clients`, its running ⇄
  * attached state and `lastActivity` follow that count. Records are written under the session lock
  * (flock, held only for the read-modify-write), in libuv's thread pool so a slow lock or fsync
@@ -39,6 +41,19 @@ void roster_detach(struct roster_entry *e);
 /* Terminal output was seen at unix time now; lastActivity is written at most every
  * ROSTER_ACTIVITY_INTERVAL seconds. */
 void roster_activity(struct roster_entry *e, int64_t now);
+
+/* The attention hub's facts of one session, as its record keeps them. */
+struct roster_attention {
+	enum session_activity activity;
+	int64_t activity_at; /* unix milliseconds */
+	unsigned n_pending;
+	struct session_pending pending[SESSION_PENDING_MAX];
+	uint64_t host_event;
+};
+
+/* Writes a into session id's record (coalesced as the counts are: the latest one wins). Returns
+ * 0 or -ENOMEM. */
+int roster_set_attention(struct roster *r, const char *id, const struct roster_attention *a);
 
 /* Clients of this bridge of session id right now (0 if none). */
 int roster_clients(const struct roster *r, const char *id);

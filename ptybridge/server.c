@@ -1,5 +1,6 @@
 #include "server.h"
 
+#include "attention.h"
 #include "conn.h"
 #include "http.h"
 #include "log.h"
@@ -275,6 +276,7 @@ static void server_stop(struct server *s)
 		unlink(s->socket_path);
 		s->listening = false;
 	}
+	attention_close(&s->b);
 	conn_set_stop(&s->b.conns);
 }
 
@@ -367,6 +369,9 @@ static int server_setup(struct server *s, const struct config *cfg,
 	r = roster_reset(&b->store);
 	if (r < 0)
 		return cause_fail(cause, -r, "cannot list session records: %s", strerror(-r));
+	r = attention_open(b, cause);
+	if (r < 0)
+		return r;
 	r = server_listen(s, cause);
 	if (r < 0)
 		return r;

@@ -1,0 +1,845 @@
+#include "attention.h"
+
+#include "events.h"
+#include "log.h"
+#include "relay.h"
+#include "roster.h"
+#include "session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ATT_PENDING_MAX  64   /* requests one session tracks; more are logged and left */
+#define ATT_ANSWERED_MAX 64   /* ended requests remembered per session (409 with who) */
+#define ATT_TICK_MS      1000 /* retries of host connections, orphan expiry */
+#define ATT_ORPHAN_MS                                                                              \
+	(15 * 1000)              /* a terminal request the bridge found in a record                \
+					waits this long for its hook to ask again */
+#define ATT_RESULT_TEXT_MAX 4096 /* bytes of a result's text on /events */
+#define ATT_BEHAVIOR_MAX    16
+#define ATT_BY_MAX          64
+
+struct att_request {
+	bool used;
+	char request_id[HOSTPROTO_REQUEST_ID_MAX + 1];
+	char tool_name[SESSION_TOOL_NAME_MAX + 1];
+	char description[SESSION_DESCRIPTION_MAX + 1];
+	/* Terminal mode: the hook waiting for a decision (fn NULL: none yet, an orphan). */
+	attention_decided_fn fn;
+	void *arg;
+	uint64_t orphan_until; /* orphans only: when it is given up */
+	json_object *decision; /* an orphan's answer, for its hook when it asks again */
+	char decided_by[ATT_BY_MAX];
+};
+
+struct att_answered {
+	char request_id[HOSTPROTO_REQUEST_ID_MAX + 1];
+	char by[ATT_BY_MAX];
+};
+
+struct att_host;
+
+struct att_session {
+	LIST_ENTRY(att_session) link;
+	struct attention *a;
+	char id[SESSION_ID_MAX + 1];
+	enum session_mode mode;
+	enum session_state state;
+	enum session_activity activity;
+	int64_t activity_at;
+	uint64_t host_event;
+	struct att_request req[ATT_PENDING_MAX];
+	struct att_answered answered[ATT_ANSWERED_MAX];
+	size_t answered_next;
+	struct att_host *host; /* structured and running: the subscription */
+	uint64_t retry_at;     /* when to try the host again (0: not waiting to) */
+	bool seen;             /* found in the last pass over the records */
+};
+
+/* A subscription to a structured session's agentd-host. */
+struct att_host {
+	uv_pipe_t pipe;
+	struct att_session *s; /* NULL once the session let it go */
+	struct hostproto_reader rd;
+	bool closing;
+};
+
+#define ATT_READ_CHUNK (64 * 1024)
+
+struct attention {
+	struct bridge *b;
+	uv_timer_t timer;
+	char scratch[ATT_READ_CHUNK]; /* every host read lands here; the reader keeps the rest */
+	LIST_HEAD(, att_session) sessions;
+};
+
+static int64_t att_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the session's facts, and where they go -------------------------------------------- */
+
+static unsigned att_pending_count(const struct att_session *s)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < ATT_PENDING_MAX; i++)
+		n += s->req[i].used && s->req[i].decision == NULL;
+	return n;
+}
+
+/* Mirrors s into its record (coalesced by the roster). */
+static void att_write(struct att_session *s)
+{
+	struct roster_attention ra;
+
+	memset(&ra, 0, sizeof(ra));
+	ra.activity = s->activity;
+	ra.activity_at = s->activity_at;
+	ra.host_event = s->host_event;
+	for (size_t i = 0; i < ATT_PENDING_MAX && ra.n_pending < SESSION_PENDING_MAX; i++) {
+		const struct att_request *q = &s->req[i];
+		struct session_pending *p = &ra.pending[ra.n_pending];
+
+		if (!q->used || q->decision != NULL)
+			continue;
+		memcpy(p->request_id, q->request_id, sizeof(p->request_id));
+		memcpy(p->tool_name, q->tool_name, sizeof(p->tool_name));
+		memcpy(p->description, q->description, sizeof(p->description));
+		ra.n_pending++;
+	}
+	if (roster_set_attention(s->a->b->roster, s->id, &ra) < 0)
+		log_error("session %s: cannot record its activity: out of memory", s->id);
+}
+
+/* Sets the activity (waiting whenever a request is pending) and writes the record if it
+ * changed or force. */
+static void att_set(struct att_session *s, enum session_activity act, bool force)
+{
+	if (att_pending_count(s) > 0)
+		act = SESSION_WAITING;
+	else if (act == SESSION_WAITING)
+		act = SESSION_WORKING; /* nothing left to wait for: the turn goes on */
+	if (act != s->activity) {
+		s->activity = act;
+		s->activity_at = att_now_ms();
+		force = true;
+	}
+	if (force)
+		att_write(s);
+}
+
+/* Publishes an event about session s on /events (data consumed). */
+static void att_publish(struct att_session *s, const char *name, json_object *data)
+{
+	struct events *ev = s->a->b->events;
+
+	if (data == NULL)
+		return;
+	json_object_object_add(data, "session", json_object_new_string(s->id));
+	if (ev == NULL) {
+		json_object_put(data);
+		return;
+	}
+	events_publish(ev, name, data);
+}
+
+static struct att_request *att_find(struct att_session *s, const char *request_id)
+{
+	for (size_t i = 0; i < ATT_PENDING_MAX; i++)
+		if (s->req[i].used && strcmp(s->req[i].request_id, request_id) == 0)
+			return &s->req[i];
+	return NULL;
+}
+
+static const struct att_answered *att_was_answered(const struct att_session *s,
+						   const char *request_id)
+{
+	for (size_t i = 0; i < ATT_ANSWERED_MAX; i++)
+		if (s->answered[i].request_id[0] != '\0' &&
+		    strcmp(s->answered[i].request_id, request_id) == 0)
+			return &s->answered[i];
+	return NULL;
+}
+
+static struct att_request *att_add(struct att_session *s, const char *request_id,
+				   const char *tool_name, const char *description)
+{
+	for (size_t i = 0; i < ATT_PENDING_MAX; i++) {
+		struct att_request *q = &s->req[i];
+
+		if (q->used)
+			continue;
+		memset(q, 0, sizeof(*q));
+		q->used = true;
+		session_copy_cut(q->request_id, sizeof(q->request_id), request_id);
+		session_copy_cut(q->tool_name, sizeof(q->tool_name), tool_name ? tool_name : "");
+		session_copy_cut(q->description, sizeof(q->description),
+				 description ? description : "");
+		return q;
+	}
+	log_error("session %s: more than %d permission requests pending; %s is not listed", s->id,
+		  ATT_PENDING_MAX, request_id);
+	return NULL;
+}
+
+/* Forgets q, remembering who ended it. */
+static void att_drop(struct att_session *s, struct att_request *q, const char *by)
+{
+	struct att_answered *a = &s->answered[s->answered_next];
+
+	memcpy(a->request_id, q->request_id, sizeof(a->request_id));
+	session_copy_cut(a->by, sizeof(a->by), by);
+	s->answered_next = (s->answered_next + 1) % ATT_ANSWERED_MAX;
+	json_object_put(q->decision);
+	memset(q, 0, sizeof(*q));
+}
+
+/* q ended without an answer from anyone (its agent or hook went away): a waiting hook learns
+ * it, and /events says so. */
+static void att_withdraw(struct att_session *s, struct att_request *q, const char *why)
+{
+	attention_decided_fn fn = q->fn;
+	void *arg = q->arg;
+	json_object *ev = json_object_new_object();
+
+	if (ev != NULL) {
+		json_object_object_add(ev, "requestId", json_object_new_string(q->request_id));
+		json_object_object_add(ev, "behavior", json_object_new_string("withdrawn"));
+		json_object_object_add(ev, "by", json_object_new_string(why));
+	}
+	att_drop(s, q, why);
+	if (fn != NULL)
+		fn(arg, NULL);
+	att_publish(s, "permission_resolved", ev);
+}
+
+static void att_withdraw_all(struct att_session *s, const char *why)
+{
+	for (size_t i = 0; i < ATT_PENDING_MAX; i++)
+		if (s->req[i].used)
+			att_withdraw(s, &s->req[i], why);
+}
+
+/* ---- structured sessions: the host's events --------------------------------------------- */
+
+static const char *att_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static void att_host_permission(struct att_session *s, json_object *data)
+{
+	const char *rid = att_str(data, "requestId");
+	struct att_request *known;
+
+	if (rid == NULL || !hostproto_request_id_valid(rid) || att_was_answered(s, rid) != NULL)
+		return;
+	if ((known = att_find(s, rid)) != NULL) {
+		known->orphan_until = 0; /* the host still has it */
+		return;
+	}
+	if (att_add(s, rid, att_str(data, "toolName"), att_str(data, "description")) == NULL)
+		return;
+	att_set(s, SESSION_WAITING, true);
+	att_publish(s, "permission", json_object_get(data));
+}
+
+static void att_host_resolved(struct att_session *s, json_object *data)
+{
+	const char *rid = att_str(data, "requestId"), *by = att_str(data, "by");
+	struct att_request *q = rid != NULL ? att_find(s, rid) : NULL;
+
+	if (q == NULL)
+		return;
+	att_drop(s, q, by != NULL ? by : "client");
+	att_set(s, SESSION_WORKING, true);
+	att_publish(s, "permission_resolved", json_object_get(data));
+}
+
+/* A turn's result on /events: its text cut to ATT_RESULT_TEXT_MAX, usage and cost. */
+static void att_host_result(struct att_session *s, json_object *data)
+{
+	static const char *const keep[] = {"subtype",     "is_error", "num_turns",
+					   "duration_ms", "usage",    "total_cost_usd"};
+	json_object *ev = json_object_new_object(), *v;
+	const char *text = att_str(data, "result");
+
+	if (ev == NULL)
+		return;
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (json_object_object_get_ex(data, keep[i], &v))
+			json_object_object_add(ev, keep[i], json_object_get(v));
+	if (text != NULL) {
+		char cut[ATT_RESULT_TEXT_MAX + 1];
+
+		session_copy_cut(cut, sizeof(cut), text);
+		json_object_object_add(ev, "result", json_object_new_string(cut));
+		json_object_object_add(ev, "truncated",
+				       json_object_new_boolean(strlen(cut) < strlen(text)));
+	}
+	att_set(s, SESSION_IDLE, true);
+	att_publish(s, "result", ev);
+}
+
+/* The JSON text of len bytes (not NUL-terminated), or NULL. */
+static json_object *att_parse(const char *text, size_t len)
+{
+	json_tokener *tok = json_tokener_new_ex(HOOKPROTO_DEPTH);
+	json_object *o;
+
+	if (tok == NULL || len > INT32_MAX) {
+		json_tokener_free(tok);
+		return NULL;
+	}
+	o = json_tokener_parse_ex(tok, text, (int)len);
+	if (o != NULL && json_tokener_get_parse_end(tok) != len) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+/* One event of the host (id, name, data). Only what changes attention is looked at. */
+static void att_host_event(struct att_session *s, const struct hostproto_event *ev)
+{
+	static const char *const names[] = {"prompt", "permission", "permission_resolved", "result",
+					    "exit"};
+	json_object *data = NULL;
+	size_t k;
+
+	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (ev->name_len == strlen(names[k]) &&
+		    memcmp(ev->name, names[k], ev->name_len) == 0)
+			break;
+	if (k == sizeof(names) / sizeof(names[0]))
+		return;
+	/* The host sends pending requests again after its replay, whatever their id. */
+	if (ev->id <= s->host_event && k != 1)
+		return;
+	data = att_parse(ev->data, ev->data_len);
+	if (ev->id > s->host_event)
+		s->host_event = ev->id;
+	if (!json_object_is_type(data, json_type_object)) {
+		json_object_put(data);
+		att_write(s);
+		return;
+	}
+	switch (k) {
+	case 0:
+		att_set(s, SESSION_WORKING, true);
+		break;
+	case 1:
+		att_host_permission(s, data);
+		break;
+	case 2:
+		att_host_resolved(s, data);
+		break;
+	case 3:
+		att_host_result(s, data);
+		break;
+	default:
+		att_withdraw_all(s, "exit");
+		att_set(s, SESSION_IDLE, true);
+		break;
+	}
+	json_object_put(data);
+}
+
+static void att_host_free(uv_handle_t *handle)
+{
+	struct att_host *h = handle->data;
+
+	hostproto_reader_free(&h->rd);
+	free(h);
+}
+
+/* Ends s's subscription (retry: try again at the next tick). */
+static void att_host_close(struct att_session *s, bool retry)
+{
+	struct att_host *h = s->host;
+
+	s->host = NULL;
+	s->retry_at = retry ? uv_now(s->a->b->loop) + ATT_TICK_MS : 0;
+	if (h == NULL)
+		return;
+	h->s = NULL;
+	if (!h->closing) {
+		h->closing = true;
+		uv_close((uv_handle_t *)&h->pipe, att_host_free);
+	}
+}
+
+static int att_host_line(void *arg, const char *line, size_t len)
+{
+	struct att_host *h = arg;
+	struct hostproto_event ev;
+
+	if (h->s == NULL)
+		return 1;
+	if (line == NULL) {
+		log_warn("session %s: skipped a host line of %zu bytes", h->s->id, len);
+		return 0;
+	}
+	if (hostproto_event_parse(line, len, &ev) == 0)
+		att_host_event(h->s, &ev);
+	/* else an answer or error line: the subscription goes on or ends by EOF */
+	return h->s == NULL ? 1 : 0;
+}
+
+static void att_host_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+	struct att_host *h = handle->data;
+	struct attention *a = h->s != NULL ? h->s->a : NULL;
+
+	(void)suggested;
+	buf->base = a != NULL ? a->scratch : NULL;
+	buf->len = a != NULL ? sizeof(a->scratch) : 0;
+}
+
+static void att_host_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct att_host *h = stream->data;
+
+	if (h->s == NULL)
+		return;
+	if (nread < 0) {
+		struct att_session *s = h->s;
+
+		/* The host ended (claude exited, a mode switch) or restarted: the record will
+		 * say which; until then, try again. */
+		att_host_close(s, true);
+		return;
+	}
+	if (hostproto_reader_feed(&h->rd, buf->base, (size_t)nread, att_host_line, h) == -ENOMEM &&
+	    h->s != NULL)
+		log_error("session %s: out of memory reading its host", h->s->id);
+}
+
+/* Subscribes to s's host from the last event it took in. */
+static void att_host_open(struct att_session *s)
+{
+	struct attention *a = s->a;
+	char line[HOSTPROTO_SUBSCRIBE_MAX];
+	struct att_host *h;
+	uv_buf_t buf;
+	size_t len;
+	int fd;
+
+	s->retry_at = 0;
+	fd = relay_connect_host(a->b, s->id);
+	if (fd < 0) {
+		s->retry_at = uv_now(a->b->loop) + ATT_TICK_MS;
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (h == NULL || uv_pipe_init(a->b->loop, &h->pipe, 0) < 0) {
+		free(h);
+		close(fd);
+		s->retry_at = uv_now(a->b->loop) + ATT_TICK_MS;
+		return;
+	}
+	h->pipe.data = h;
+	h->s = s;
+	s->host = h;
+	hostproto_reader_init(&h->rd, HOSTPROTO_EVENT_LINE_MAX);
+	len = hostproto_subscribe_format(s->host_event, line);
+	buf = uv_buf_init(line, (unsigned)len);
+	/* A fresh unix socket takes a 64-byte line at once. */
+	if (uv_pipe_open(&h->pipe, fd) < 0 ||
+	    uv_try_write((uv_stream_t *)&h->pipe, &buf, 1) != (int)len ||
+	    uv_read_start((uv_stream_t *)&h->pipe, att_host_alloc, att_host_read) < 0) {
+		att_host_close(s, true);
+		return;
+	}
+}
+
+/* ---- the sessions ------------------------------------------------------------------------ */
+
+static struct att_session *att_session_find(struct attention *a, const char *id)
+{
+	struct att_session *s;
+
+	LIST_FOREACH(s, &a->sessions, link)
+	if (strcmp(s->id, id) == 0)
+		return s;
+	return NULL;
+}
+
+/* The entry of a session first seen with record rec: its facts as the record keeps them
+ * (a previous bridge wrote them). */
+static struct att_session *att_session_new(struct attention *a, const struct session *rec)
+{
+	struct att_session *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->a = a;
+	memcpy(s->id, rec->id, sizeof(s->id));
+	s->mode = rec->mode;
+	s->state = rec->state;
+	s->activity = rec->activity;
+	s->activity_at = rec->activity_at;
+	s->host_event = rec->host_event;
+	for (unsigned i = 0; i < rec->n_pending && i < SESSION_PENDING_MAX; i++) {
+		struct att_request *q = &s->req[i];
+
+		q->used = true;
+		memcpy(q->request_id, rec->pending[i].request_id, sizeof(q->request_id));
+		memcpy(q->tool_name, rec->pending[i].tool_name, sizeof(q->tool_name));
+		memcpy(q->description, rec->pending[i].description, sizeof(q->description));
+		/* Structured: the host sends its pending requests again on subscribing, and
+		 * those it no longer has are dropped then. Terminal: the hook asks again. */
+		q->orphan_until = uv_now(a->b->loop) + ATT_ORPHAN_MS;
+	}
+	LIST_INSERT_HEAD(&a->sessions, s, link);
+	return s;
+}
+
+static void att_session_free(struct att_session *s)
+{
+	att_host_close(s, false);
+	for (size_t i = 0; i < ATT_PENDING_MAX; i++)
+		json_object_put(s->req[i].decision);
+	LIST_REMOVE(s, link);
+	free(s);
+}
+
+static bool att_running(enum session_state st)
+{
+	return st == SESSION_RUNNING || st == SESSION_ATTACHED;
+}
+
+void attention_session_changed(struct attention *a, const char *id, const struct session *rec)
+{
+	struct att_session *s = att_session_find(a, id);
+
+	if (rec == NULL) {
+		if (s != NULL) {
+			att_withdraw_all(s, "deleted");
+			att_session_free(s);
+		}
+		return;
+	}
+	if (s == NULL && (s = att_session_new(a, rec)) == NULL) {
+		log_error("session %s: cannot follow its activity: out of memory", id);
+		return;
+	}
+	if (rec->mode != s->mode || (att_running(s->state) && !att_running(rec->state))) {
+		/* A mode switch or an ended agent: the claude that asked is gone. */
+		att_host_close(s, false);
+		att_withdraw_all(s, rec->mode != s->mode ? "mode_switch" : "exit");
+		s->mode = rec->mode;
+		s->state = rec->state;
+		att_set(s, SESSION_IDLE, true);
+	}
+	s->mode = rec->mode;
+	s->state = rec->state;
+	if (rec->mode == SESSION_STRUCTURED && att_running(rec->state)) {
+		if (s->host == NULL && s->retry_at == 0)
+			att_host_open(s);
+	} else {
+		att_host_close(s, false);
+	}
+}
+
+static void att_tick(uv_timer_t *t)
+{
+	struct attention *a = t->data;
+	uint64_t now = uv_now(a->b->loop);
+	struct att_session *s, *next;
+
+	for (s = LIST_FIRST(&a->sessions); s != NULL; s = next) {
+		bool changed = false;
+
+		next = LIST_NEXT(s, link);
+		if (s->host == NULL && s->retry_at != 0 && now >= s->retry_at &&
+		    s->mode == SESSION_STRUCTURED && att_running(s->state))
+			att_host_open(s);
+		for (size_t i = 0; i < ATT_PENDING_MAX; i++) {
+			struct att_request *q = &s->req[i];
+
+			/* A structured request the host did not send again, or a terminal one
+			 * whose hook did not come back. */
+			if (!q->used || q->fn != NULL || q->orphan_until == 0 ||
+			    now < q->orphan_until ||
+			    !(s->mode == SESSION_TERMINAL || s->host != NULL ||
+			      !att_running(s->state)))
+				continue;
+			if (q->decision != NULL)
+				att_drop(s, q, q->decided_by); /* announced when it was given */
+			else
+				att_withdraw(s, q, "lost");
+			changed = true;
+		}
+		if (changed)
+			att_set(s, s->activity, false);
+	}
+}
+
+/* ---- terminal sessions: claude's hooks -------------------------------------------------- */
+
+/* A short description of a tool use for a list: the command, the file, or the tool. */
+static void att_describe(json_object *payload, char *out, size_t outlen)
+{
+	static const char *const keys[] = {"description", "command", "file_path", "path",
+					   "url",         "pattern", "prompt"};
+	json_object *input;
+
+	out[0] = '\0';
+	if (!json_object_object_get_ex(payload, "tool_input", &input))
+		return;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *v = att_str(input, keys[i]);
+
+		if (v != NULL) {
+			session_copy_cut(out, outlen, v);
+			return;
+		}
+	}
+}
+
+static struct att_session *att_terminal(struct attention *a, const char *id)
+{
+	struct att_session *s = att_session_find(a, id);
+	struct session rec;
+
+	if (s != NULL)
+		return s;
+	if (store_read(&a->b->store, id, &rec, NULL) < 0)
+		return NULL;
+	s = att_session_new(a, &rec);
+	return s;
+}
+
+void attention_hook_report(struct attention *a, const char *id, enum hook_event ev,
+			   json_object *payload)
+{
+	struct att_session *s = att_terminal(a, id);
+	const char *kind;
+
+	if (s == NULL || s->mode != SESSION_TERMINAL)
+		return;
+	switch (ev) {
+	case HOOK_USER_PROMPT_SUBMIT:
+	case HOOK_PRE_TOOL_USE:
+	case HOOK_POST_TOOL_USE:
+	case HOOK_POST_TOOL_USE_FAILURE:
+		att_set(s, SESSION_WORKING, false);
+		break;
+	case HOOK_NOTIFICATION:
+		kind = att_str(payload, "notification_type");
+		if (kind != NULL && strcmp(kind, "idle_prompt") == 0)
+			att_set(s, SESSION_IDLE, false);
+		break;
+	case HOOK_STOP:
+	case HOOK_SESSION_START:
+		att_set(s, SESSION_IDLE, false);
+		break;
+	case HOOK_SESSION_END:
+		att_withdraw_all(s, "exit");
+		att_set(s, SESSION_IDLE, true);
+		break;
+	default:
+		break;
+	}
+}
+
+int attention_hook_ask(struct attention *a, const char *id, json_object *payload,
+		       attention_decided_fn fn, void *arg,
+		       char request_id[HOSTPROTO_REQUEST_ID_MAX + 1])
+{
+	struct att_session *s = att_terminal(a, id);
+	char desc[SESSION_DESCRIPTION_MAX + 1];
+	const char *tool = att_str(payload, "tool_name");
+	struct att_request *q;
+	json_object *ev;
+
+	if (s == NULL || s->mode != SESSION_TERMINAL)
+		return -ENOENT;
+	if (request_id[0] != '\0') {
+		/* Asked again after a broken connection (a bridge restart). */
+		if (!hostproto_request_id_valid(request_id))
+			return -EINVAL;
+		if (att_was_answered(s, request_id) != NULL)
+			return -EALREADY;
+		q = att_find(s, request_id);
+		if (q != NULL) {
+			json_object *decision = q->decision;
+
+			q->fn = fn;
+			q->arg = arg;
+			q->orphan_until = 0;
+			if (decision != NULL) {
+				/* Answered while the hook was away. */
+				q->decision = NULL;
+				att_drop(s, q, "client");
+				att_set(s, SESSION_WORKING, true);
+				fn(arg, decision);
+				json_object_put(decision);
+			}
+			return 0;
+		}
+	} else {
+		char uuid[SESSION_UUID_LEN + 1];
+		int r = session_uuid(uuid);
+
+		if (r < 0)
+			return r;
+		snprintf(request_id, HOSTPROTO_REQUEST_ID_MAX + 1, "%s", uuid);
+	}
+	att_describe(payload, desc, sizeof(desc));
+	q = att_add(s, request_id, tool, desc);
+	if (q == NULL)
+		return -ENOSPC;
+	q->fn = fn;
+	q->arg = arg;
+	att_set(s, SESSION_WAITING, true);
+	ev = json_object_new_object();
+	if (ev != NULL) {
+		json_object *v;
+
+		json_object_object_add(ev, "requestId", json_object_new_string(q->request_id));
+		json_object_object_add(ev, "toolName", json_object_new_string(q->tool_name));
+		if (json_object_object_get_ex(payload, "tool_input", &v))
+			json_object_object_add(ev, "input", json_object_get(v));
+		json_object_object_add(ev, "description", json_object_new_string(q->description));
+		if (json_object_object_get_ex(payload, "permission_suggestions", &v))
+			json_object_object_add(ev, "suggestions", json_object_get(v));
+		json_object_object_add(ev, "mode", json_object_new_string("terminal"));
+	}
+	att_publish(s, "permission", ev);
+	return 0;
+}
+
+void attention_hook_gone(struct attention *a, const char *id, const char *request_id)
+{
+	struct att_session *s = att_session_find(a, id);
+	struct att_request *q = s != NULL ? att_find(s, request_id) : NULL;
+	json_object *ev;
+
+	if (q == NULL)
+		return;
+	ev = json_object_new_object();
+	if (ev != NULL) {
+		json_object_object_add(ev, "requestId", json_object_new_string(q->request_id));
+		json_object_object_add(ev, "by", json_object_new_string("terminal"));
+	}
+	att_drop(s, q, "terminal");
+	att_set(s, SESSION_WORKING, true);
+	att_publish(s, "permission_resolved", ev);
+}
+
+int attention_answer(struct attention *a, const char *id, const char *request_id,
+		     json_object *decision, const char *by, const char **by_out)
+{
+	struct att_session *s = att_session_find(a, id);
+	const struct att_answered *done;
+	struct att_request *q;
+	attention_decided_fn fn;
+	json_object *ev, *v;
+	void *arg;
+
+	*by_out = NULL;
+	if (s == NULL)
+		return -ENOENT;
+	q = att_find(s, request_id);
+	if (q != NULL && q->decision != NULL) {
+		*by_out = q->decided_by;
+		return -EALREADY;
+	}
+	if (q == NULL) {
+		done = att_was_answered(s, request_id);
+		if (done == NULL)
+			return -ENOENT;
+		*by_out = done->by;
+		return -EALREADY;
+	}
+	ev = json_object_new_object();
+	if (ev != NULL) {
+		json_object_object_add(ev, "requestId", json_object_new_string(q->request_id));
+		if (json_object_object_get_ex(decision, "behavior", &v))
+			json_object_object_add(ev, "behavior", json_object_get(v));
+		if (json_object_object_get_ex(decision, "message", &v))
+			json_object_object_add(ev, "message", json_object_get(v));
+		json_object_object_add(ev, "by", json_object_new_string(by));
+	}
+	fn = q->fn;
+	arg = q->arg;
+	if (fn == NULL) {
+		/* Its hook is reconnecting: the decision waits for it. */
+		q->decision = json_object_get(decision);
+		session_copy_cut(q->decided_by, sizeof(q->decided_by), by);
+		att_set(s, SESSION_WORKING, true);
+		att_publish(s, "permission_resolved", ev);
+		return 0;
+	}
+	att_drop(s, q, by);
+	att_set(s, SESSION_WORKING, true);
+	fn(arg, decision);
+	att_publish(s, "permission_resolved", ev);
+	return 0;
+}
+
+/* ---- the hub ------------------------------------------------------------------------------ */
+
+int attention_open(struct bridge *b, struct cause *cause)
+{
+	struct attention *a = calloc(1, sizeof(*a));
+	struct session *all = NULL;
+	size_t n = 0;
+	int r;
+
+	if (a == NULL)
+		return cause_fail(cause, ENOMEM, "out of memory");
+	a->b = b;
+	LIST_INIT(&a->sessions);
+	if ((r = uv_timer_init(b->loop, &a->timer)) < 0) {
+		free(a);
+		return cause_fail(cause, -r, "cannot start a timer: %s", uv_strerror(r));
+	}
+	a->timer.data = a;
+	uv_timer_start(&a->timer, att_tick, ATT_TICK_MS, ATT_TICK_MS);
+	b->attention = a;
+	r = store_list(&b->store, &all, &n);
+	if (r < 0)
+		return cause_fail(cause, -r, "cannot list session records: %s", strerror(-r));
+	for (size_t i = 0; i < n; i++)
+		attention_session_changed(a, all[i].id, &all[i]);
+	free(all);
+	return 0;
+}
+
+static void att_timer_closed(uv_handle_t *handle)
+{
+	free(handle->data);
+}
+
+void attention_close(struct bridge *b)
+{
+	struct attention *a = b->attention;
+	struct att_session *s;
+
+	if (a == NULL)
+		return;
+	/* The requests stay in the records: hooks.c closes its connections without a decision
+	 * and their hooks ask the next bridge again. */
+	while ((s = LIST_FIRST(&a->sessions)) != NULL)
+		att_session_free(s);
+	b->attention = NULL;
+	uv_close((uv_handle_t *)&a->timer, att_timer_closed);
+}
