@@ -18,14 +18,6 @@ static void requests_prompt(struct host *h, struct sub *s, const struct hostprot
 	}
 	/* The turn's events are those numbered from now on. */
 	sub_prompt(s, h->log.last_id);
-	/* The turn's first event says it started and what was asked (the conversation's user
-	 * side, and "working" for the bridge's attention hub). */
-	{
-		json_object *ev = json_object_new_object();
-
-		json_object_object_add(ev, "prompt", json_object_get(req->prompt));
-		host_emit_json(h, "prompt", ev);
-	}
 	claudeproc_prompt(h, req->prompt);
 }
 

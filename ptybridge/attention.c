@@ -317,8 +317,7 @@ static json_object *att_parse(const char *text, size_t len)
 /* One event of the host (id, name, data). Only what changes attention is looked at. */
 static void att_host_event(struct att_session *s, const struct hostproto_event *ev)
 {
-	static const char *const names[] = {"prompt", "permission", "permission_resolved", "result",
-					    "exit"};
+	static const char *const names[] = {"permission", "permission_resolved", "result", "exit"};
 	json_object *data = NULL;
 	size_t k;
 
@@ -326,11 +325,18 @@ static void att_host_event(struct att_session *s, const struct hostproto_event *
 		if (ev->name_len == strlen(names[k]) &&
 		    memcmp(ev->name, names[k], ev->name_len) == 0)
 			break;
-	if (k == sizeof(names) / sizeof(names[0]))
-		return;
 	/* The host sends pending requests again after its replay, whatever their id. */
-	if (ev->id <= s->host_event && k != 1)
+	if (ev->id <= s->host_event && k != 0)
 		return;
+	if (k == sizeof(names) / sizeof(names[0])) {
+		/* Any other line of claude's (system, assistant, stream_event...): a turn runs. The
+		 * cursor moves only with what changes attention: a replay of the rest is cheap. */
+		if (s->activity == SESSION_IDLE) {
+			s->host_event = ev->id;
+			att_set(s, SESSION_WORKING, true);
+		}
+		return;
+	}
 	data = att_parse(ev->data, ev->data_len);
 	if (ev->id > s->host_event)
 		s->host_event = ev->id;
@@ -341,15 +347,12 @@ static void att_host_event(struct att_session *s, const struct hostproto_event *
 	}
 	switch (k) {
 	case 0:
-		att_set(s, SESSION_WORKING, true);
-		break;
-	case 1:
 		att_host_permission(s, data);
 		break;
-	case 2:
+	case 1:
 		att_host_resolved(s, data);
 		break;
-	case 3:
+	case 2:
 		att_host_result(s, data);
 		break;
 	default:

@@ -85,8 +85,8 @@ struct bridge {
 	struct bridge_options opt;
 	struct store store;
 	struct roster *roster;
-	struct events *events;       /* GET /events and its log (events.h) */
-	struct attention *attention; /* activity and pending requests (attention.h) */
+	struct events *events;             /* GET /events and its log (events.h) */
+	struct attention *attention;       /* activity and pending requests (attention.h) */
 	char tmux_bin[CONFIG_PATH_MAX];    /* absolute path of the tmux executable */
 	char tmux_socket[CONFIG_PATH_MAX]; /* <runtime>/tmux.sock */
 	char tmux_conf[CONFIG_PATH_MAX];   /* <runtime>/tmux.conf */

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Attention in structured mode (issue 10): GET /sessions shows what the agent does (activity,
+# activityAt, pending) as the stream-json fake claude works; a pending request survives a kill -9
+# of the bridge and is answered exactly once when three clients race; an ended agent lists
+# nothing and says exited.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/structured/lib_structured.sh"
+
+make_remote acme widgets
+start_stack || exit 1
+
+# wait_activity ID JQ SECONDS: polls GET /sessions/ID until JQ holds on it.
+wait_activity() {
+	local id=$1 expr=$2 deadline=$((SECONDS + $3))
+	while :; do
+		api GET "/sessions/$id"
+		[ "$STATUS" == 200 ] && jq -e "$expr" >/dev/null 2>&1 <<<"$BODY" && return 0
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.05
+	done
+}
+# assert_activity NAME ID JQ [SECONDS]
+assert_activity() {
+	if wait_activity "$2" "$3" "${4:-10}"; then
+		pass "$1"
+	else
+		fail "$1" "want $3; got ${BODY:0:600}"
+	fi
+}
+
+SID=$(structured_session acme widgets 1) || exit 1
+WT=$T/code/widgets-issue-1
+
+assert_activity "a new structured session is idle, nothing pending" "$SID" \
+	'.activity == "idle" and .pending == [] and (.activityAt | test("^[0-9-]+T[0-9:]+\\.[0-9]{3}Z$"))'
+api GET /sessions
+assert_jq "GET /sessions lists activity and pending too" \
+	".[] | select(.id == \"$SID\") | has(\"activity\") and has(\"activityAt\") and has(\"pending\")" "$BODY"
+
+# --- a turn: working, then idle with its result ----------------------------------------------
+sse_start s1 POST /sessions/$SID/prompt '{"prompt":"SLOW hello"}'
+assert_sse_event "slow turn: it starts" s1 '.event == "system"' 20
+assert_activity "a running turn: working" "$SID" '.activity == "working" and .pending == []'
+AT1=$(jq -r .activityAt <<<"$BODY")
+api POST /sessions/$SID/interrupt
+assert_status "interrupt: 200" 200
+sse_wait_end s1 20
+assert_activity "the turn ended: idle" "$SID" '.activity == "idle"'
+AT2=$(jq -r .activityAt <<<"$BODY")
+check "activityAt moves with each change" test "$AT2" \> "$AT1"
+
+# --- a permission request: waiting, with the request listed ----------------------------------
+sse_start p1 POST /sessions/$SID/prompt '{"prompt":"RUNBASH touch raced-file"}'
+assert_sse_event "permission: the request arrives" p1 '.event == "permission"' 20
+RID=$(sse_permission_ids p1 | head -n 1)
+assert_activity "a pending permission: waiting, listed with tool and description" "$SID" \
+	".activity == \"waiting\" and (.pending | length) == 1 and .pending[0].requestId == \"$RID\"
+	 and .pending[0].toolName == \"Bash\" and (.pending[0].description | type) == \"string\""
+api GET /sessions
+assert_jq "the list view shows it waiting too" \
+	".[] | select(.id == \"$SID\") | .activity == \"waiting\" and .pending[0].requestId == \"$RID\"" "$BODY"
+
+# --- kill -9 of the bridge: the request stays listed and answerable --------------------------
+OLD=$(bridge_pid)
+kill -KILL "$OLD"
+DEADLINE=$((SECONDS + 30))
+while { NEW=$(bridge_pid); [ -z "$NEW" ] || [ "$NEW" == "$OLD" ] || [ ! -S "$T/run/bridge.sock" ]; } &&
+	[ $SECONDS -lt $DEADLINE ]; do sleep 0.2; done
+assert_ne "bridge kill: deploy/up started a new bridge" "$OLD" "${NEW:-$OLD}"
+sleep 1.5 # the new bridge has subscribed again (its host replays the pending request)
+assert_activity "after the bridge restart: still waiting, the same request listed" "$SID" \
+	".activity == \"waiting\" and [.pending[].requestId] == [\"$RID\"]"
+
+# --- three clients race: exactly one answer wins ---------------------------------------------
+for i in 1 2 3; do
+	curl -s -o "$T/race$i.body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+		--data '{"behavior":"allow"}' "$BASE_URL/sessions/$SID/permissions/$RID" \
+		>"$T/race$i.status" &
+done
+wait
+STATUSES=$(cat "$T"/race{1,2,3}.status | sort | tr '\n' ' ')
+assert_eq "three answers at once: one 200, two 409" "200 409 409 " "$STATUSES"
+for i in 1 2 3; do
+	if [ "$(cat "$T/race$i.status")" == 409 ]; then
+		assert_jq "a losing answer says who answered first" \
+			'.code == "already_answered" and (.error | test("allow"))' "$(cat "$T/race$i.body")"
+		break
+	fi
+done
+sse_wait_end p1 20
+check "the allowed tool ran once" test -e "$WT/raced-file"
+assert_activity "answered and finished: idle, nothing pending" "$SID" '.activity == "idle" and .pending == []'
+api POST /sessions/$SID/permissions/$RID '{"behavior":"deny"}'
+assert_status "a later answer: 409" 409
+
+# --- the agent ends: exited, nothing listed ---------------------------------------------------
+sse_start p2 POST /sessions/$SID/prompt '{"prompt":"RUNBASH touch never-file"}'
+assert_sse_event "a second request arrives" p2 '.event == "permission"' 20
+assert_activity "waiting again" "$SID" '.activity == "waiting"'
+for p in $(descendants "$(pane_pid "$SID")"); do
+	[ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$(readlink -f "$(command -v python3)")" ] && kill -KILL "$p"
+done
+assert_activity "claude killed: exited, its request no longer listed" "$SID" \
+	'.activity == "exited" and .pending == []' 20
+check_not "the withdrawn tool never ran" test -e "$WT/never-file"
+
+stop_stack
+scan_sanitizers
