@@ -72,9 +72,16 @@ json_object *claudeproc_parse(struct host *h, const char *line, size_t len)
 {
 	json_object *obj;
 
+	size_t end;
+
 	json_tokener_reset(h->claude.tok);
 	obj = json_tokener_parse_ex(h->claude.tok, line, (int)len);
-	if (obj != NULL && !json_object_is_type(obj, json_type_object)) {
+	/* The line is the event's data as it is: it must be that object and nothing more (bytes
+	 * after it would reach clients as data that is not JSON). */
+	end = obj != NULL ? json_tokener_get_parse_end(h->claude.tok) : 0;
+	while (end < len && (line[end] == ' ' || line[end] == '\t' || line[end] == '\r'))
+		end++;
+	if (obj != NULL && (!json_object_is_type(obj, json_type_object) || end != len)) {
 		json_object_put(obj);
 		obj = NULL;
 	}

@@ -1,5 +1,7 @@
 #include "host.h"
 
+#include "jsontext.h"
+
 #include "hostproto.h"
 #include "log.h"
 #include "requests.h"
@@ -89,12 +91,21 @@ static json_object *host_get(json_object *o, const char *key)
 
 void host_claude_line(struct host *h, const char *line, size_t len)
 {
-	json_object *obj = claudeproc_parse(h, line, len), *type, *sub;
+	/* Clients get the line as it is (an SSE data line, a WebSocket text frame): only when it
+	 * is one JSON object in valid UTF-8. */
+	bool utf8 = jsontext_utf8_valid(line, len);
+	json_object *obj = utf8 ? claudeproc_parse(h, line, len) : NULL, *type, *sub;
 	char name[HOSTPROTO_NAME_MAX];
 
 	if (obj == NULL) {
-		/* Not JSON: still numbered, as a string, so nothing claude says is lost. */
-		host_emit_json(h, "raw", json_object_new_string_len(line, (int)len));
+		/* Not that: still numbered, as a string (invalid bytes as U+FFFD), so nothing
+		 * claude says is lost. */
+		char *text = utf8 ? NULL : jsontext_utf8_scrub(line, len);
+
+		host_emit_json(h, "raw",
+			       text != NULL ? json_object_new_string(text)
+					    : json_object_new_string_len(line, (int)len));
+		free(text);
 		return;
 	}
 	type = host_get(obj, "type");
