@@ -1,11 +1,12 @@
 /*
- * Filesystem helpers for the git modules: directories made as `mkdir -p` would, trees removed as
- * `rm -r` would (never following a symlink), and whether two paths name one file.
+ * Filesystem helpers: directories made as `mkdir -p` would, trees removed as `rm -r` would (never
+ * following a symlink), whether two paths name one file, and a file replaced atomically.
  */
 #ifndef AGENTD_FSUTIL_H
 #define AGENTD_FSUTIL_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define FSUTIL_PATH_MAX 1200 /* the longest path these helpers take (worktrees, clones) */
 
@@ -20,5 +21,13 @@ int fsutil_rm_tree(const char *path);
 
 /* True when a and b name the same existing file (whatever symlinks or trailing slashes). */
 bool fsutil_same_file(const char *a, const char *b);
+
+/*
+ * Replaces path with text atomically: written to "<path>.tmp" (created with mode), fsync'ed when
+ * sync, then renamed over path, so a reader sees the old file or the new one, never a part.
+ * Writers of one path must not overlap (the caller holds a lock). Returns 0 or -errno (the
+ * temporary file is removed on failure).
+ */
+int fsutil_write_atomic(const char *path, const char *text, mode_t mode, bool sync);
 
 #endif

@@ -1,5 +1,7 @@
 #include "store.h"
 
+#include "fsutil.h"
+
 #include "log.h"
 
 #include <dirent.h>
@@ -268,43 +270,6 @@ int store_read(const struct store *st, const char *id, struct session *out, stru
 	return r;
 }
 
-static int store_write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int store_write_file(const char *path, const char *text, mode_t mode, bool sync)
-{
-	char tmp[SESSION_PATH_MAX + 8];
-	int fd, r;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0)
-		return -errno;
-	r = store_write_all(fd, text, strlen(text));
-	if (r == 0 && sync && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
-}
-
 static int store_view_path(const struct store *st, char *out, size_t outlen)
 {
 	int n = snprintf(out, outlen, "%s.json", st->dir);
@@ -315,7 +280,7 @@ static int store_view_path(const struct store *st, char *out, size_t outlen)
 /* Writes arr as the view. Derived data: no fsync, the records are the truth. */
 static int store_view_write(const char *path, json_object *arr)
 {
-	return store_write_file(path,
+	return fsutil_write_atomic(path,
 				json_object_to_json_string_ext(
 				    arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
 				0644, false);
@@ -462,7 +427,7 @@ int store_write(const struct store *st, struct session *s, struct cause *cause)
 	if (obj == NULL)
 		return cause_fail(cause, ENOMEM, "out of memory");
 	/* The temp name is per session and writers hold the session lock: no two share it. */
-	r = store_write_file(path,
+	r = fsutil_write_atomic(path,
 			     json_object_to_json_string_ext(
 				 obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
 			     0640, true);
