@@ -38,6 +38,7 @@ struct config_key {
 static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_LISTEN", listen),
     STR_KEY("AGENTD_RUNTIME_DIR", runtime_dir),
+    STR_KEY("AGENTD_STATE_DIR", state_dir),
     STR_KEY("AGENTD_BASE_DIR", base_dir),
     STR_KEY("AGENTD_REPO_URL", repo_url),
     STR_KEY("AGENTD_CLAUDE", claude),
@@ -57,6 +58,7 @@ void config_defaults(struct config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1:8080");
 	snprintf(cfg->runtime_dir, sizeof(cfg->runtime_dir), "/run/agentd");
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/agentd");
 	snprintf(cfg->base_dir, sizeof(cfg->base_dir), "/code");
 	snprintf(cfg->repo_url, sizeof(cfg->repo_url), "https://github.com/{owner}/{name}.git");
 	snprintf(cfg->claude, sizeof(cfg->claude), "claude");
@@ -223,6 +225,13 @@ int config_load(struct config *cfg, struct cause *cause)
 int config_runtime_path(const struct config *cfg, const char *leaf, char *out, size_t outlen)
 {
 	int n = snprintf(out, outlen, "%s/%s", cfg->runtime_dir, leaf);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+int config_state_path(const struct config *cfg, const char *leaf, char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/%s", cfg->state_dir, leaf);
 
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }

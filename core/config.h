@@ -20,6 +20,7 @@
 struct config {
 	char listen[256];                       /* AGENTD_LISTEN */
 	char runtime_dir[CONFIG_PATH_MAX];      /* AGENTD_RUNTIME_DIR */
+	char state_dir[CONFIG_PATH_MAX];        /* AGENTD_STATE_DIR: what outlives a reboot */
 	char base_dir[CONFIG_PATH_MAX];         /* AGENTD_BASE_DIR */
 	char repo_url[CONFIG_VALUE_MAX];        /* AGENTD_REPO_URL, {owner} {name} replaced */
 	char claude[CONFIG_PATH_MAX];           /* AGENTD_CLAUDE */
@@ -50,7 +51,9 @@ int config_set(struct config *cfg, const char *key, const char *value, struct ca
 /* Fills cfg with the built-in defaults only. */
 void config_defaults(struct config *cfg);
 
-/* Path helpers: write "<runtime_dir>/<leaf>" into out. Return 0 or -ENAMETOOLONG. */
+/* Path helpers: write "<runtime_dir>/<leaf>" (or "<state_dir>/<leaf>") into out. Return 0 or
+ * -ENAMETOOLONG. */
 int config_runtime_path(const struct config *cfg, const char *leaf, char *out, size_t outlen);
+int config_state_path(const struct config *cfg, const char *leaf, char *out, size_t outlen);
 
 #endif

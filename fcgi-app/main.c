@@ -5,12 +5,13 @@
 #include "log.h"
 #include "recovery.h"
 #include "server.h"
+#include "tokencmd.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const char usage[] =
-    "usage: agentd-api [--init | --create ID | --help | --version]\n"
+    "usage: agentd-api [--init | --create ID | token ... | --help | --version]\n"
     "\n"
     "Serves the agent-daemon REST API over FastCGI on $AGENTD_RUNTIME_DIR/api.sock\n"
     "(nginx forwards /sessions, /worktrees, /branches and /healthz to it). Stops on SIGTERM.\n"
@@ -18,6 +19,9 @@ static const char usage[] =
     "  --init       write $AGENTD_RUNTIME_DIR/tmux.conf, start the tmux server unless it runs,\n"
     "               recover session records from tmux, and exit\n"
     "  --create ID  (internal) the detached worker that finishes creating session ID\n"
+    "  token add NAME [--read-only] | token list | token revoke NAME\n"
+    "               manage the bearer tokens in $AGENTD_STATE_DIR/tokens.json (a new token is\n"
+    "               printed once; only its SHA-256 is kept)\n"
     "\n"
     "Configuration: defaults, then $AGENTD_CONFIG (default /etc/agentd/agentd.conf, KEY=value\n"
     "lines), then AGENTD_* environment variables; see README.md.\n";
@@ -48,6 +52,13 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
 		puts("agentd-api " AGENTD_VERSION);
 		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "token") == 0) {
+		if (config_load(&cfg, &cause) < 0) {
+			log_error("%s", cause.msg);
+			return 1;
+		}
+		return tokencmd_main(&cfg, argc - 1, argv + 1);
 	}
 	if ((r = config_load(&cfg, &cause)) < 0 || (r = app_init(&app, &cfg, &cause)) < 0) {
 		log_error("%s", cause.msg);
