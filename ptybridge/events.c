@@ -510,55 +510,69 @@ static void evclient_end(struct evclient *cl, const char *code, const char *erro
 	json_object_put(data);
 }
 
-/* Sends what the client has not had from the log while it is not behind; live at the end. */
-static void evclient_pump(struct evclient *cl)
+/* Reads the next piece of the log for the client and queues what it has not had. Returns false
+ * when its stream ended. */
+static bool evclient_catch_up(struct evclient *cl)
 {
 	struct events *ev = cl->ev;
+	const struct evlog *file = events_file(ev, cl->gen);
+	struct evlog_batch *bt = NULL;
+	int r;
 
+	if (file == NULL) {
+		evclient_end(cl, "lagged",
+			     "the client fell behind the event log's rotation; reconnect with its "
+			     "Last-Event-ID");
+		return false;
+	}
+	if (cl->offset >= file->end) {
+		if (cl->gen == ev->gen) {
+			cl->live = true;
+		} else {
+			cl->gen++;
+			cl->offset = 0;
+		}
+		return true;
+	}
+	r = evlog_read(file, cl->offset, EVENTS_REPLAY_CHUNK, &bt);
+	if (r < 0 || bt->len == 0) {
+		log_error("cannot read the event log at %lld: %s", (long long)cl->offset,
+			  strerror(r < 0 ? -r : EIO));
+		evlog_batch_unref(bt);
+		evclient_end(cl, "log_error", "cannot read the event log");
+		return false;
+	}
+	for (size_t i = 0; i < bt->n && evclient_open(cl); i++) {
+		const struct evlog_entry *e = &bt->ev[i];
+
+		if (e->id > cl->after)
+			evclient_send_line(cl, bt->data + e->off, e->len - 1);
+	}
+	cl->offset += (off_t)bt->len;
+	evlog_batch_unref(bt);
+	return true;
+}
+
+/*
+ * Sends what the client has not had from the log while it is not behind, and goes live at the
+ * log's end. Behind, it stops: the flush that moves its queue (ops->flushed) brings it back.
+ */
+static void evclient_pump(struct evclient *cl)
+{
 	if (cl->pumping)
 		return;
-	cl->pumping = true;
-	while (!cl->live && evclient_open(cl) && !evclient_behind(cl)) {
-		const struct evlog *file = events_file(ev, cl->gen);
-		struct evlog_batch *bt = NULL;
-		int r;
-
-		if (file == NULL) {
-			evclient_end(cl, "lagged",
-				     "the client fell behind the event log's rotation; reconnect "
-				     "with its Last-Event-ID");
+	cl->pumping = true; /* the flushes below do not come back here */
+	for (;;) {
+		while (!cl->live && evclient_open(cl) && !evclient_behind(cl))
+			if (!evclient_catch_up(cl))
+				break;
+		if (!evclient_open(cl))
 			break;
-		}
-		if (cl->offset >= file->end) {
-			if (cl->gen == ev->gen) {
-				cl->live = true;
-			} else {
-				cl->gen++;
-				cl->offset = 0;
-			}
-			continue;
-		}
-		r = evlog_read(file, cl->offset, EVENTS_REPLAY_CHUNK, &bt);
-		if (r < 0 || bt->len == 0) {
-			log_error("cannot read the event log at %lld: %s", (long long)cl->offset,
-				  strerror(r < 0 ? -r : EIO));
-			evlog_batch_unref(bt);
-			evclient_end(cl, "log_error", "cannot read the event log");
-			break;
-		}
-		for (size_t i = 0; i < bt->n && evclient_open(cl); i++) {
-			const struct evlog_entry *e = &bt->ev[i];
-
-			if (e->id > cl->after)
-				evclient_send_line(cl, bt->data + e->off, e->len - 1);
-		}
-		cl->offset += (off_t)bt->len;
-		evlog_batch_unref(bt);
 		conn_flush(&cl->c);
+		if (cl->live || !evclient_open(cl) || evclient_behind(cl))
+			break;
 	}
 	cl->pumping = false;
-	if (cl->c.phase != CONN_DEAD)
-		conn_flush(&cl->c);
 }
 
 /* Builds the snapshot line: {"id":<last>,"event":"snapshot","data":{"snapshot":true,
