@@ -1,5 +1,6 @@
 #include "events.h"
 
+#include "attention.h"
 #include "conn.h"
 #include "evlog.h"
 #include "hostproto.h"
@@ -259,6 +260,10 @@ static void events_record_seen(struct events *ev, const struct session *s)
 		events_publish_session(ev, known ? "updated" : "created", json_object_get(obj));
 	/* The latest object is kept even when only ignored members moved: snapshots are fresh. */
 	json_object_object_add(ev->known, s->id, obj);
+	/* This watch is also the hub's view of the records (it subscribes to structured hosts,
+	 * withdraws on a mode switch); it takes a record seen again as no change. */
+	if (ev->b->attention != NULL)
+		attention_session_changed(ev->b->attention, s->id, s);
 }
 
 /* Session id has no record any more: publishes its deletion with the last object seen. */
@@ -266,6 +271,8 @@ static void events_record_gone(struct events *ev, const char *id)
 {
 	json_object *last;
 
+	if (ev->b->attention != NULL)
+		attention_session_changed(ev->b->attention, id, NULL);
 	if (!json_object_object_get_ex(ev->known, id, &last))
 		return;
 	events_publish_session(ev, "deleted", json_object_get(last));

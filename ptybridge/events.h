@@ -21,7 +21,9 @@
  * every few seconds while a terminal shows output) are no change. The last object of each session
  * is kept in memory (the snapshot is made from it) and rebuilt at start from the log's `session`
  * events, then compared with the records: what changed while no bridge ran is published then. A
- * session whose every event was rotated away is announced `created` again at start.
+ * session whose every event was rotated away is announced `created` again at start. Every record
+ * read (a notification, the rescan) is also passed to attention_session_changed: this watch is
+ * the attention hub's view of the records.
  *
  * A client never costs more than about EVENTS_QUEUE_HIGH bytes: while that much waits for it, it
  * is sent nothing live and catches up from the log (from its position) as its queue empties, like

@@ -4,7 +4,8 @@
 # made and deleted over REST; Last-Event-ID replays exactly what was missed; the WebSocket gets
 # the same events as text frames; after a kill -9 of the bridge the ids go on above the old ones
 # and what changed while no bridge ran arrives after reconnecting with the old id; an id older
-# than the rotated log gets the snapshot; a malformed id is 400 and a foreign Origin 403.
+# than the rotated log gets the snapshot; a malformed id is 400 and a foreign Origin 403; the
+# attention hub's permission, permission_resolved and result events share the stream.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/structured/lib_structured.sh"
 
@@ -167,6 +168,24 @@ assert_jq "the new bridge's snapshot: id the last one, widgets-3 only" \
 	".id == $((BEFORE + 2)) and (.data | fromjson | [.sessions[].id] == [\"widgets-3\"])" \
 	"$(sse_events s4)"
 
+# --- the attention hub publishes on the same stream ------------------------------------------------
+SID=$(structured_session acme widgets 7) || exit 1
+wait_logged "\"id\":\"$SID\"" 10
+FROM=$(tail -n 1 "$LOG" | jq .id)
+sse_start a1 GET /events - --header "Last-Event-ID: $FROM" --timeout 90
+sse_start p1 POST "/sessions/$SID/prompt" '{"prompt":"RUNBASH touch from-the-hub"}'
+assert_sse_event "a structured session's permission request is on /events" a1 '.event == "permission"' 30
+PERM=$(sse_events a1 | jq -c 'select(.event == "permission")' | head -n 1)
+RID=$(jq -r '.data | fromjson | .requestId' <<<"$PERM")
+assert_jq "... naming its session" ".data | fromjson | .session == \"$SID\"" "$PERM"
+api POST "/sessions/$SID/permissions/$RID" '{"behavior":"allow"}'
+assert_status "the request is answered" 200
+assert_sse_event "permission_resolved follows on /events" a1 '.event == "permission_resolved"' 20
+assert_sse_event "then the turn's result" a1 '.event == "result"' 30
+assert_ids_contiguous "hub and session events share one id sequence" a1
+kill "${SSE_PID[a1]}" 2>/dev/null
+sse_wait_end p1 30
+
 # --- rotation: an id older than the log gets the snapshot ----------------------------------------
 stop_stack
 start_stack AGENTD_BRIDGE_EVENTS_LOG_MAX=4096 || exit 1
@@ -199,7 +218,7 @@ assert_jq "an id older than the log: the snapshot" \
 	".event == \"snapshot\" and .id == $LASTID" \
 	"$(sse_events o1)"
 assert_jq "... listing every session" \
-	'.data | fromjson | [.sessions[].id] | sort == ["widgets-3","widgets-6"]' \
+	'.data | fromjson | [.sessions[].id] | sort == ["widgets-3","widgets-6","widgets-7"]' \
 	"$(sse_events o1)"
 sse_run o2 GET /events - --header "Last-Event-ID: $((LASTID + 5))" --stop-after 1 --timeout 10
 assert_eq "an id newer than the last: the snapshot" snapshot "$(sse_events o2 | jq -r .event)"
