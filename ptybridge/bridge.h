@@ -43,6 +43,7 @@ struct bridge_options {
 	unsigned handshake_timeout_ms;
 	unsigned creating_wait_ms;
 	unsigned max_clients;
+	unsigned events_log_max; /* bytes of the /events log before rotation (EVENTS_LOG_MAX) */
 };
 
 /* Every connection of the bridge, whatever its service (conn.h drives them all). */

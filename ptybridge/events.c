@@ -1,12 +1,861 @@
-/* Placeholder until the /events service lands (events.h): nothing is published. */
 #include "events.h"
 
+#include "attention.h"
+#include "conn.h"
+#include "evlog.h"
+#include "hostproto.h"
+#include "http.h"
+#include "jsontext.h"
+#include "log.h"
+#include "session.h"
+#include "sse.h"
+#include "store.h"
+#include "ws.h"
+
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EVENTS_PATH      "/events"
+#define EVENTS_JSON_OUT  (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define EVENTS_ERROR_MAX 512 /* the `error` event that ends a stream */
+#define EVENTS_RECORD    ".json"
+
+/* Members of a session object that move without a change anyone waits for. */
+static const char *const events_ignored[] = {"updatedAt", "lastActivity"};
+
+struct evclient;
+LIST_HEAD(evclient_list, evclient);
+
+struct events {
+	struct bridge *b;
+	struct evlog log; /* events.log, appended to */
+	struct evlog old; /* events.log.1 (fd -1: none), read back only */
+	unsigned gen;     /* rotations since open: a client's position names its file by it */
+	uint64_t first;   /* the first id of log (0: none yet) */
+	uint64_t old_first;
+	char path[CONFIG_PATH_MAX], old_path[CONFIG_PATH_MAX];
+	json_object *known; /* session id -> the last session object seen (API form) */
+	struct evclient_list clients;
+	uv_fs_event_t watch;
+	uv_timer_t rescan;
+	int handles; /* open handles: the memory goes with the last */
+	bool watching;
+};
+
+/* A client of GET /events: SSE while the core's phase is CONN_SERVICE, then a WebSocket. */
+struct evclient {
+	struct conn c;
+	struct events *ev;
+	LIST_ENTRY(evclient) link;
+	bool linked;
+	bool streaming; /* the SSE head (or the 101) went out */
+	bool live;      /* sent each event as published; else catching up from (gen, offset) */
+	bool pumping;
+	unsigned gen;
+	off_t offset;
+	uint64_t after; /* the last id sent */
+	uint64_t sent;
+};
+
+/* ---- session objects -------------------------------------------------------------------- */
+
+static bool events_ignored_key(const char *key)
+{
+	for (size_t i = 0; i < sizeof(events_ignored) / sizeof(events_ignored[0]); i++)
+		if (strcmp(key, events_ignored[i]) == 0)
+			return true;
+	return false;
+}
+
+/* True when every member of a but the ignored ones is in b with an equal value. */
+static bool events_covers(json_object *a, json_object *b)
+{
+	json_object_object_foreach(a, key, val)
+	{
+		json_object *other;
+
+		if (events_ignored_key(key))
+			continue;
+		if (!json_object_object_get_ex(b, key, &other) || !json_object_equal(val, other))
+			return false;
+	}
+	return true;
+}
+
+bool events_session_changed(json_object *a, json_object *b)
+{
+	if (a == NULL || b == NULL)
+		return true;
+	return !events_covers(a, b) || !events_covers(b, a);
+}
+
+/* ---- the log ---------------------------------------------------------------------------- */
+
+/* The file holding a client's position of generation gen, or NULL when it was rotated away. */
+static const struct evlog *events_file(const struct events *ev, unsigned gen)
+{
+	if (gen == ev->gen)
+		return &ev->log;
+	if (gen + 1 == ev->gen && ev->old.fd >= 0)
+		return &ev->old;
+	return NULL;
+}
+
+/* Makes room for a line of len bytes: rotates a log that would pass its bound. */
+static void events_rotate_for(struct events *ev, size_t len)
+{
+	int r;
+
+	if (ev->log.end == 0 || (uint64_t)ev->log.end + len <= ev->b->opt.events_log_max)
+		return;
+	r = evlog_rotate(&ev->log, &ev->old, ev->path, ev->old_path);
+	if (r < 0) {
+		log_error("cannot rotate %s: %s (it grows on)", ev->path, strerror(-r));
+		return;
+	}
+	ev->gen++;
+	ev->old_first = ev->first;
+	ev->first = 0;
+}
+
+static void evclient_send_line(struct evclient *cl, const char *line, size_t len);
+static void evclient_pump(struct evclient *cl);
+static bool evclient_behind(const struct evclient *cl);
 
 int64_t events_publish(struct events *ev, const char *name, json_object *data)
 {
-	(void)ev;
-	(void)name;
+	struct evlog_batch *bt = NULL;
+	const char *text;
+	size_t len;
+	int64_t id = -EINVAL;
+	struct evclient *cl, *next;
+	int r;
+
+	if (!json_object_is_type(data, json_type_object) ||
+	    !hostproto_event_name_valid(name, strlen(name)))
+		goto out;
+	text = json_object_to_json_string_length(data, EVENTS_JSON_OUT, &len);
+	id = -EMSGSIZE;
+	if (text == NULL || len > EVENTS_DATA_MAX)
+		goto out;
+	events_rotate_for(ev, len + HOSTPROTO_EVENT_HEAD_MAX);
+	id = -ENOMEM;
+	bt = evlog_batch_new();
+	if (bt == NULL)
+		goto out;
+	id = evlog_batch_add(&ev->log, bt, name, text, len);
+	if (id < 0)
+		goto out;
+	r = evlog_batch_write(&ev->log, bt);
+	if (r < 0) {
+		id = r;
+		goto out;
+	}
+	if (ev->first == 0)
+		ev->first = (uint64_t)id;
+	for (cl = LIST_FIRST(&ev->clients); cl != NULL; cl = next) {
+		const struct evlog_entry *e = &bt->ev[0];
+
+		next = LIST_NEXT(cl, link);
+		if (!cl->live)
+			continue; /* catching up: it reads this one from the log */
+		if (evclient_behind(cl)) {
+			/* From here on it catches up from the log, from this event. */
+			cl->live = false;
+			cl->gen = ev->gen;
+			cl->offset = bt->at + (off_t)e->off;
+			continue;
+		}
+		evclient_send_line(cl, bt->data + e->off, e->len - 1);
+		conn_flush(&cl->c);
+	}
+out:
+	if (id < 0)
+		log_error("event %s lost: %s", name, strerror((int)-id));
+	evlog_batch_unref(bt);
 	json_object_put(data);
-	return -ENOSYS;
+	return id;
 }
+
+/* Applies one logged `session` event to the map of known sessions. */
+static void events_replay_session(struct events *ev, const struct hostproto_event *e)
+{
+	json_object *data = jsontext_parse(e->data, e->data_len, JSON_TOKENER_DEFAULT_DEPTH, NULL);
+	json_object *change, *session, *id;
+
+	if (json_object_object_get_ex(data, "change", &change) &&
+	    json_object_object_get_ex(data, "session", &session) &&
+	    json_object_object_get_ex(session, "id", &id) &&
+	    json_object_is_type(id, json_type_string)) {
+		if (strcmp(json_object_get_string(change), "deleted") == 0)
+			json_object_object_del(ev->known, json_object_get_string(id));
+		else
+			json_object_object_add(ev->known, json_object_get_string(id),
+					       json_object_get(session));
+	}
+	json_object_put(data);
+}
+
+/* Rebuilds the map of known sessions from the `session` events of one file. */
+static int events_replay_file(struct events *ev, const struct evlog *file)
+{
+	off_t at = 0;
+
+	while (at < file->end) {
+		struct evlog_batch *bt = NULL;
+		int r = evlog_read(file, at, EVENTS_REPLAY_CHUNK, &bt);
+
+		if (r < 0)
+			return r;
+		if (bt->len == 0) {
+			evlog_batch_unref(bt);
+			break;
+		}
+		for (size_t i = 0; i < bt->n; i++) {
+			struct hostproto_event e;
+			const struct evlog_entry *en = &bt->ev[i];
+
+			if (en->id != 0 &&
+			    hostproto_event_parse(bt->data + en->off, en->len - 1, &e) == 0 &&
+			    e.name_len == strlen("session") && memcmp(e.name, "session", 7) == 0)
+				events_replay_session(ev, &e);
+		}
+		at += (off_t)bt->len;
+		evlog_batch_unref(bt);
+	}
+	return 0;
+}
+
+/* ---- records ---------------------------------------------------------------------------- */
+
+/* Publishes a `session` event for id: change, and obj (consumed). */
+static void events_publish_session(struct events *ev, const char *change, json_object *obj)
+{
+	json_object *data = json_object_new_object();
+
+	if (data == NULL) {
+		json_object_put(obj);
+		log_error("session event lost: out of memory");
+		return;
+	}
+	json_object_object_add(data, "change", json_object_new_string(change));
+	json_object_object_add(data, "session", obj);
+	events_publish(ev, "session", data);
+}
+
+/* The record of session s was read: publishes what changed since the last one seen. */
+static void events_record_seen(struct events *ev, const struct session *s)
+{
+	json_object *obj = session_to_json(s, false), *last = NULL;
+	bool known = json_object_object_get_ex(ev->known, s->id, &last);
+
+	if (obj == NULL) {
+		log_error("session %s: its event is lost: out of memory", s->id);
+		return;
+	}
+	if (events_session_changed(last, obj))
+		events_publish_session(ev, known ? "updated" : "created", json_object_get(obj));
+	/* The latest object is kept even when only ignored members moved: snapshots are fresh. */
+	json_object_object_add(ev->known, s->id, obj);
+	/* This watch is also the hub's view of the records (it subscribes to structured hosts,
+	 * withdraws on a mode switch); it takes a record seen again as no change. */
+	if (ev->b->attention != NULL)
+		attention_session_changed(ev->b->attention, s->id, s);
+}
+
+/* Session id has no record any more: publishes its deletion with the last object seen. */
+static void events_record_gone(struct events *ev, const char *id)
+{
+	json_object *last;
+
+	if (ev->b->attention != NULL)
+		attention_session_changed(ev->b->attention, id, NULL);
+	if (!json_object_object_get_ex(ev->known, id, &last))
+		return;
+	events_publish_session(ev, "deleted", json_object_get(last));
+	json_object_object_del(ev->known, id);
+}
+
+/* Reads the record of id again (a notification named it). */
+static void events_record(struct events *ev, const char *id)
+{
+	struct cause cause = {{0}};
+	struct session s;
+	int r = store_read(&ev->b->store, id, &s, &cause);
+
+	if (r == 0)
+		events_record_seen(ev, &s);
+	else if (r == -ENOENT)
+		events_record_gone(ev, id);
+	else
+		log_warn("session %s: cannot read its record: %s", id, cause.msg);
+}
+
+/* Compares every record with the known sessions (at start, and as inotify's safety net). */
+static int events_rescan(struct events *ev)
+{
+	struct session *all = NULL;
+	size_t n = 0;
+	json_object *seen;
+	int r = store_list(&ev->b->store, &all, &n);
+
+	if (r < 0)
+		return r;
+	seen = json_object_new_object();
+	if (seen == NULL) {
+		free(all);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		events_record_seen(ev, &all[i]);
+		json_object_object_add(seen, all[i].id, NULL);
+	}
+	/* Deleting while iterating the map is not allowed: collect first. */
+	{
+		json_object *gone = json_object_new_array();
+
+		json_object_object_foreach(ev->known, key, val)
+		{
+			(void)val;
+			if (!json_object_object_get_ex(seen, key, NULL))
+				json_object_array_add(gone, json_object_new_string(key));
+		}
+		for (size_t i = 0; i < json_object_array_length(gone); i++)
+			events_record_gone(
+			    ev, json_object_get_string(json_object_array_get_idx(gone, i)));
+		json_object_put(gone);
+	}
+	json_object_put(seen);
+	free(all);
+	return 0;
+}
+
+static void events_on_record(uv_fs_event_t *handle, const char *filename, int events, int status)
+{
+	struct events *ev = handle->data;
+	char id[SESSION_ID_MAX + 1];
+	size_t n = filename != NULL ? strlen(filename) : 0, sn = strlen(EVENTS_RECORD);
+
+	/* Records are <id>.json, replaced by a rename (store.h); the rest are locks, temp files
+	 * and the structured sessions' directories. */
+	if (status < 0 || n <= sn || n - sn > SESSION_ID_MAX ||
+	    strcmp(filename + n - sn, EVENTS_RECORD) != 0)
+		return;
+	memcpy(id, filename, n - sn);
+	id[n - sn] = '\0';
+	if (session_id_valid(id))
+		events_record(ev, id);
+}
+
+static void events_on_rescan(uv_timer_t *t)
+{
+	struct events *ev = t->data;
+	int r = events_rescan(ev);
+
+	if (r < 0)
+		log_warn("cannot list the session records: %s", strerror(-r));
+}
+
+/* ---- open and close --------------------------------------------------------------------- */
+
+static void events_free(struct events *ev)
+{
+	evlog_close(&ev->log);
+	evlog_close(&ev->old);
+	json_object_put(ev->known);
+	free(ev);
+}
+
+static void events_handle_closed(uv_handle_t *h)
+{
+	struct events *ev = h->data;
+
+	if (--ev->handles == 0)
+		events_free(ev);
+}
+
+int events_open(struct bridge *b, struct cause *cause)
+{
+	struct events *ev = calloc(1, sizeof(*ev));
+	int r;
+
+	if (ev == NULL)
+		return cause_fail(cause, ENOMEM, "out of memory");
+	ev->b = b;
+	ev->log.fd = ev->old.fd = -1;
+	LIST_INIT(&ev->clients);
+	ev->known = json_object_new_object();
+	if (ev->known == NULL) {
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (config_runtime_path(b->cfg, EVENTS_LOG_NAME, ev->path, sizeof(ev->path)) < 0 ||
+	    config_runtime_path(b->cfg, EVENTS_LOG_OLD_NAME, ev->old_path, sizeof(ev->old_path)) <
+		0) {
+		r = cause_fail(cause, ENAMETOOLONG, "runtime directory path is too long");
+		goto fail;
+	}
+	r = evlog_open(&ev->log, ev->path);
+	if (r < 0) {
+		r = cause_fail(cause, -r, "cannot open %s: %s", ev->path, strerror(-r));
+		goto fail;
+	}
+	r = evlog_open_read(&ev->old, ev->old_path);
+	if (r < 0 && r != -ENOENT) {
+		r = cause_fail(cause, -r, "cannot open %s: %s", ev->old_path, strerror(-r));
+		goto fail;
+	}
+	/* Ids go on from the last one either file holds (a crash may have come between the
+	 * rotation's rename and the first event of the new file). */
+	if (ev->log.last_id < ev->old.last_id && ev->old.fd >= 0)
+		ev->log.last_id = ev->old.last_id;
+	ev->first = evlog_first_id(&ev->log);
+	ev->old_first = ev->old.fd >= 0 ? evlog_first_id(&ev->old) : 0;
+	if ((ev->old.fd >= 0 && (r = events_replay_file(ev, &ev->old)) < 0) ||
+	    (r = events_replay_file(ev, &ev->log)) < 0) {
+		r = cause_fail(cause, -r, "cannot read %s: %s", ev->path, strerror(-r));
+		goto fail;
+	}
+	/* Watched first, then compared: a change between the two is not missed. */
+	uv_fs_event_init(b->loop, &ev->watch);
+	uv_timer_init(b->loop, &ev->rescan);
+	ev->watch.data = ev->rescan.data = ev;
+	ev->handles = 2;
+	r = uv_fs_event_start(&ev->watch, events_on_record, b->store.dir, 0);
+	if (r < 0)
+		log_warn("cannot watch %s (%s): records are compared every %d ms", b->store.dir,
+			 uv_strerror(r), EVENTS_RESCAN_MS);
+	uv_timer_start(&ev->rescan, events_on_rescan, EVENTS_RESCAN_MS, EVENTS_RESCAN_MS);
+	b->events = ev;
+	r = events_rescan(ev);
+	if (r < 0)
+		log_warn("cannot list the session records: %s", strerror(-r));
+	log_info("events: %s from id %llu", ev->path, (unsigned long long)ev->log.last_id);
+	return 0;
+fail:
+	events_free(ev);
+	return r;
+}
+
+void events_close(struct bridge *b)
+{
+	struct events *ev = b->events;
+
+	if (ev == NULL)
+		return;
+	b->events = NULL;
+	uv_close((uv_handle_t *)&ev->watch, events_handle_closed);
+	uv_close((uv_handle_t *)&ev->rescan, events_handle_closed);
+}
+
+/* ---- clients ---------------------------------------------------------------------------- */
+
+static bool evclient_open(const struct evclient *cl)
+{
+	return (cl->c.phase == CONN_SERVICE && cl->streaming) || cl->c.phase == CONN_WS;
+}
+
+static bool evclient_behind(const struct evclient *cl)
+{
+	return conn_queued(&cl->c) >= EVENTS_QUEUE_HIGH ||
+	       (cl->c.ws != NULL && ws_queued_count(cl->c.ws) >= EVENTS_FRAMES_HIGH);
+}
+
+/* Queues one event line (without its '\n'): an SSE frame, or the line as a WebSocket frame. */
+static void evclient_send_line(struct evclient *cl, const char *line, size_t len)
+{
+	struct hostproto_event e;
+	char *space;
+
+	if (hostproto_event_parse(line, len, &e) < 0)
+		return; /* a torn line */
+	cl->after = e.id;
+	cl->sent++;
+	if (cl->c.phase == CONN_WS) {
+		/* A text frame must be UTF-8; data a publisher did not check goes as binary. */
+		if (conn_ws_queue(&cl->c, jsontext_utf8_valid(line, len), line, len) < 0)
+			conn_cut(&cl->c);
+		return;
+	}
+	space = conn_reserve(&cl->c, sse_encoded_len(&e));
+	if (space == NULL) {
+		conn_cut(&cl->c);
+		return;
+	}
+	sse_encode(&e, space);
+}
+
+/* Ends the stream with an `error` event ({"error","code"}, no id). */
+static void evclient_end(struct evclient *cl, const char *code, const char *error)
+{
+	json_object *data = json_object_new_object(), *frame = json_object_new_object();
+	char text[EVENTS_ERROR_MAX];
+	int n;
+
+	log_warn("events client ends: %s", code);
+	json_object_object_add(data, "error", json_object_new_string(error));
+	json_object_object_add(data, "code", json_object_new_string(code));
+	if (cl->c.phase == CONN_WS) {
+		json_object_object_add(frame, "event", json_object_new_string("error"));
+		json_object_object_add(frame, "data", json_object_get(data));
+		n = snprintf(text, sizeof(text), "%s",
+			     json_object_to_json_string_ext(frame, EVENTS_JSON_OUT));
+		if (n > 0 && (size_t)n < sizeof(text))
+			conn_ws_queue(&cl->c, true, text, (size_t)n);
+		conn_ws_close(&cl->c, WS_CLOSE_GOING_AWAY, code);
+	} else {
+		n = snprintf(text, sizeof(text), "event: error\ndata: %s\n\n",
+			     json_object_to_json_string_ext(data, EVENTS_JSON_OUT));
+		if (n > 0 && (size_t)n < sizeof(text))
+			conn_queue(&cl->c, text, (size_t)n);
+		conn_finish(&cl->c, 0);
+	}
+	json_object_put(frame);
+	json_object_put(data);
+}
+
+/* Reads the next piece of the log for the client and queues what it has not had. Returns false
+ * when its stream ended. */
+static bool evclient_catch_up(struct evclient *cl)
+{
+	struct events *ev = cl->ev;
+	const struct evlog *file = events_file(ev, cl->gen);
+	struct evlog_batch *bt = NULL;
+	int r;
+
+	if (file == NULL) {
+		evclient_end(cl, "lagged",
+			     "the client fell behind the event log's rotation; reconnect with its "
+			     "Last-Event-ID");
+		return false;
+	}
+	if (cl->offset >= file->end) {
+		if (cl->gen == ev->gen) {
+			cl->live = true;
+		} else {
+			cl->gen++;
+			cl->offset = 0;
+		}
+		return true;
+	}
+	r = evlog_read(file, cl->offset, EVENTS_REPLAY_CHUNK, &bt);
+	if (r < 0 || bt->len == 0) {
+		log_error("cannot read the event log at %lld: %s", (long long)cl->offset,
+			  strerror(r < 0 ? -r : EIO));
+		evlog_batch_unref(bt);
+		evclient_end(cl, "log_error", "cannot read the event log");
+		return false;
+	}
+	for (size_t i = 0; i < bt->n && evclient_open(cl); i++) {
+		const struct evlog_entry *e = &bt->ev[i];
+
+		if (e->id > cl->after)
+			evclient_send_line(cl, bt->data + e->off, e->len - 1);
+	}
+	cl->offset += (off_t)bt->len;
+	evlog_batch_unref(bt);
+	return true;
+}
+
+/*
+ * Sends what the client has not had from the log while it is not behind, and goes live at the
+ * log's end. Behind, it stops: the flush that moves its queue (ops->flushed) brings it back.
+ */
+static void evclient_pump(struct evclient *cl)
+{
+	if (cl->pumping)
+		return;
+	cl->pumping = true; /* the flushes below do not come back here */
+	for (;;) {
+		while (!cl->live && evclient_open(cl) && !evclient_behind(cl))
+			if (!evclient_catch_up(cl))
+				break;
+		if (!evclient_open(cl))
+			break;
+		conn_flush(&cl->c);
+		if (cl->live || !evclient_open(cl) || evclient_behind(cl))
+			break;
+	}
+	cl->pumping = false;
+}
+
+/* Builds the snapshot line: {"id":<last>,"event":"snapshot","data":{"snapshot":true,
+ * "sessions":[every known session, by id]}}. Returns it (caller frees) or NULL. */
+static char *events_snapshot(struct events *ev, size_t *len)
+{
+	json_object *data = json_object_new_object(), *list = json_object_new_array();
+	char head[HOSTPROTO_EVENT_HEAD_MAX], *line = NULL;
+	const char *text;
+	size_t tlen;
+	int hn;
+
+	if (data == NULL || list == NULL) {
+		json_object_put(list);
+		goto out;
+	}
+	json_object_object_add(data, "snapshot", json_object_new_boolean(true));
+	json_object_object_foreach(ev->known, key, val)
+	{
+		(void)key;
+		json_object_array_add(list, json_object_get(val));
+	}
+	json_object_object_add(data, "sessions", list);
+	text = json_object_to_json_string_length(data, EVENTS_JSON_OUT, &tlen);
+	hn = hostproto_event_head(ev->log.last_id, "snapshot", head);
+	if (text == NULL || hn < 0)
+		goto out;
+	*len = (size_t)hn + tlen + 1;
+	line = malloc(*len + 1);
+	if (line != NULL)
+		snprintf(line, *len + 1, "%s%s}", head, text);
+out:
+	json_object_put(data);
+	return line;
+}
+
+/*
+ * Where a client that saw every event up to after (has_after) starts: true with its position
+ * when the log holds every later event; false when it needs the snapshot (no id, an id older
+ * than the oldest kept, or newer than the last).
+ */
+static bool events_position(const struct events *ev, bool has_after, uint64_t after, unsigned *gen,
+			    off_t *offset)
+{
+	*offset = 0;
+	if (!has_after || after > ev->log.last_id)
+		return false;
+	if (after == ev->log.last_id) {
+		*gen = ev->gen;
+		*offset = ev->log.end;
+		return true;
+	}
+	if (ev->first != 0 && after >= ev->first - 1) {
+		*gen = ev->gen;
+		return true;
+	}
+	if (ev->old.fd >= 0 && ev->old_first != 0 && after >= ev->old_first - 1) {
+		*gen = ev->gen - 1;
+		return true;
+	}
+	return false;
+}
+
+static int evclient_want(struct conn *c)
+{
+	/* Notice a client that gives up; nothing is read from it. */
+	return UV_DISCONNECT | (!conn_out_empty(c) ? UV_WRITABLE : 0);
+}
+
+static void evclient_on_poll(struct conn *c, int events)
+{
+	if (events & UV_DISCONNECT)
+		conn_cut(c);
+	else
+		conn_flush(c);
+}
+
+static void evclient_unlink(struct conn *c)
+{
+	struct evclient *cl = c->data;
+
+	if (cl->linked)
+		LIST_REMOVE(cl, link);
+	cl->linked = false;
+}
+
+static void evclient_flushed(struct conn *c)
+{
+	struct evclient *cl = c->data;
+
+	if (!cl->live && cl->linked)
+		evclient_pump(cl);
+}
+
+static void evclient_tick(struct conn *c, uint64_t now)
+{
+	struct evclient *cl = c->data;
+
+	if (c->phase == CONN_SERVICE && cl->streaming &&
+	    now - c->last_queued >= EVENTS_SSE_PING_MS) {
+		if (conn_queue(c, SSE_PING, strlen(SSE_PING)) < 0) {
+			conn_cut(c);
+			return;
+		}
+		conn_flush(c);
+	}
+}
+
+/* The bridge stops: a stream ends (the client reconnects with Last-Event-ID). */
+static void evclient_stop(struct conn *c)
+{
+	struct evclient *cl = c->data;
+
+	if (cl->streaming)
+		conn_finish(c, 0);
+	else
+		conn_cut(c);
+}
+
+static void evclient_cut(struct conn *c)
+{
+	struct evclient *cl = c->data;
+
+	if (cl->streaming || c->phase == CONN_WS || c->phase == CONN_WS_CLOSING)
+		log_info("events client closed after %llu events", (unsigned long long)cl->sent);
+}
+
+static void evclient_release(struct conn *c)
+{
+	struct evclient *cl = c->data;
+
+	evclient_unlink(c);
+	conn_release(&cl->c);
+	free(cl);
+}
+
+static const struct conn_ops evclient_ops = {
+    .want = evclient_want,
+    .on_poll = evclient_on_poll,
+    .detach = evclient_unlink,
+    .flushed = evclient_flushed,
+    .tick = evclient_tick,
+    .stop = evclient_stop,
+    .cut = evclient_cut,
+    .release = evclient_release,
+    .cut_stalled = true,
+};
+
+static void evclient_respond(struct evclient *cl, int status, const char *code, const char *message,
+			     const char *extra)
+{
+	log_info("GET " EVENTS_PATH ": %d %s", status, code);
+	conn_respond(&cl->c, status, code, message, extra, 0);
+}
+
+/* The id to replay after: Last-Event-ID, else ?after=. Returns 1 (one given), 0 (none) or
+ * -EINVAL. */
+static int evclient_after(const struct evclient *cl, uint64_t *after)
+{
+	const char *last = http_request_header(cl->c.req, "Last-Event-ID", NULL);
+	int err;
+
+	*after = 0;
+	if (last != NULL)
+		return sse_parse_id(last, strlen(last), after) < 0 ? -EINVAL : 1;
+	err = sse_query_id(http_request_query(cl->c.req), "after", after);
+	return err == -ENOENT ? 0 : err < 0 ? -EINVAL : 1;
+}
+
+/* Sends the SSE head or accepts the WebSocket. Returns 0, or -1 when answered otherwise. */
+static int evclient_begin(struct evclient *cl, bool upgrade)
+{
+	static const struct ws_callbacks cb = {.on_pong = conn_on_pong};
+	struct bridge *b = cl->ev->b;
+	struct conn_refusal why;
+	char head[HTTP_RESPONSE_MAX];
+	size_t n;
+	int hn;
+
+	if (!upgrade) {
+		hn = sse_format_head(head, sizeof(head));
+		if (hn < 0 || conn_queue(&cl->c, head, (size_t)hn) < 0) {
+			conn_cut(&cl->c);
+			return -1;
+		}
+		cl->streaming = true;
+		return 0;
+	}
+	if (conn_ws_accept(&cl->c, &cb, &cl->c, head, &n, &why) < 0) {
+		evclient_respond(cl, why.status, why.code, why.message, NULL);
+		return -1;
+	}
+	if (conn_ws_begin(&cl->c, head, n, uv_now(b->loop), b->opt.ping_interval_ms) < 0) {
+		conn_cut(&cl->c);
+		return -1;
+	}
+	cl->streaming = true;
+	return 0;
+}
+
+/* Checks the request (API.md), answers the stream's head, then a snapshot or the replay. */
+static void evclient_start(struct evclient *cl)
+{
+	struct events *ev = cl->ev;
+	struct conn_refusal why;
+	const char *extra = NULL;
+	bool upgrade = http_request_header(cl->c.req, "Upgrade", NULL) != NULL;
+	uint64_t after;
+	int has_after;
+
+	if (strcmp(http_request_method(cl->c.req), "GET") != 0) {
+		evclient_respond(cl, 405, "method_not_allowed", "use GET", "Allow: GET\r\n");
+		return;
+	}
+	if ((upgrade && !conn_upgrade_ok(cl->c.req, &why, &extra)) ||
+	    !conn_origin_ok(cl->c.req, ev->b->cfg->allowed_origins,
+			    "this Origin may not read the events", &why)) {
+		evclient_respond(cl, why.status, why.code, why.message, extra);
+		return;
+	}
+	has_after = evclient_after(cl, &after);
+	if (has_after < 0) {
+		evclient_respond(cl, 400, "invalid_event_id",
+				 "Last-Event-ID and ?after= must be event ids", NULL);
+		return;
+	}
+	if (evclient_begin(cl, upgrade) < 0)
+		return;
+	LIST_INSERT_HEAD(&ev->clients, cl, link);
+	cl->linked = true;
+	if (!events_position(ev, has_after > 0, after, &cl->gen, &cl->offset)) {
+		size_t len;
+		char *line = events_snapshot(ev, &len);
+
+		if (line == NULL) {
+			conn_cut(&cl->c);
+			return;
+		}
+		evclient_send_line(cl, line, len);
+		free(line);
+		cl->gen = ev->gen;
+		cl->offset = ev->log.end;
+		cl->after = ev->log.last_id;
+	} else {
+		cl->after = after;
+	}
+	log_info("events client open (%s, %s %llu)", upgrade ? "WebSocket" : "SSE",
+		 has_after > 0 ? "after" : "snapshot at", (unsigned long long)cl->after);
+	if (cl->c.phase == CONN_WS && cl->c.ws_prefixed)
+		conn_ws_recv(&cl->c);
+	evclient_pump(cl);
+}
+
+static int events_accept(struct bridge *b, int fd, struct http_request *req, int route)
+{
+	struct evclient *cl = conn_open(sizeof(*cl), offsetof(struct evclient, c), b->loop, fd,
+					&b->conns, &evclient_ops, req);
+
+	(void)route;
+	if (cl == NULL)
+		return -ENOMEM;
+	cl->ev = b->events;
+	if (cl->ev == NULL) {
+		conn_respond(&cl->c, 503, "unavailable", "the event stream is not available", NULL,
+			     0);
+		return 0;
+	}
+	evclient_start(cl);
+	return 0;
+}
+
+const struct bridge_service events_service = {
+    .accept = events_accept,
+};
+
+const struct bridge_route events_routes[] = {
+    {EVENTS_PATH, &events_service, 0},
+    {NULL, NULL, 0},
+};

@@ -15,6 +15,21 @@
  * duplicate, then live ones; without one, or with one the log no longer (or never) held, it
  * first gets a `snapshot` event ({"snapshot":true,"sessions":[every session object]}, id the
  * last id).
+ *
+ * A `session` event's data is {"change":"created"|"updated"|"deleted","session":<API object>}
+ * (deleted: the last object published). Changes of only `updatedAt` and `lastActivity` (they move
+ * every few seconds while a terminal shows output) are no change. The last object of each session
+ * is kept in memory (the snapshot is made from it) and rebuilt at start from the log's `session`
+ * events, then compared with the records: what changed while no bridge ran is published then. A
+ * session whose every event was rotated away is announced `created` again at start. Every record
+ * read (a notification, the rescan) is also passed to attention_session_changed: this watch is
+ * the attention hub's view of the records.
+ *
+ * A client never costs more than about EVENTS_QUEUE_HIGH bytes: while that much waits for it, it
+ * is sent nothing live and catches up from the log (from its position) as its queue empties, like
+ * agentd-host's subscribers (host/subs.h). One whose position was rotated away gets an `error`
+ * event (code `lagged`) and its stream ends: it reconnects with its Last-Event-ID (and gets the
+ * snapshot).
  */
 #ifndef AGENTD_BRIDGE_EVENTS_H
 #define AGENTD_BRIDGE_EVENTS_H
@@ -22,7 +37,18 @@
 #include "bridge.h"
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdint.h>
+
+#define EVENTS_LOG_NAME     "events.log"
+#define EVENTS_LOG_OLD_NAME "events.log.1"
+#define EVENTS_LOG_MAX      (4 * 1024 * 1024) /* bytes of events.log before it is rotated */
+#define EVENTS_QUEUE_HIGH   (256 * 1024)      /* bytes waiting for a client: it catches up */
+#define EVENTS_FRAMES_HIGH  256               /* ... or WebSocket frames */
+#define EVENTS_REPLAY_CHUNK (64 * 1024)       /* read from the log at a time */
+#define EVENTS_SSE_PING_MS  (15 * 1000)       /* ": ping" after this long without output */
+#define EVENTS_RESCAN_MS    (5 * 1000)    /* every record re-read: inotify may have dropped some */
+#define EVENTS_DATA_MAX     (1024 * 1024) /* the longest data events_publish takes */
 
 struct events;
 
@@ -30,18 +56,25 @@ struct events;
 extern const struct bridge_service events_service;
 extern const struct bridge_route events_routes[];
 
-/* Opens the log (finding the last id), publishes what changed in the records while no bridge
- * watched them, and starts watching. Returns 0 (b->events set) or -errno with cause. */
+/* Opens the log (finding the last id; rotated at b->opt.events_log_max bytes), publishes what
+ * changed in the records while no bridge watched them, and starts watching. Returns 0 (b->events
+ * set) or -errno with cause. */
 int events_open(struct bridge *b, struct cause *cause);
 
-/* Stops watching and closes the log (after the last /events client is gone). */
+/* Stops watching and closes the log (after the last /events client is gone); b->events is NULL
+ * after, the memory goes when the handles are closed (uv_run). */
 void events_close(struct bridge *b);
 
 /*
  * Appends one event (name: hostproto_event_name_valid; data: a JSON object, consumed) to the
- * log and sends it to every /events client. Returns its id (> 0), or -errno (the event is lost:
- * logged).
+ * log and sends it to every /events client. Callable from anywhere on the loop between
+ * events_open and events_close, with or without clients. Returns its id (> 0), or -errno (the
+ * event is lost: logged; -EINVAL bad name or data, -EMSGSIZE data over EVENTS_DATA_MAX).
  */
 int64_t events_publish(struct events *ev, const char *name, json_object *data);
+
+/* True when session objects a and b (API form) differ in more than updatedAt and lastActivity;
+ * a NULL one differs from any object. */
+bool events_session_changed(json_object *a, json_object *b);
 
 #endif

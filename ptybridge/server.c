@@ -2,6 +2,7 @@
 
 #include "attention.h"
 #include "conn.h"
+#include "events.h"
 #include "http.h"
 #include "log.h"
 #include "proc.h"
@@ -28,8 +29,10 @@
 #include <unistd.h>
 
 /* The services and their route tables, as fcgi-app/router.c keeps the API's. */
-static const struct bridge_service *const server_services[] = {&terminal_service, &relay_service};
-static const struct bridge_route *const server_routes[] = {terminal_routes, relay_routes};
+static const struct bridge_service *const server_services[] = {&terminal_service, &relay_service,
+							       &events_service};
+static const struct bridge_route *const server_routes[] = {terminal_routes, relay_routes,
+							   events_routes};
 #define SERVER_NSERVICES (sizeof(server_services) / sizeof(server_services[0]))
 #define SERVER_NROUTES   (sizeof(server_routes) / sizeof(server_routes[0]))
 
@@ -59,6 +62,7 @@ void server_options_defaults(struct bridge_options *opt)
 	opt->handshake_timeout_ms = BRIDGE_HANDSHAKE_TIMEOUT_MS;
 	opt->creating_wait_ms = BRIDGE_CREATING_WAIT_MS;
 	opt->max_clients = BRIDGE_CLIENTS_MAX;
+	opt->events_log_max = EVENTS_LOG_MAX;
 }
 
 /* Each client costs a socket and a PTY master; the default soft limit of 1024 is too low for
@@ -318,6 +322,7 @@ static void server_on_tick(uv_timer_t *handle)
 	if (s->b.stopping && s->b.conns.n == 0 && !roster_busy(s->b.roster) &&
 	    (!server_has_children() || now >= s->stop_deadline)) {
 		/* The last handles: with them closed uv_run returns. */
+		events_close(&s->b);
 		uv_close((uv_handle_t *)&s->tick, NULL);
 		uv_close((uv_handle_t *)&s->sigterm, NULL);
 		uv_close((uv_handle_t *)&s->sigint, NULL);
@@ -380,6 +385,10 @@ static int server_setup(struct server *s, const struct config *cfg,
 	     r = uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept)) < 0)
 		return cause_fail(cause, -r, "cannot watch the socket: %s", uv_strerror(r));
 	s->listening = true;
+	/* Only once the socket is ours: a second bridge must not write the log. */
+	r = events_open(b, cause);
+	if (r < 0)
+		return r;
 	if ((r = server_signal(s, &s->sigterm, server_on_sigterm, SIGTERM)) < 0 ||
 	    (r = server_signal(s, &s->sigint, server_on_sigterm, SIGINT)) < 0 ||
 	    (r = server_signal(s, &s->sighup, server_on_sighup, SIGHUP)) < 0 ||
@@ -438,6 +447,7 @@ int server_run(const struct config *cfg, const struct bridge_options *opt, struc
 			close(s->listen_fd);
 			unlink(s->socket_path);
 		}
+		events_close(&s->b);
 		uv_walk(&s->loop, server_walk_close, NULL);
 		uv_run(&s->loop, UV_RUN_DEFAULT);
 	}

@@ -22,10 +22,10 @@ void server_options_defaults(struct bridge_options *opt);
 
 /*
  * Serves until SIGTERM or SIGINT. cfg and opt are borrowed. Every request head is read here and
- * its path looked up in the services' route tables (terminal, relay): a path none has is 404, a
- * head too large 431, not HTTP 400. Before serving, resets the client counts a previous bridge
- * left in the records. Returns 0 after a clean stop, or -errno with cause set when the bridge
- * cannot start (socket in use by a live bridge, no tmux, ...).
+ * its path looked up in the services' route tables (terminal, relay, events): a path none has is
+ * 404, a head too large 431, not HTTP 400. Before serving, resets the client counts a previous
+ * bridge left in the records. Returns 0 after a clean stop, or -errno with cause set when the
+ * bridge cannot start (socket in use by a live bridge, no tmux, ...).
  */
 int server_run(const struct config *cfg, const struct bridge_options *opt, struct cause *cause);
 

@@ -1,5 +1,5 @@
 /*
- * agentd-host's event log (evlog.c) opened on whatever a file holds (a torn last line, garbage,
+ * The event log (core/evlog.c) opened on whatever a file holds (a torn last line, garbage,
  * very long lines), as a host restarting after a crash finds it. Input: the file's bytes, written
  * to a memfd opened through /proc/self/fd. evlog_open must end a torn line and find the id of the
  * last line that carries one exactly as a plain scan does (ids never start over); reading the log

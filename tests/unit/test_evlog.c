@@ -1,4 +1,4 @@
-/* agentd-host's event log (host/evlog.h): batches numbered and written with one write, read back
+/* The event log (core/evlog.h): batches numbered and written with one write, read back
  * from any offset in whole lines, ids continued across reopenings, torn lines passed over. */
 #include "evlog.h"
 
@@ -13,17 +13,19 @@
 #include <unistd.h>
 
 static char dir[] = "/tmp/test_evlog.XXXXXX";
-static char path[64];
+static char path[64], old_path[64];
 
 static void setup(void)
 {
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/events.log", dir);
+	snprintf(old_path, sizeof(old_path), "%s/events.log.1", dir);
 }
 
 static void teardown(void)
 {
 	unlink(path);
+	unlink(old_path);
 	rmdir(dir);
 }
 
@@ -158,5 +160,105 @@ Test(evlog, torn_lines_are_passed_over)
 	cr_assert(r->ev[1].result);
 	evlog_batch_unref(r);
 	evlog_batch_unref(b);
+	evlog_close(&log);
+}
+
+/* Appends one event; returns its id. */
+static int64_t add_one(struct evlog *log, const char *name, const char *data)
+{
+	struct evlog_batch *b = evlog_batch_new();
+	int64_t id = evlog_batch_add(log, b, name, data, strlen(data));
+
+	cr_assert_gt(id, 0);
+	cr_assert_eq(evlog_batch_write(log, b), 0);
+	evlog_batch_unref(b);
+	return id;
+}
+
+/* The ids of the event lines of a whole log, read back in small pieces. */
+static size_t read_ids(const struct evlog *log, uint64_t *ids, size_t max)
+{
+	size_t n = 0;
+	off_t at = 0;
+
+	for (;;) {
+		struct evlog_batch *r = NULL;
+
+		cr_assert_eq(evlog_read(log, at, 64, &r), 0);
+		if (r->len == 0) {
+			evlog_batch_unref(r);
+			return n;
+		}
+		for (size_t i = 0; i < r->n; i++)
+			if (r->ev[i].id != 0 && n < max)
+				ids[n++] = r->ev[i].id;
+		at += (off_t)r->len;
+		evlog_batch_unref(r);
+	}
+}
+
+Test(evlog, rotation_continues_the_ids_and_keeps_the_old_file_readable)
+{
+	struct evlog log, old = {.fd = -1};
+	uint64_t ids[16];
+
+	cr_assert_eq(evlog_open(&log, path), 0);
+	cr_assert_eq(evlog_first_id(&log), 0, "an empty log has no first id");
+	add_one(&log, "session", "{\"a\":1}");
+	add_one(&log, "session", "{\"a\":2}");
+	cr_assert_eq(evlog_first_id(&log), 1);
+	cr_assert_eq(evlog_rotate(&log, &old, path, old_path), 0);
+	cr_assert_eq(log.end, 0);
+	cr_assert_eq(add_one(&log, "permission", "{}"), 3, "ids go on in the new file");
+	cr_assert_eq(evlog_first_id(&log), 3);
+	cr_assert_eq(read_ids(&old, ids, 16), 2);
+	cr_assert_eq(ids[0], 1);
+	cr_assert_eq(ids[1], 2);
+	cr_assert_eq(read_ids(&log, ids, 16), 1);
+	cr_assert_eq(ids[0], 3);
+
+	/* A second rotation drops the oldest file; the reader of the previous one keeps it. */
+	cr_assert_eq(evlog_rotate(&log, &old, path, old_path), 0);
+	cr_assert_eq(add_one(&log, "result", "{}"), 4);
+	cr_assert_eq(read_ids(&old, ids, 16), 1);
+	cr_assert_eq(ids[0], 3);
+	cr_assert_eq(evlog_first_id(&old), 3);
+	evlog_close(&log);
+	evlog_close(&old);
+}
+
+Test(evlog, the_last_id_survives_a_reopen_after_rotation)
+{
+	struct evlog log, old = {.fd = -1}, back;
+
+	cr_assert_eq(evlog_open(&log, path), 0);
+	add_one(&log, "session", "{}");
+	add_one(&log, "session", "{}");
+	cr_assert_eq(evlog_rotate(&log, &old, path, old_path), 0);
+	evlog_close(&log);
+	evlog_close(&old);
+
+	/* A crash right after the rename: events.log is empty, events.log.1 holds the ids. */
+	cr_assert_eq(evlog_open(&log, path), 0);
+	cr_assert_eq(log.last_id, 0);
+	cr_assert_eq(evlog_open_read(&back, old_path), 0);
+	cr_assert_eq(back.last_id, 2, "the rotated file holds the last id");
+	evlog_close(&back);
+	evlog_close(&log);
+	unlink(old_path);
+	cr_assert_eq(evlog_open_read(&back, old_path), -ENOENT, "no rotated file: none made");
+}
+
+Test(evlog, a_torn_first_line_is_not_the_first_id)
+{
+	struct evlog log;
+	int fd = open(path, O_WRONLY | O_CREAT, 0600);
+
+	cr_assert_eq(write(fd, "{\"id\":7,\"event\":\"sess", 22), 22);
+	close(fd);
+	cr_assert_eq(evlog_open(&log, path), 0);
+	cr_assert_eq(evlog_first_id(&log), 0);
+	cr_assert_eq(add_one(&log, "session", "{}"), 8, "ids go on above the torn line's");
+	cr_assert_eq(evlog_first_id(&log), 8);
 	evlog_close(&log);
 }

@@ -1,10 +1,13 @@
 /*
- * The session's event log: events.log, one event per line exactly as sent to subscribers
- * ({"id":N,"event":...,"data":...}, core/hostproto.h), appended with O_APPEND. Ids continue
- * across host restarts (mode switches), so a client's Last-Event-ID stays meaningful for the
- * whole session. Events are numbered into a batch and the batch goes to the log with one write
- * before anyone sees it, so the log holds every event a subscriber was sent: it is also where a
- * subscriber that fell behind catches up from.
+ * An event log: one event per line exactly as sent to subscribers ({"id":N,"event":...,
+ * "data":...}, core/hostproto.h), appended with O_APPEND. Two writers use it: agentd-host (each
+ * structured session's events.log, never rotated) and agentd-bridge (<runtime_dir>/events.log of
+ * GET /events, rotated to events.log.1 when it grows past its bound: evlog_rotate). Ids continue
+ * across restarts of the writer, so a client's Last-Event-ID stays meaningful. Events are
+ * numbered into a batch and the batch goes to the log with one write before anyone sees it, so
+ * the log holds every event a subscriber was sent: it is also where a subscriber that fell behind
+ * catches up from. A line torn by a crash mid-write is ended at the next open and is no event to
+ * a reader.
  */
 #ifndef AGENTD_EVLOG_H
 #define AGENTD_EVLOG_H
@@ -43,6 +46,21 @@ struct evlog_batch {
 
 /* Opens (creating) path and finds the last id. Returns 0 or -errno. */
 int evlog_open(struct evlog *log, const char *path);
+
+/* Opens an existing log to read it back only (a rotated one). Returns 0 or -errno (-ENOENT when
+ * there is none). */
+int evlog_open_read(struct evlog *log, const char *path);
+
+/* The id of the first line that carries one, or 0 when the log holds no event. */
+uint64_t evlog_first_id(const struct evlog *log);
+
+/*
+ * Rotates the log: renames path to old_path (replacing the older rotated file) and opens a new,
+ * empty path whose ids continue log's. *old (fd -1, or the previous rotated log: closed) then
+ * holds the renamed file, still open, so readers go on reading it where they were; *log holds the
+ * new one. Returns 0, or -errno with both unchanged (the events then go on into path).
+ */
+int evlog_rotate(struct evlog *log, struct evlog *old, const char *path, const char *old_path);
 
 void evlog_close(struct evlog *log);
 

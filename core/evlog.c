@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #define EVLOG_DATA_MIN   (64 * 1024) /* first room of a batch */
 #define EVLOG_EV_MIN     64
 #define EVLOG_RESULT     "result"
+#define EVLOG_HEAD_CHUNK 4096 /* read to find the first event line */
 
 /* The id of an event line, or 0 when it is none. */
 static uint64_t evlog_line_id(const char *line, size_t len, bool *result)
@@ -80,17 +82,24 @@ out:
 	return id;
 }
 
-int evlog_open(struct evlog *log, const char *path)
+/* Opens path (for appending when append, creating it) and finds its end and last id. */
+static int evlog_open_mode(struct evlog *log, const char *path, bool append)
 {
-	log->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	int flags = append ? O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC : O_RDONLY | O_CLOEXEC;
+
+	log->fd = open(path, flags, 0640);
 	if (log->fd < 0)
 		return -errno;
 	log->end = lseek(log->fd, 0, SEEK_END);
-	if (log->end < 0)
-		return -errno;
-	/* A host that died mid-write left a torn line: end it, so that the next event starts a line
-	 * of its own and the torn one is no event to anyone who reads the log back. */
-	if (log->end > 0) {
+	if (log->end < 0) {
+		int e = errno;
+
+		evlog_close(log);
+		return -e;
+	}
+	/* A writer that died mid-write left a torn line: end it, so that the next event starts a
+	 * line of its own and the torn one is no event to anyone who reads the log back. */
+	if (append && log->end > 0) {
 		char last;
 
 		if (pread(log->fd, &last, 1, log->end - 1) == 1 && last != '\n' &&
@@ -98,6 +107,60 @@ int evlog_open(struct evlog *log, const char *path)
 			log->end++;
 	}
 	log->last_id = evlog_scan_last(log->fd, log->end);
+	return 0;
+}
+
+int evlog_open(struct evlog *log, const char *path)
+{
+	return evlog_open_mode(log, path, true);
+}
+
+int evlog_open_read(struct evlog *log, const char *path)
+{
+	return evlog_open_mode(log, path, false);
+}
+
+uint64_t evlog_first_id(const struct evlog *log)
+{
+	off_t at = 0;
+
+	/* Lines before the first event can only be torn ones: a few at most. */
+	while (at < log->end) {
+		struct evlog_batch *b = NULL;
+		uint64_t id = 0;
+
+		if (evlog_read(log, at, EVLOG_HEAD_CHUNK, &b) < 0 || b->len == 0) {
+			evlog_batch_unref(b);
+			return 0;
+		}
+		for (size_t i = 0; i < b->n && id == 0; i++)
+			id = b->ev[i].id;
+		at += (off_t)b->len;
+		evlog_batch_unref(b);
+		if (id != 0)
+			return id;
+	}
+	return 0;
+}
+
+int evlog_rotate(struct evlog *log, struct evlog *old, const char *path, const char *old_path)
+{
+	struct evlog fresh;
+	int r;
+
+	if (rename(path, old_path) < 0)
+		return -errno;
+	r = evlog_open(&fresh, path);
+	if (r < 0) {
+		/* Put it back, so that path stays the file being written. */
+		if (rename(old_path, path) < 0)
+			r = -errno;
+		return r;
+	}
+	fresh.last_id = log->last_id;
+	evlog_close(old);
+	*old = *log;
+	*log = fresh;
 	return 0;
 }
 
