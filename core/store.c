@@ -280,10 +280,11 @@ static int store_view_path(const struct store *st, char *out, size_t outlen)
 /* Writes arr as the view. Derived data: no fsync, the records are the truth. */
 static int store_view_write(const char *path, json_object *arr)
 {
-	return fsutil_write_atomic(path,
-				json_object_to_json_string_ext(
-				    arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-				0644, false);
+	return fsutil_write_atomic(
+	    path,
+	    json_object_to_json_string_ext(arr,
+					   JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+	    0644, false);
 }
 
 /* The view from every record; the caller holds the view lock. */
@@ -428,9 +429,9 @@ int store_write(const struct store *st, struct session *s, struct cause *cause)
 		return cause_fail(cause, ENOMEM, "out of memory");
 	/* The temp name is per session and writers hold the session lock: no two share it. */
 	r = fsutil_write_atomic(path,
-			     json_object_to_json_string_ext(
-				 obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-			     0640, true);
+				json_object_to_json_string_ext(
+				    obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+				0640, true);
 	json_object_put(obj);
 	if (r < 0)
 		return cause_fail(cause, r, "cannot write record %s: %s", path, strerror(-r));
