@@ -374,9 +374,6 @@ static int server_setup(struct server *s, const struct config *cfg,
 	r = roster_reset(&b->store);
 	if (r < 0)
 		return cause_fail(cause, -r, "cannot list session records: %s", strerror(-r));
-	r = attention_open(b, cause);
-	if (r < 0)
-		return r;
 	r = server_listen(s, cause);
 	if (r < 0)
 		return r;
@@ -385,7 +382,11 @@ static int server_setup(struct server *s, const struct config *cfg,
 	     r = uv_poll_start(&s->listen_poll, UV_READABLE, server_on_accept)) < 0)
 		return cause_fail(cause, -r, "cannot watch the socket: %s", uv_strerror(r));
 	s->listening = true;
-	/* Only once the socket is ours: a second bridge must not write the log. */
+	/* Only once the socket is ours: a second bridge must not write the log or the records'
+	 * activity. The hub first, so the records watch that events_open starts feeds it. */
+	r = attention_open(b, cause);
+	if (r < 0)
+		return r;
 	r = events_open(b, cause);
 	if (r < 0)
 		return r;

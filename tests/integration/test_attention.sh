@@ -72,13 +72,15 @@ assert_activity "after the bridge restart: still waiting, the same request liste
 	".activity == \"waiting\" and [.pending[].requestId] == [\"$RID\"]"
 
 # --- three clients race: exactly one answer wins ---------------------------------------------
+RACERS=()
 for i in 1 2 3; do
 	curl -s -o "$T/race$i.body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
 		--data '{"behavior":"allow"}' "$BASE_URL/sessions/$SID/permissions/$RID" \
 		>"$T/race$i.status" &
+	RACERS+=($!)
 done
-wait
-STATUSES=$(cat "$T"/race{1,2,3}.status | sort | tr '\n' ' ')
+wait "${RACERS[@]}" # not the SSE clients, which run on
+STATUSES=$(for i in 1 2 3; do cat "$T/race$i.status"; echo; done | sort | tr '\n' ' ')
 assert_eq "three answers at once: one 200, two 409" "200 409 409 " "$STATUSES"
 for i in 1 2 3; do
 	if [ "$(cat "$T/race$i.status")" == 409 ]; then
@@ -97,9 +99,10 @@ assert_status "a later answer: 409" 409
 sse_start p2 POST /sessions/$SID/prompt '{"prompt":"RUNBASH touch never-file"}'
 assert_sse_event "a second request arrives" p2 '.event == "permission"' 20
 assert_activity "waiting again" "$SID" '.activity == "waiting"'
-for p in $(descendants "$(pane_pid "$SID")"); do
-	[ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$(readlink -f "$(command -v python3)")" ] && kill -KILL "$p"
-done
+HOST_PID=$(pane_pid "$SID") # the pane runs agentd-host; claude is its child
+check "the pane runs agentd-host" test "$(readlink -f "/proc/$HOST_PID/exe")" == \
+	"$(readlink -f "$BUILD_DIR/host/agentd-host")"
+pkill -KILL -P "$HOST_PID"
 assert_activity "claude killed: exited, its request no longer listed" "$SID" \
 	'.activity == "exited" and .pending == []' 20
 check_not "the withdrawn tool never ran" test -e "$WT/never-file"
