@@ -9,11 +9,11 @@
 #include "store.h"
 #include "tmux.h"
 
-#include <stdbool.h>
-
 #define APP_BODY_MAX       (64 * 1024)
 #define APP_WORKER_THREADS 4
-#define APP_NO_TMUX_START  "--no-tmux-start"
+/* agentd-api's flag that sets tmux.no_start: the tmux server is agentd-tmux.service's, and one we
+ * started would run the agents in our sandbox. Passed on to the creation worker. */
+#define APP_NO_TMUX_START "--no-tmux-start"
 
 struct app {
 	const struct config *cfg;
@@ -21,9 +21,6 @@ struct app {
 	struct tmux tmux;
 	char self_exe[CONFIG_PATH_MAX]; /* this program, re-run as the creation worker */
 	char host_bin[CONFIG_PATH_MAX]; /* agentd-host: AGENTD_HOST_BIN, or found beside us */
-	/* --no-tmux-start: the tmux server is someone else's (agentd-tmux.service); we never start
-	 * one, since the agents would run in our sandbox. Passed on to the creation worker. */
-	bool no_tmux_start;
 };
 
 /* Fills app from cfg: store dir, tmux paths, own executable path. Returns 0 or -errno with cause.

@@ -74,7 +74,7 @@ int create_worker_wait(const struct app *app, const char *id, int timeout_ms)
 int create_start(const struct app *app, const struct session *s, struct cause *cause)
 {
 	char *argv[] = {(char *)app->self_exe, "--create", (char *)s->id,
-			app->no_tmux_start ? APP_NO_TMUX_START : NULL, NULL};
+			app->tmux.no_start ? APP_NO_TMUX_START : NULL, NULL};
 	struct proc_opts opts = {
 	    .envp = NULL, .cwd = "/", .keep_fd = -1, .new_session = true, .keep_output = true};
 	int fd, r, st = 0;
@@ -154,9 +154,9 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		goto out;
 	}
 	req = (struct tmux_new){s->tmux_name, s->worktree, env->words, cargv->argv, meta};
-	/* new-session starts the server (with our -f config) when none runs: not when the server is
-	 * another unit's (a server started here would hold this agent and all later ones). */
-	if (app->no_tmux_start && tmux_server_running(&app->tmux) != 1) {
+	/* new-session starts the server (with our -f config) when none runs, unless it is another
+	 * unit's: then tmux -N refuses, and this check says why in words. */
+	if (app->tmux.no_start && tmux_server_running(&app->tmux) != 1) {
 		r = cause_fail(cause, ENOTCONN,
 			       "the tmux server does not run (agentd-tmux.service starts it)");
 		goto out;

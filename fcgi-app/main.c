@@ -35,7 +35,7 @@ static int prepare(const struct app *app, struct cause *cause)
 	int r;
 
 	if ((r = tmux_write_conf(&app->tmux, cause)) < 0 ||
-	    (!app->no_tmux_start && (r = tmux_start_server(&app->tmux, cause)) < 0))
+	    (!app->tmux.no_start && (r = tmux_start_server(&app->tmux, cause)) < 0))
 		return r;
 	return recovery_run(app, cause);
 }
@@ -68,12 +68,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* The worker gets --no-tmux-start after its id when the API has it. */
-	app.no_tmux_start = argc > 1 && strcmp(argv[argc - 1], APP_NO_TMUX_START) == 0;
-	if (app.no_tmux_start)
+	app.tmux.no_start = argc > 1 && strcmp(argv[argc - 1], APP_NO_TMUX_START) == 0;
+	if (app.tmux.no_start)
 		argc--;
 	if (argc == 3 && strcmp(argv[1], "--create") == 0)
 		return create_worker_main(&app, argv[2]);
-	if (argc > 2 || (argc == 2 && (app.no_tmux_start || strcmp(argv[1], "--init") != 0))) {
+	if (argc > 2 || (argc == 2 && (app.tmux.no_start || strcmp(argv[1], "--init") != 0))) {
 		fputs(usage, stderr);
 		return 2;
 	}
