@@ -84,6 +84,8 @@ assert_match "tmpfiles.d creates /run/agentd (setgid, group www-data)" \
 	'^d /run/agentd 2750 agentd www-data' "$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf")"
 assert_eq "agentd-api may write /run/agentd and /code" "ReadWritePaths=/run/agentd /code" \
 	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-api.service")"
+assert_eq "agentd-api's state dir is AGENTD_STATE_DIR's default, /var/lib/agentd (tokens)" \
+	StateDirectory=agentd "$(grep '^StateDirectory=' "$UNITDIR/agentd-api.service")"
 assert_eq "agentd-bridge may write /run/agentd" "ReadWritePaths=/run/agentd" \
 	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-bridge.service")"
 for u in agentd-api agentd-bridge; do
