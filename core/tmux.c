@@ -108,6 +108,8 @@ static void tmux_cmd_init(struct tmux_cmd *c, const struct tmux *t)
 	tmux_raw(c, t->socket);
 	tmux_raw(c, "-f");
 	tmux_raw(c, t->conf);
+	if (t->no_start)
+		tmux_raw(c, "-N");
 }
 
 static void tmux_trim(char *s)
@@ -215,6 +217,7 @@ int tmux_init(struct tmux *t, const struct config *cfg)
 {
 	int r;
 
+	t->no_start = false;
 	if (snprintf(t->bin, sizeof(t->bin), "%s", cfg->tmux) >= (int)sizeof(t->bin))
 		return -ENAMETOOLONG;
 	if ((r = config_runtime_path(cfg, "tmux.sock", t->socket, sizeof(t->socket))) < 0)

@@ -28,6 +28,9 @@ struct tmux {
 	char bin[CONFIG_PATH_MAX];
 	char socket[CONFIG_PATH_MAX]; /* <runtime_dir>/tmux.sock */
 	char conf[CONFIG_PATH_MAX];   /* <runtime_dir>/tmux.conf */
+	/* Never start a server (tmux -N): agentd-api --no-tmux-start, whose server belongs to
+	 * agentd-tmux.service. new-session and start-server then fail while none runs. */
+	bool no_start;
 };
 
 /* The user options agentd stores on each session. */
@@ -89,7 +92,7 @@ struct tmux_new {
  */
 int tmux_guard_format(const char *name, const char *id, char *out, size_t outlen);
 
-/* Fills t from cfg. Returns 0 or -ENAMETOOLONG. */
+/* Fills t from cfg (no_start false). Returns 0 or -ENAMETOOLONG. */
 int tmux_init(struct tmux *t, const struct config *cfg);
 
 /* Writes the server config file atomically (remain-on-exit, status off, history-limit, exit-empty

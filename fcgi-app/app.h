@@ -11,6 +11,9 @@
 
 #define APP_BODY_MAX       (64 * 1024)
 #define APP_WORKER_THREADS 4
+/* agentd-api's flag that sets tmux.no_start: the tmux server is agentd-tmux.service's, and one we
+ * started would run the agents in our sandbox. Passed on to the creation worker. */
+#define APP_NO_TMUX_START "--no-tmux-start"
 
 struct app {
 	const struct config *cfg;

@@ -73,7 +73,8 @@ int create_worker_wait(const struct app *app, const char *id, int timeout_ms)
 
 int create_start(const struct app *app, const struct session *s, struct cause *cause)
 {
-	char *argv[] = {(char *)app->self_exe, "--create", (char *)s->id, NULL};
+	char *argv[] = {(char *)app->self_exe, "--create", (char *)s->id,
+			app->tmux.no_start ? APP_NO_TMUX_START : NULL, NULL};
 	struct proc_opts opts = {
 	    .envp = NULL, .cwd = "/", .keep_fd = -1, .new_session = true, .keep_output = true};
 	int fd, r, st = 0;
@@ -153,7 +154,13 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		goto out;
 	}
 	req = (struct tmux_new){s->tmux_name, s->worktree, env->words, cargv->argv, meta};
-	/* new-session starts the server (with our -f config) when none runs. */
+	/* new-session starts the server (with our -f config) when none runs, unless it is another
+	 * unit's: then tmux -N refuses, and this check says why in words. */
+	if (app->tmux.no_start && tmux_server_running(&app->tmux) != 1) {
+		r = cause_fail(cause, ENOTCONN,
+			       "the tmux server does not run (agentd-tmux.service starts it)");
+		goto out;
+	}
 	r = tmux_new_session(&app->tmux, &req, cause);
 	if (r == -EEXIST)
 		cause_set(cause, "a tmux session named %s already exists", s->tmux_name);

@@ -11,11 +11,14 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: agentd-api [--init | --create ID | token ... | --help | --version]\n"
+    "usage: agentd-api [--no-tmux-start | --init | --create ID | token ... | --help |\n"
+    "                   --version]\n"
     "\n"
     "Serves the agent-daemon REST API over FastCGI on $AGENTD_RUNTIME_DIR/api.sock\n"
     "(nginx forwards /sessions, /worktrees, /branches and /healthz to it). Stops on SIGTERM.\n"
     "\n"
+    "  --no-tmux-start  never start the tmux server (agentd-tmux.service owns it); sessions\n"
+    "                   fail to start while it does not run\n"
     "  --init       write $AGENTD_RUNTIME_DIR/tmux.conf, start the tmux server unless it runs,\n"
     "               recover session records from tmux, and exit\n"
     "  --create ID  (internal) the detached worker that finishes creating session ID\n"
@@ -32,7 +35,7 @@ static int prepare(const struct app *app, struct cause *cause)
 	int r;
 
 	if ((r = tmux_write_conf(&app->tmux, cause)) < 0 ||
-	    (r = tmux_start_server(&app->tmux, cause)) < 0)
+	    (!app->tmux.no_start && (r = tmux_start_server(&app->tmux, cause)) < 0))
 		return r;
 	return recovery_run(app, cause);
 }
@@ -64,9 +67,13 @@ int main(int argc, char **argv)
 		log_error("%s", cause.msg);
 		return 1;
 	}
+	/* The worker gets --no-tmux-start after its id when the API has it. */
+	app.tmux.no_start = argc > 1 && strcmp(argv[argc - 1], APP_NO_TMUX_START) == 0;
+	if (app.tmux.no_start)
+		argc--;
 	if (argc == 3 && strcmp(argv[1], "--create") == 0)
 		return create_worker_main(&app, argv[2]);
-	if (argc > 2 || (argc == 2 && strcmp(argv[1], "--init") != 0)) {
+	if (argc > 2 || (argc == 2 && (app.tmux.no_start || strcmp(argv[1], "--init") != 0))) {
 		fputs(usage, stderr);
 		return 2;
 	}

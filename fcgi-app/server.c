@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -162,7 +163,10 @@ int server_run(const struct app *app, struct cause *cause)
 	if (watch == NULL)
 		log_error("cannot start the liveness watcher: %s", strerror(errno));
 	log_info("listening on %s", path);
+	/* systemd's Type=notify: ready once nginx can connect; nothing without NOTIFY_SOCKET. */
+	sd_notifyf(0, "READY=1\nSTATUS=listening on %s", path);
 	sigwait(&ss, &sig);
+	sd_notify(0, "STOPPING=1");
 	log_info("stopping on signal %d", sig);
 	FCGX_ShutdownPending();
 	conns_stop(srv.conns); /* requests being served finish; their connections then close */

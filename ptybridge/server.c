@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 /* The services and their route tables, as fcgi-app/router.c keeps the API's. */
@@ -272,6 +273,7 @@ static void server_stop(struct server *s)
 	if (s->b.stopping)
 		return;
 	log_info("stopping: closing %u clients", s->b.conns.n);
+	sd_notify(0, "STOPPING=1");
 	s->b.stopping = true;
 	s->stop_deadline = uv_now(&s->loop) + BRIDGE_SHUTDOWN_TIMEOUT_MS;
 	if (s->listening) {
@@ -438,6 +440,9 @@ int server_run(const struct config *cfg, const struct bridge_options *opt, struc
 	if (r == 0) {
 		log_info("listening on %s (tmux %s, socket %s)", s->socket_path, s->b.tmux_bin,
 			 s->b.tmux_socket);
+		/* systemd's Type=notify: ready once nginx can connect; nothing without
+		 * NOTIFY_SOCKET. */
+		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", s->socket_path);
 		uv_run(&s->loop, UV_RUN_DEFAULT);
 		log_info("stopped");
 	} else {

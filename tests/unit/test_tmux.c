@@ -421,6 +421,29 @@ Test(tmux, new_session_starts_server)
 	cr_assert_str_eq(out, "on");
 }
 
+Test(tmux, no_start_never_starts_a_server)
+{
+	/* agentd-api --no-tmux-start: neither new-session nor start-server may start one (tmux -N),
+	 * but with a server running everything works as before. */
+	char *const argv[] = {"sleep", "1000", NULL};
+	struct tmux_new req = {.name = "nostart-1", .cwd = rundir, .argv = argv};
+	struct cause c = {{0}};
+	struct stat sb;
+
+	cr_assert_eq(tmux_write_conf(&tm, &c), 0, "%s", c.msg);
+	tm.no_start = true;
+	cr_assert_lt(tmux_new_session(&tm, &req, &c), 0, "new-session without a server fails");
+	cr_assert_lt(tmux_start_server(&tm, &c), 0, "start-server without a server fails");
+	cr_assert_eq(tmux_server_running(&tm), 0);
+	cr_assert_eq(stat(tm.socket, &sb), -1, "no server socket appeared");
+	tm.no_start = false;
+	new_sleeper("first-1", NULL);
+	tm.no_start = true;
+	cr_assert_eq(tmux_new_session(&tm, &req, &c), 0, "%s", c.msg);
+	cr_assert_eq(tmux_has_session(&tm, "nostart-1"), 1);
+	cr_assert_eq(tmux_server_running(&tm), 1);
+}
+
 Test(tmux, new_session_missing_cwd_fails)
 {
 	char *const argv[] = {"sleep", "1000", NULL};

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# systemd as operators expect (issue 11, point 4):
+#   1. meson install --destdir puts the programs, the units, tmpfiles.d, the nginx templates, the
+#      web UI and deploy/up where the units and the nginx include expect them;
+#   2. systemd-analyze verify accepts the installed units (no warning at all), and
+#      systemd-analyze security --offline=true rates agentd-api and agentd-bridge <= 4.5;
+#   3. the installed deploy/up --render renders an nginx include that nginx -t accepts, serving the
+#      installed web UI;
+#   4. both daemons send READY=1 once their socket exists and STOPPING=1 on SIGTERM (sd_notify),
+#      and write "<N>" priorities when stderr is their JOURNAL_STREAM, plain lines otherwise;
+#   5. agentd-api --no-tmux-start (the unit's ExecStart) never starts a tmux server: without one,
+#      a session fails with the reason, and works once agentd-api --init (agentd-tmux) ran.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+readonly EXPOSURE_MAX=4.5
+readonly NOTIFY_PY=$REPO/tests/integration/systemd/notify.py
+PREFIX=/usr/local
+DEST=$T/dest
+NOTIFY_PIDS=()
+
+# exposure UNITFILE: the overall figure of systemd-analyze security --offline=true ("1.7").
+exposure() {
+	systemd-analyze security --offline=true "$1" 2>&1 |
+		sed -n 's/^→ Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p'
+}
+
+# wait_for DEADLINE_SECONDS COMMAND...: until COMMAND succeeds; 1 on timeout.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.1
+	done
+}
+
+stop_listeners() {
+	local p
+	for p in "${NOTIFY_PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	NOTIFY_PIDS=()
+}
+trap 'stop_listeners; cleanup' EXIT
+
+if ! command -v systemd-analyze >/dev/null; then
+	fail "systemd-analyze is installed (tests/run installs the systemd package)"
+	exit 1
+fi
+
+# --- 1. meson install --destdir -----------------------------------------------------------------
+out=$(meson install -C "$BUILD_DIR" --no-rebuild --destdir "$DEST" 2>&1)
+if [ $? -eq 0 ]; then pass "meson install --destdir succeeds"; else fail "meson install --destdir succeeds" "$out"; fi
+R=$DEST$PREFIX
+for f in bin/agentd-api bin/agentd-bridge bin/agentd-host bin/agentd-hook; do
+	check "installed executable: $f" test -x "$R/$f"
+done
+UNITDIR=$R/lib/systemd/system
+for f in lib/systemd/system/agentd-tmux.service lib/systemd/system/agentd-api.service \
+	lib/systemd/system/agentd-bridge.service lib/tmpfiles.d/agentd.conf \
+	share/agentd/nginx/agentd.conf.in share/agentd/nginx/nginx.conf.in \
+	share/agentd/nginx/html/index.html share/doc/agentd/README.md share/doc/agentd/docs/API.md; do
+	check "installed: $f" test -s "$R/$f"
+done
+check "installed: share/agentd/deploy/up is executable" test -x "$R/share/agentd/deploy/up"
+check "installed web UI is the repository's" cmp "$REPO/nginx/html/index.html" \
+	"$R/share/agentd/nginx/html/index.html"
+check_not "no test program is installed" compgen -G "$R/bin/test_*"
+
+# Every ExecStart=/ExecStop= program of the installed units exists in the install (or is tmux).
+for u in agentd-tmux agentd-api agentd-bridge; do
+	while read -r prog; do
+		if [[ $prog == "$PREFIX"/* ]]; then
+			check "$u: $prog is installed" test -x "$DEST$prog"
+		else
+			assert_eq "$u: the only program outside the install is tmux" /usr/bin/tmux "$prog"
+		fi
+	done < <(sed -n 's/^Exec[A-Za-z]*=[-+!@:]*\([^ ]*\).*/\1/p' "$UNITDIR/$u.service")
+	check "$u: no @placeholder@ left" bash -c "! grep -n '@[a-z_]*@' '$UNITDIR/$u.service'"
+done
+assert_eq "agentd-api runs with --no-tmux-start" "ExecStart=$PREFIX/bin/agentd-api --no-tmux-start" \
+	"$(grep '^ExecStart=' "$UNITDIR/agentd-api.service")"
+# The runtime dir the units may write is the one tmpfiles.d creates, and the api's base dir is
+# AGENTD_BASE_DIR's default.
+assert_match "tmpfiles.d creates /run/agentd (setgid, group www-data)" \
+	'^d /run/agentd 2750 agentd www-data' "$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf")"
+assert_eq "agentd-api may write /run/agentd and /code" "ReadWritePaths=/run/agentd /code" \
+	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-api.service")"
+assert_eq "agentd-api's state dir is AGENTD_STATE_DIR's default, /var/lib/agentd (tokens)" \
+	StateDirectory=agentd "$(grep '^StateDirectory=' "$UNITDIR/agentd-api.service")"
+assert_eq "agentd-bridge may write /run/agentd" "ReadWritePaths=/run/agentd" \
+	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-bridge.service")"
+for u in agentd-api agentd-bridge; do
+	assert_eq "$u is Type=notify" Type=notify "$(grep '^Type=' "$UNITDIR/$u.service")"
+done
+
+# --- 2. systemd-analyze verify and security -----------------------------------------------------
+# verify wants the ExecStart= programs to exist: check copies that point into the destdir.
+V=$T/verify
+mkdir -p "$V"
+for u in agentd-tmux agentd-api agentd-bridge; do
+	sed "s|^\\(Exec[A-Za-z]*=[-+!@:]*\\)$PREFIX/|\\1$R/|" "$UNITDIR/$u.service" >"$V/$u.service"
+done
+out=$(cd "$V" && systemd-analyze verify --man=no ./agentd-tmux.service ./agentd-api.service \
+	./agentd-bridge.service 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && [ -z "$out" ]; then
+	pass "systemd-analyze verify: the three units, no warning"
+else
+	fail "systemd-analyze verify: the three units, no warning" "exit $rc" "$out"
+fi
+# The check can fail: a misspelt key is reported.
+sed 's/^ProtectSystem=strict$/ProtectSytem=strict/' "$V/agentd-api.service" >"$V/typo.service"
+out=$(cd "$V" && systemd-analyze verify --man=no ./typo.service 2>&1)
+assert_match "systemd-analyze verify reports a misspelt key" "Unknown key.* 'ProtectSytem'" "$out"
+rm -f "$V/typo.service"
+
+for u in agentd-api agentd-bridge agentd-tmux; do
+	e=$(exposure "$UNITDIR/$u.service")
+	log "systemd-analyze security --offline=true $u: exposure $e"
+	if [ "$u" == agentd-tmux ]; then
+		assert_match "$u: an exposure figure" '^[0-9]+\.[0-9]$' "$e"
+		continue
+	fi
+	if [[ $e =~ ^[0-9]+\.[0-9]$ ]] && awk -v e="$e" -v m="$EXPOSURE_MAX" 'BEGIN { exit !(e <= m) }'; then
+		pass "$u: exposure $e <= $EXPOSURE_MAX"
+	else
+		fail "$u: exposure <= $EXPOSURE_MAX" "got: '$e'" \
+			"$(systemd-analyze security --offline=true "$UNITDIR/$u.service" 2>&1 | grep '✗')"
+	fi
+done
+# The figure is read right: the unhardened unit of before is far above the limit.
+printf '[Service]\nExecStart=%s/bin/agentd-api\nUser=agentd\n' "$R" >"$V/bare.service"
+e=$(exposure "$V/bare.service")
+assert_match "an unhardened unit rates above the limit ($e)" '^(9|10)\.[0-9]$' "$e"
+
+# --- 3. the nginx include from the installed templates ------------------------------------------
+NGX=$T/nginx-rendered
+PORT=$(free_port)
+out=$(env AGENTD_CONFIG="$T/agentd.conf" AGENTD_RUNTIME_DIR="$T/run" AGENTD_LISTEN="127.0.0.1:$PORT" \
+	"$R/share/agentd/deploy/up" --render "$NGX" 2>&1)
+if [ $? -eq 0 ]; then pass "installed deploy/up --render (nginx -t passes)"; else fail "installed deploy/up --render (nginx -t passes)" "$out"; fi
+check "rendered include serves the installed web UI" \
+	grep -q "^ *root $R/share/agentd/nginx/html;" "$NGX/conf/agentd.conf"
+check "rendered include reaches agentd-api's socket" \
+	grep -q "server unix:$T/run/api.sock;" "$NGX/conf/agentd.conf"
+check_not "no placeholder left in the rendered include (comments aside)" \
+	bash -c "grep -v '^ *#' '$NGX/conf/agentd.conf' | grep -n '@[A-Z_]*@'"
+
+# --- 4. sd_notify and journald priorities -------------------------------------------------------
+# run_notified NAME SOCKET ARGV...: starts the daemon with NOTIFY_SOCKET and JOURNAL_STREAM naming
+# its stderr file; waits for READY=1; SIGTERM; waits for its exit. Sets NOTES (what the socket
+# got) and DAEMON_LOG.
+run_notified() {
+	local name=$1 sock=$2 pid ns=$T/$1.notify rc dog
+	shift 2
+	NOTES=$T/$name.notes
+	DAEMON_LOG=$T/logs/$name.log
+	: >"$DAEMON_LOG"
+	python3 "$NOTIFY_PY" "$ns" "$NOTES" "$sock" &
+	NOTIFY_PIDS+=($!)
+	wait_for 10 grep -q '^listening$' "$NOTES" 2>/dev/null ||
+		fail "$name: the notify listener starts"
+	env NOTIFY_SOCKET="$ns" JOURNAL_STREAM="$(stat -c '%d:%i' "$DAEMON_LOG")" \
+		AGENTD_CONFIG="$T/agentd.conf" AGENTD_RUNTIME_DIR="$T/run" AGENTD_BASE_DIR="$T/code" \
+		AGENTD_CLAUDE="$FAKE_CLAUDE" HOME="$T/home" "$@" </dev/null 2>>"$DAEMON_LOG" &
+	pid=$!
+	if wait_for 30 grep -q '^READY=1' "$NOTES"; then
+		pass "$name: READY=1"
+	else
+		fail "$name: READY=1" "$(cat "$NOTES")" "$(tail -n 20 "$DAEMON_LOG")"
+	fi
+	assert_match "$name: READY=1 came after $(basename "$sock") existed, with a STATUS" \
+		'^READY=1\|STATUS=listening on .* watch=1$' "$(grep '^READY=1' "$NOTES")"
+	check_not "$name: nothing but READY=1 before SIGTERM" grep -q STOPPING "$NOTES"
+	kill -TERM "$pid"
+	# A watchdog, not a synchronisation: a daemon that ignores SIGTERM fails the check below.
+	(sleep 20 && kill -KILL "$pid") 2>/dev/null &
+	dog=$!
+	wait "$pid"
+	rc=$?
+	kill "$dog" 2>/dev/null
+	wait "$dog" 2>/dev/null
+	assert_eq "$name: exit status 0 after SIGTERM" 0 "$rc"
+	check "$name: STOPPING=1" wait_for 5 grep -q '^STOPPING=1' "$NOTES"
+}
+
+run_notified agentd-api "$T/run/api.sock" "$BUILD_DIR/fcgi-app/agentd-api" --no-tmux-start
+check "agentd-api: info lines carry <6> on the journal stream" \
+	grep -q '^<6>agentd-api info: listening on ' "$DAEMON_LOG"
+check_not "agentd-api: no line without a priority on the journal stream" grep -v '^<[0-9]>' "$DAEMON_LOG"
+check_not "agentd-api --no-tmux-start started no tmux server" test -e "$TMUX_SOCK"
+
+run_notified agentd-bridge "$T/run/bridge.sock" "$BUILD_DIR/ptybridge/agentd-bridge"
+check "agentd-bridge: info lines carry <6> on the journal stream" \
+	grep -q '^<6>agentd-bridge info: listening on ' "$DAEMON_LOG"
+stop_listeners
+
+# Stderr that is not the journal stream (a file a child inherited JOURNAL_STREAM past): plain.
+out=$(env JOURNAL_STREAM=1:1 AGENTD_CONFIG="$T/agentd.conf" AGENTD_RUNTIME_DIR="$T/nonexistent/x" \
+	"$BUILD_DIR/fcgi-app/agentd-api" --init 2>&1 </dev/null)
+assert_match "errors elsewhere are plain lines (time, name, level)" \
+	'^[0-9]{2}:[0-9]{2}:[0-9]{2} agentd-api error: ' "$out"
+
+# --- 5. --no-tmux-start in a running stack ------------------------------------------------------
+# deploy/up runs agentd-api without arguments: a build dir whose agentd-api adds the flag (exec:
+# the API still finds itself, and its creation worker, as the real program).
+FAKE_BUILD=$T/build-no-tmux-start
+mkdir -p "$FAKE_BUILD/fcgi-app" "$FAKE_BUILD/ptybridge"
+printf '#!/bin/sh\n[ $# -eq 0 ] && set -- --no-tmux-start\nexec %s "$@"\n' \
+	"$BUILD_DIR/fcgi-app/agentd-api" >"$FAKE_BUILD/fcgi-app/agentd-api"
+chmod +x "$FAKE_BUILD/fcgi-app/agentd-api"
+ln -s "$BUILD_DIR/ptybridge/agentd-bridge" "$FAKE_BUILD/ptybridge/agentd-bridge"
+make_remote acme widgets || exit 1
+start_stack AGENTD_BUILD_DIR="$FAKE_BUILD" || exit 1
+check "the API runs with --no-tmux-start" \
+	bash -c "tr '\\0' ' ' </proc/$(api_pid)/cmdline | grep -q -- --no-tmux-start"
+# deploy/up's agentd-api --init started the server (as agentd-tmux.service does); it goes away.
+check "the tmux server of agentd-api --init runs" tmx list-sessions -F x
+tmx kill-server
+wait_for 10 bash -c "! tmux -S '$TMUX_SOCK' list-sessions >/dev/null 2>&1" ||
+	fail "the tmux server is gone"
+create acme widgets 1
+assert_status "POST /sessions without a tmux server: 201 (creation is asynchronous)" 201
+assert_state "without a tmux server the session fails" widgets-1 failed 30
+assert_jq "the failure says the tmux server does not run" \
+	'.error | test("tmux server does not run")'
+check_not "no tmux server was started by the API or its worker" tmx list-sessions -F x
+# What systemctl restart agentd-tmux does: the server comes back, creation works again.
+out=$(env AGENTD_CONFIG="$T/agentd.conf" AGENTD_RUNTIME_DIR="$T/run" AGENTD_BASE_DIR="$T/code" \
+	AGENTD_CLAUDE="$FAKE_CLAUDE" HOME="$T/home" "$BUILD_DIR/fcgi-app/agentd-api" --init 2>&1 </dev/null)
+assert_eq "agentd-api --init starts the server again" 0 "$?"
+create acme widgets 1
+assert_status "POST /sessions again once the server runs: 201" 201
+assert_state "with the server back the session runs" widgets-1 running 60
+check "its tmux session is in the server" tmux_has widgets-1
