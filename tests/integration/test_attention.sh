@@ -28,6 +28,9 @@ assert_activity() {
 	fi
 }
 
+# One client holds GET /events from the start (it ends with the bridge's kill; a second one goes
+# on from its last id).
+sse_start ev1 GET /events
 SID=$(structured_session acme widgets 1) || exit 1
 WT=$T/code/widgets-issue-1
 
@@ -67,6 +70,9 @@ DEADLINE=$((SECONDS + 30))
 while { NEW=$(bridge_pid); [ -z "$NEW" ] || [ "$NEW" == "$OLD" ] || [ ! -S "$T/run/bridge.sock" ]; } &&
 	[ $SECONDS -lt $DEADLINE ]; do sleep 0.2; done
 assert_ne "bridge kill: deploy/up started a new bridge" "$OLD" "${NEW:-$OLD}"
+sse_wait_end ev1 10
+LAST=$(sse_events ev1 | jq -s 'map(select(.id != null) | .id | tonumber) | max')
+sse_start ev2 GET /events - --header "Last-Event-ID: $LAST"
 sleep 1.5 # the new bridge has subscribed again (its host replays the pending request)
 assert_activity "after the bridge restart: still waiting, the same request listed" "$SID" \
 	".activity == \"waiting\" and [.pending[].requestId] == [\"$RID\"]"
@@ -106,6 +112,31 @@ pkill -KILL -P "$HOST_PID"
 assert_activity "claude killed: exited, its request no longer listed" "$SID" \
 	'.activity == "exited" and .pending == []' 20
 check_not "the withdrawn tool never ran" test -e "$WT/never-file"
+
+# --- /events: the same story, for every session, across the bridge's restart --------------------
+# agentd-api restarts too: /events is the bridge's, and goes on (ids continue).
+kill_api KILL
+api POST /sessions "$(create_body acme widgets 2)"
+assert_status "after agentd-api's restart: a session is created" 201
+assert_sse_event "/events: the new session arrives after agentd-api's restart" ev2 \
+	'.event == "session" and (.data | fromjson | .change == "created" and .session.id == "widgets-2")' 20
+cat "$T/ev1.events" "$T/ev2.events" >"$T/ev12.events"
+assert_ids_contiguous "/events across the bridge's kill: no gap, no duplicate" ev12
+EV=$(sse_events ev12 | jq -s -c .)
+assert_jq "/events: the first client got a snapshot first" \
+	'map(select(.event != "ping"))[0].event == "snapshot"' "$(sse_events ev1 | jq -s -c .)"
+assert_jq "/events: the raced request's permission, with its session" \
+	"any(.[]; .event == \"permission\" and (.data | fromjson | .requestId == \"$RID\" and .session == \"$SID\"))" "$EV"
+assert_jq "/events: resolved once, allowed by a client" \
+	"[.[] | select(.event == \"permission_resolved\") | .data | fromjson | select(.requestId == \"$RID\")] |
+	 length == 1 and .[0].behavior == \"allow\" and .[0].by == \"client\"" "$EV"
+assert_jq "/events: turns' results, cut to 4 KiB, with usage" \
+	"any(.[]; .event == \"result\" and (.data | fromjson | .session == \"$SID\" and has(\"usage\") and (.result | length) <= 4096))" "$EV"
+assert_jq "/events: the session went waiting and idle" \
+	"any(.[]; .event == \"session\" and (.data | fromjson | .session.activity == \"waiting\")) and
+	 any(.[]; .event == \"session\" and (.data | fromjson | .session.activity == \"idle\"))" "$EV"
+assert_jq "/events: the killed agent's request was withdrawn" \
+	"any(.[]; .event == \"permission_resolved\" and (.data | fromjson | .behavior == \"withdrawn\"))" "$EV"
 
 stop_stack
 scan_sanitizers

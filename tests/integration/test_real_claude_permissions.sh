@@ -41,6 +41,15 @@ assert_jq "first turn: the Bash tool use asks for permission, with suggestions" 
 	 (.suggestions | type == "array" and any(.[]; .type == "addRules"))' \
 	"${PERM:-null}"
 log "suggestions: $(printf '%s' "$PERM" | jq -c .suggestions 2>/dev/null)"
+# Activity with the real CLI (issue 10): the pending request is listed, the session waits.
+for _ in $(seq 50); do
+	get_session "$SID"
+	jq -e '.activity == "waiting"' >/dev/null 2>&1 <<<"$BODY" && break
+	sleep 0.1
+done
+assert_jq "real CLI: a permission request makes the session waiting, the request listed" \
+	".activity == \"waiting\" and [.pending[].requestId] == [\"${RID:-none}\"] and
+	 .pending[0].toolName == \"Bash\"" "$BODY"
 # Only the rule suggestions: another suggestion (setMode acceptEdits) would let a touch run by
 # itself, and the test is about the rule reaching claude.
 ANSWER=$(printf '%s' "${PERM:-null}" | jq -c '{behavior: "allow",
@@ -54,6 +63,13 @@ log "first turn events: $(sse_events)"
 assert_json "first turn: the result is a success saying Done." '[.subtype, .result]' \
 	'["success","Done."]' "$(sse_data result)"
 check "first turn: the allowed command ran in the worktree" test -f "$FILE"
+for _ in $(seq 50); do
+	get_session "$SID"
+	jq -e '.activity == "idle"' >/dev/null 2>&1 <<<"$BODY" && break
+	sleep 0.1
+done
+assert_jq "real CLI: answered and ended, the session is idle with nothing pending" \
+	'.activity == "idle" and .pending == []' "$BODY"
 rm -f "$FILE"
 check_not "settings files were not touched (destination session)" \
 	test -e "$WORKTREE/.claude/settings.local.json"
