@@ -174,6 +174,8 @@ function renderDetail() {
 }
 
 function render() {
+  const n = live.sessions.size;
+  $("count").textContent = n + " session" + (n === 1 ? "" : "s");
   renderList();
   renderDetail();
   notifier.update(live.sessions, (id) => (location.hash = "#/s/" + encodeURIComponent(id)));
@@ -186,7 +188,6 @@ function route() {
     selected = id;
     busyMode = false;
     unmount();
-    say("");
   }
   render();
 }
@@ -324,7 +325,7 @@ function buildKeybar() {
 async function health() {
   try {
     const h = await api("GET", "/healthz");
-    $("health").textContent = "ok · " + h.sessions + " session(s) · tmux " + (h.tmux ? "up" : "down");
+    $("health").textContent = "ok · tmux " + (h.tmux ? "up" : "down");
     $("health").className = "ok";
   } catch (e) {
     $("health").textContent = e.message;

@@ -28,7 +28,8 @@ export class ConversationView {
     this.tools = new Map(); // tool_use_id -> <details>
     this.cards = new Map(); // requestId -> card element
     this.streaming = null; // the assistant bubble partial messages grow
-    this.running = false; // a turn runs (from the events; the session's activity agrees)
+    this.running = false; // a turn runs, from the events: its first event until its result
+    this.activityBusy = false; // the session's activity says working or waiting
     this.sending = false;
     this.closed = false;
     this.onSubmit = (ev) => {
@@ -95,32 +96,44 @@ export class ConversationView {
     this.interruptButton.removeEventListener("click", this.onInterrupt);
   }
 
-  /** The session's activity from the live list (working/waiting: a turn runs). */
+  /**
+   * The session's activity from the live list: working or waiting means a turn runs (a turn
+   * another client started shows here before its first event). The end of a turn is taken from
+   * the events (its result), which this view reads in order.
+   */
   setActivity(activity) {
-    if (activity === "working" || activity === "waiting") this.running = true;
-    else if (activity === "idle" || activity === "exited") this.running = false;
+    this.activityBusy = activity === "working" || activity === "waiting";
+    this.update();
+  }
+
+  turnStarts() {
+    if (this.running) return;
+    this.running = true;
     this.update();
   }
 
   update() {
-    const busy = this.running || this.sending;
+    const turn = this.running || this.activityBusy;
+    const busy = turn || this.sending;
     this.sendButton.disabled = busy;
     this.textarea.disabled = busy;
-    this.interruptButton.disabled = !this.running;
+    this.interruptButton.disabled = !turn;
     this.form.dataset.busy = busy ? "1" : "0";
   }
 
   async sendPrompt() {
     const text = this.textarea.value.trim();
-    if (!text || this.running || this.sending) return;
+    if (!text || this.running || this.activityBusy || this.sending) return;
     this.sending = true;
     this.update();
+    // Shown first: the turn's events may come in before the POST's answer does.
+    const mine = this.bubble("user", text);
     try {
       await post_stream(sessionPath(this.id, "/prompt"), { prompt: text });
-      this.bubble("user", text);
       this.textarea.value = "";
-      this.running = true;
+      this.turnStarts();
     } catch (e) {
+      mine.remove();
       this.onStatus("prompt: " + e.message, false);
     } finally {
       this.sending = false;
@@ -164,7 +177,12 @@ export class ConversationView {
     if (!d) return;
     switch (name) {
       case "system":
-        if (d.subtype === "init") this.item("note").textContent = "claude started (" + (d.model || "?") + ")";
+        // claude says init at the start of every turn: noted once, and again when the model changes.
+        if (d.subtype === "init") {
+          this.turnStarts();
+          if (d.model !== this.model) this.item("note").textContent = "claude (" + (d.model || "?") + ")";
+          this.model = d.model;
+        }
         break;
       case "assistant":
         this.assistant(d);
@@ -207,8 +225,7 @@ export class ConversationView {
       this.streaming.remove();
       this.streaming = null;
     }
-    this.running = true;
-    this.update();
+    this.turnStarts();
     for (const c of content) {
       if (c.type === "text" && c.text) this.bubble("assistant", c.text);
       else if (c.type === "tool_use") this.toolUse(c);
@@ -219,7 +236,8 @@ export class ConversationView {
     const li = this.item("tool");
     const det = document.createElement("details");
     const sum = document.createElement("summary");
-    sum.textContent = "🔧 " + (c.name || "tool") + " " + summarize(c.input);
+    const name = el("span", "tool-name", c.name || "tool");
+    sum.append(name, " " + summarize(c.input));
     const input = document.createElement("pre");
     input.textContent = JSON.stringify(c.input, null, 2);
     det.append(sum, input);
@@ -259,6 +277,7 @@ export class ConversationView {
   partial(d) {
     const e = d.event || {};
     if (e.type === "content_block_delta" && e.delta && e.delta.type === "text_delta") {
+      this.turnStarts();
       if (!this.streaming) this.streaming = this.item("assistant streaming");
       this.streaming.textContent += e.delta.text || "";
     }
@@ -281,8 +300,7 @@ export class ConversationView {
 
   permission(d) {
     if (!d.requestId || this.cards.has(d.requestId)) return; // replayed again after a reconnect
-    this.running = true;
-    this.update();
+    this.turnStarts();
     const li = this.item("permission");
     li.dataset.requestId = d.requestId;
     const h = document.createElement("div");
@@ -346,6 +364,13 @@ export class ConversationView {
     if (message) text += ": " + message;
     out.textContent = text;
   }
+}
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  e.className = cls;
+  e.textContent = text;
+  return e;
 }
 
 function button(text, cls) {
