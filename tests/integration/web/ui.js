@@ -311,6 +311,8 @@ async function phone(browser) {
   const ctx = await browser.createBrowserContext();
   const page = await ctx.newPage();
   await watch(page, "phone");
+  // The phone uses xterm's DOM renderer, the fallback where WebGL2 is missing.
+  await page.evaluateOnNewDocument(() => localStorage.setItem("agentd.renderer", "dom"));
   await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
   await page.goto(BASE + "/", { waitUntil: "networkidle2" });
   await check("phone: the page does not overflow 390 px", page, async () =>
@@ -321,6 +323,13 @@ async function phone(browser) {
   await check("phone: the key bar is shown", page, () => visible(page, "#term-view .keybar"));
   await check("phone: the fake claude's screen is shown", page, () =>
     until(async () => /fake claude ready/.test(await screen(page)), "fake claude ready"));
+  await check("phone: the DOM renderer draws the screen, styled under the CSP (adopted sheets)", page, () =>
+    until(() => page.evaluate(() => {
+      const term = document.querySelector("#term-view .term");
+      const span = term.querySelector(".xterm-rows span");
+      return term.dataset.renderer === "dom" && /fake claude ready/.test(term.querySelector(".xterm-rows").textContent) &&
+        document.adoptedStyleSheets.length > 0 && span && getComputedStyle(span).display === "inline-block";
+    }), "DOM rows with xterm's generated styles"));
   await check("phone: still no horizontal overflow", page, async () =>
     page.evaluate(() => document.documentElement.scrollWidth <= 390));
   await page.focus("#term-view .xterm-helper-textarea");

@@ -46,6 +46,8 @@ export class TerminalView {
     this.term.open(host);
     this.renderer = "dom";
     try {
+      // localStorage "agentd.renderer" = "dom" keeps xterm's DOM renderer (slow GPUs, tests).
+      if (localStorage.getItem("agentd.renderer") === "dom") throw new Error("DOM renderer chosen");
       const webgl = new WebglAddon();
       webgl.onContextLoss(() => {
         webgl.dispose(); // back to the DOM renderer
