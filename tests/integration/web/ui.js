@@ -312,7 +312,13 @@ async function phone(browser) {
   const page = await ctx.newPage();
   await watch(page, "phone");
   // The phone uses xterm's DOM renderer, the fallback where WebGL2 is missing.
-  await page.evaluateOnNewDocument(() => localStorage.setItem("agentd.renderer", "dom"));
+  await page.evaluateOnNewDocument(() => {
+    try {
+      localStorage.setItem("agentd.renderer", "dom");
+    } catch {
+      /* about:blank has no storage */
+    }
+  });
   await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
   await page.goto(BASE + "/", { waitUntil: "networkidle2" });
   await check("phone: the page does not overflow 390 px", page, async () =>
