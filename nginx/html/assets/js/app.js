@@ -178,7 +178,8 @@ function render() {
   $("count").textContent = n + " session" + (n === 1 ? "" : "s");
   renderList();
   renderDetail();
-  notifier.update(live.sessions, (id) => (location.hash = "#/s/" + encodeURIComponent(id)));
+  // The first whole list is the baseline: sessions already waiting then are not announced.
+  if (live.loaded) notifier.update(live.sessions, (id) => (location.hash = "#/s/" + encodeURIComponent(id)));
 }
 
 function route() {
@@ -286,7 +287,7 @@ async function create(ev) {
   try {
     const s = await api("POST", "/sessions", body);
     live.upsert(s);
-    say("session " + s.id + ": " + s.state, true);
+    say("");
     location.hash = "#/s/" + encodeURIComponent(s.id);
   } catch (e) {
     say(e instanceof ApiError ? e.message + (e.code ? " (" + e.code + ")" : "") : e.message, false);

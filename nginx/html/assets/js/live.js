@@ -17,6 +17,7 @@ export class Live extends EventTarget {
     this.retry = RETRY_MIN_MS;
     this.timer = 0;
     this.snapshotSeen = false;
+    this.loaded = false; // a whole list arrived (GET /sessions or a snapshot)
   }
 
   start() {
@@ -66,6 +67,7 @@ export class Live extends EventTarget {
   }
 
   replace(list) {
+    this.loaded = true;
     this.sessions = new Map(list.filter((s) => s && s.id).map((s) => [s.id, s]));
     this.changed();
   }
