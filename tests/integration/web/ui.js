@@ -118,6 +118,17 @@ async function watch(page, label) {
   await cdp.send("Network.enable");
   cdp.on("Network.webSocketCreated", (e) => requests.push(e.url));
   await page.evaluateOnNewDocument(() => {
+    // Notifications the page shows (the permission is granted to the desktop's context).
+    window.__notes = [];
+    if (window.Notification) {
+      const Base = window.Notification;
+      window.Notification = class extends Base {
+        constructor(title, opts) {
+          super(title, opts);
+          window.__notes.push(title);
+        }
+      };
+    }
     window.__csp = [];
     document.addEventListener("securitypolicyviolation", (e) =>
       window.__csp.push(e.effectiveDirective + " " + e.blockedURI));
@@ -165,6 +176,7 @@ async function createFromForm(page, owner, name, issue, mode) {
 // ---- the scenario --------------------------------------------------------------------------
 
 async function desktop(browser) {
+  await browser.defaultBrowserContext().overridePermissions(ORIGIN, ["notifications"]);
   const page = await browser.newPage();
   await watch(page, "desktop");
   await page.setViewport({ width: 1280, height: 800 });
@@ -266,6 +278,8 @@ async function desktop(browser) {
       until(async () => /waiting/.test(await text(page, '#sessions li[data-id="widgets-1"]')), "waiting badge"));
     await check("the tab title counts the waiting session", page, () =>
       until(async () => /^\(1\) waiting/.test(await page.title()), "(1) waiting"));
+    await check("a notification says the session waits", page, () =>
+      until(() => page.evaluate(() => window.__notes.includes("widgets-1 is waiting")), "the notification"));
   }
   await shot(page, "desktop-permission");
 
