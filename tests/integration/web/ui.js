@@ -303,6 +303,12 @@ async function desktop(browser) {
   await check("the tab title is back to normal", page, () =>
     until(async () => (await page.title()) === "agent-daemon", "the plain title"));
   await shot(other, "desktop-second-context");
+  await other.reload({ waitUntil: "networkidle2" });
+  await check("a reload replays the conversation (answers, tool result, results, the card resolved)", other, () =>
+    until(async () => (await count(other, "#conv-view .msg.result")) === 2 &&
+      (await count(other, "#conv-view .msg.tool.done")) === 1 &&
+      (await count(other, "#conv-view .msg.permission.resolved")) === 1 &&
+      (await count(other, "#conv-view .msg.permission:not(.resolved)")) === 0, "the replayed conversation"));
   await ctx2.close();
 
   await page.click("#d-delete");
