@@ -266,21 +266,17 @@ async function desktop(browser) {
     until(async () => (await count(page, "#conv-view .msg.permission:not(.resolved)")) === 1, "the card"));
   await check("the prompt box is disabled while the turn runs, Interrupt enabled", page, async () =>
     page.$eval("#conv-view", (v) => v.querySelector("#prompt-text").disabled && !v.querySelector(".interrupt").disabled));
-  // The page shows what the API says; that the API says it is test_attention's matter.
-  let apiWaits = false;
-  try {
-    apiWaits = await until(async () => (await getSession("widgets-1")).body.activity === "waiting", "waiting", 10000);
-  } catch {
-    console.log("# not checked: the list's waiting badge and the tab title (the API does not say waiting)");
-  }
-  if (apiWaits) {
-    await check("the list shows the session waiting, first", page, () =>
-      until(async () => /waiting/.test(await text(page, '#sessions li[data-id="widgets-1"]')), "waiting badge"));
-    await check("the tab title counts the waiting session", page, () =>
-      until(async () => /^\(1\) waiting/.test(await page.title()), "(1) waiting"));
-    await check("a notification says the session waits", page, () =>
-      until(() => page.evaluate(() => window.__notes.includes("widgets-1 is waiting")), "the notification"));
-  }
+  await check("the API says the session waits (activity, pending)", page, () =>
+    until(async () => {
+      const b = (await getSession("widgets-1")).body;
+      return b.activity === "waiting" && b.pending.length === 1 && b.pending[0].toolName === "Bash";
+    }, "activity waiting"));
+  await check("the list shows the session waiting, with the tool", page, () =>
+    until(async () => /waiting[\s\S]*Bash: /.test(await text(page, '#sessions li[data-id="widgets-1"]')), "waiting badge"));
+  await check("the tab title counts the waiting session", page, () =>
+    until(async () => /^\(1\) waiting/.test(await page.title()), "(1) waiting"));
+  await check("a notification says the session waits", page, () =>
+    until(() => page.evaluate(() => window.__notes.includes("widgets-1 is waiting")), "the notification"));
   await shot(page, "desktop-permission");
 
   const ctx2 = await browser.createBrowserContext();
