@@ -2,9 +2,11 @@
 # The web UI in a real browser (Debian's chromium, headless, driven by puppeteer-core from
 # tests/node_modules: web/ui.js), on a laptop and on a phone: create a session, its terminal
 # (input, resize, reconnect after a bridge kill, a second tab), the mode switch, a structured
-# conversation (streamed answer, permission card allowed here and seen resolved in a second
-# browser context), delete; at 390x844 the key bar (Enter, Ctrl-C) and a permission card denied
-# with a reason. Every request of the page must stay on its origin. Screenshots of each step go
+# conversation (streamed answer; a permission card allowed here and seen resolved in a second
+# browser context, also after its reload; Allow for this session with claude's suggestions;
+# Interrupt), the waiting badge, tab title and notification, delete with the kept worktree then
+# removed by force; at 390x844 (xterm's DOM renderer) the key bar (Enter, Ctrl-C) and a
+# permission card denied with a reason. Every request of the page must stay on its origin. Screenshots of each step go
 # to $AGENTD_TEST_BUILD_DIR/web-ui (the failed ones are named FAILED-…).
 source "$(dirname "$0")/lib.sh"
 

@@ -110,8 +110,12 @@ function bridgePid() {
 // ---- page helpers --------------------------------------------------------------------------
 
 const requests = []; // every URL any page asked for
+const answers = []; // bodies of the permission answers the pages sent
 async function watch(page, label) {
-  page.on("request", (r) => requests.push(r.url()));
+  page.on("request", (r) => {
+    requests.push(r.url());
+    if (r.method() === "POST" && /\/permissions\//.test(r.url())) answers.push(r.postData() || "");
+  });
   page.on("pageerror", (e) => notOk(label + ": no uncaught exception in the page", e.message));
   page.on("dialog", (d) => d.accept());
   const cdp = await page.createCDPSession();
@@ -307,12 +311,43 @@ async function desktop(browser) {
       (await count(other, "#conv-view .msg.permission:not(.resolved)")) === 0, "the replayed conversation"));
   await ctx2.close();
 
+  // Allow for this session: claude's suggestions go back as updatedPermissions.
+  await page.type("#prompt-text", "RUNBASH touch second-ran");
+  await page.click("#conv-view .send");
+  await check("a second request shows a second card", page, () =>
+    until(async () => (await count(page, "#conv-view .msg.permission:not(.resolved)")) === 1, "the card"));
+  await page.click("#conv-view .msg.permission:not(.resolved) .allow-session");
+  await check("Allow for this session sends the event's suggestions as updatedPermissions", page, async () => {
+    await until(async () => (await count(page, "#conv-view .msg.result")) === 3 &&
+      fs.existsSync(path.join(process.env.CODE_DIR, "widgets-issue-1", "second-ran")), "the turn's end and second-ran");
+    const body = JSON.parse(answers[answers.length - 1]);
+    if (body.behavior !== "allow" || !Array.isArray(body.updatedPermissions) ||
+      body.updatedPermissions[0].type !== "addRules") throw new Error(JSON.stringify(body));
+  });
+
+  // Interrupt ends a long turn.
+  await page.type("#prompt-text", "SLOW");
+  await page.click("#conv-view .send");
+  await check("Interrupt is enabled while a turn runs", page, () =>
+    until(() => page.$eval("#conv-view .interrupt", (b) => !b.disabled), "an enabled Interrupt"));
+  const t0 = Date.now();
+  await page.click("#conv-view .interrupt");
+  await check("Interrupt ends the turn with its result (well before the 30 s it would take)", page, async () => {
+    await until(async () => (await count(page, "#conv-view .msg.result")) === 4, "the 4th result", 25000);
+    if (Date.now() - t0 > 25000) throw new Error("took " + (Date.now() - t0) + " ms");
+  });
+
   await page.click("#d-delete");
   await check("delete: the session leaves the list and the API", page, () =>
     until(async () => (await count(page, '#sessions li[data-id="widgets-1"]')) === 0 &&
       (await getSession("widgets-1")).status === 404, "widgets-1 gone"));
-  await check("delete: the page says what happened to the worktree", page, () =>
-    until(async () => /widgets-1 deleted; worktree (kept|removed)/.test(await text(page, "#message")), "the message"));
+  // The worktree has files git does not know (web-ran, second-ran): kept, then removed by force.
+  await check("delete: the page says the worktree was kept, and why", page, () =>
+    until(async () => /widgets-1 deleted; worktree kept: .+/.test(await text(page, "#message")), "the message"));
+  await page.click("#message button");
+  await check("delete: removing the kept worktree by force (after a confirmation)", page, () =>
+    until(async () => /widgets-issue-1: worktree removed/.test(await text(page, "#message")) &&
+      !fs.existsSync(path.join(process.env.CODE_DIR, "widgets-issue-1")), "the worktree gone"));
   await shot(page, "desktop-deleted");
   await check("no Content-Security-Policy violation other than xterm's own <style>", page, async () => {
     const v = await page.evaluate(() => window.__csp);
