@@ -193,6 +193,14 @@ async function desktop(browser) {
     until(async () => (await text(page, "#live")) === "live", "the live badge"));
   await shot(page, "desktop-empty");
 
+  // A session whose repository cannot be cloned fails, with its reason.
+  await createFromForm(page, "acme", "missing", 9, "terminal");
+  await check("a failed session is listed as failed with its reason", page, () =>
+    until(async () => (await count(page, '#sessions li[data-id="missing-9"] .badge.failed')) === 1 &&
+      /\S/.test(await text(page, '#sessions li[data-id="missing-9"] .line2.bad')) &&
+      /not running \(failed: .+\)/.test(await text(page, "#gone-view")), "the failed badge and reason"));
+  await shot(page, "desktop-failed");
+
   await createFromForm(page, "acme", "widgets", 1, "terminal");
   await check("create: the new session is listed and selected", page, () =>
     until(async () => (await page.evaluate(() => location.hash)) === "#/s/widgets-1" &&
@@ -201,8 +209,19 @@ async function desktop(browser) {
     until(async () => /fake claude ready/.test(await screen(page)), "fake claude ready"));
   const renderer = await page.$eval("#term-view .term", (e) => e.dataset.renderer);
   console.log("# xterm renderer: " + renderer);
-  await check("the list shows the session running with its activity", page, () =>
-    until(async () => /widgets-1/.test(await text(page, '#sessions li[data-id="widgets-1"]')), "row"));
+  await check("the filter by repository shows only that repository's sessions", page, async () => {
+    await until(async () => (await count(page, "#repo-filter option")) === 3, "two repositories in the filter");
+    await page.select("#repo-filter", "acme/widgets");
+    await until(async () => (await count(page, "#sessions li.session")) === 1 &&
+      (await count(page, '#sessions li[data-id="widgets-1"]')) === 1, "only widgets-1");
+    await page.select("#repo-filter", "");
+    await until(async () => (await count(page, "#sessions li.session")) === 2, "both again");
+  });
+  await check("the failed session is deleted (API)", page, async () => {
+    const r = await fetch(BASE + "/sessions/missing-9", { method: "DELETE" });
+    if (r.status !== 200) throw new Error("DELETE answered " + r.status);
+    await until(async () => (await count(page, '#sessions li[data-id="missing-9"]')) === 0, "missing-9 gone from the list");
+  });
 
   await typeTerm(page, "hello from the web");
   await check("typed input reaches the pane", page, () =>
