@@ -1,0 +1,365 @@
+// The page: the live session list (left, or the whole screen on a phone), and the selected
+// session (right): its terminal or, in structured mode, its conversation. The selection lives in
+// the URL's fragment (#/s/<id>) so reload, back and a notification's click all land on it.
+import { api, ApiError, sessionPath } from "./api.js";
+import { Live, sortSessions } from "./live.js";
+import { TerminalView, KEYS } from "./terminal.js";
+import { ConversationView } from "./conversation.js";
+import { Notifier } from "./notify.js";
+
+const $ = (id) => document.getElementById(id);
+const RUNNING = new Set(["creating", "running", "attached"]);
+
+const live = new Live();
+const notifier = new Notifier();
+let selected = null; // session id shown on the right
+let view = null; // {key, kind: "terminal"|"conversation", obj}
+let busyMode = false;
+
+function say(text, ok) {
+  const m = $("message");
+  m.textContent = text;
+  m.className = text ? (ok ? "ok" : "bad") : "";
+}
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+function ago(iso) {
+  if (!iso) return "";
+  const s = Math.round((Date.now() - Date.parse(iso)) / 1000);
+  if (!Number.isFinite(s)) return "";
+  if (s < 60) return Math.max(s, 0) + " s ago";
+  if (s < 3600) return Math.round(s / 60) + " min ago";
+  if (s < 86400) return Math.round(s / 3600) + " h ago";
+  return Math.round(s / 86400) + " d ago";
+}
+
+function repoOf(s) {
+  return s.repo ? s.repo.owner + "/" + s.repo.name : "";
+}
+
+/** The badges of a session: its state when that says more than running, and its activity. */
+function badges(s) {
+  const out = [];
+  if (s.state === "failed") out.push(el("span", "badge failed", "failed"));
+  else if (s.state && !RUNNING.has(s.state) && s.state !== "exited") out.push(el("span", "badge state", s.state));
+  else if (s.state === "creating") out.push(el("span", "badge state", "creating"));
+  if (s.activity && s.state !== "failed") out.push(el("span", "badge " + s.activity, s.activity));
+  return out;
+}
+
+// ---- the list ------------------------------------------------------------------------------
+
+function renderList() {
+  const filter = $("repo-filter");
+  const repos = [...new Set([...live.sessions.values()].map(repoOf))].filter(Boolean).sort();
+  const want = filter.value;
+  filter.replaceChildren(el("option", "", "all"));
+  filter.firstChild.value = "";
+  for (const r of repos) {
+    const o = el("option", "", r);
+    o.value = r;
+    filter.appendChild(o);
+  }
+  filter.value = repos.includes(want) ? want : "";
+
+  const ul = $("sessions");
+  ul.replaceChildren();
+  const list = sortSessions([...live.sessions.values()].filter((s) => !filter.value || repoOf(s) === filter.value));
+  if (!list.length) {
+    ul.appendChild(el("li", "muted", live.sessions.size ? "no session of this repository" : "no sessions"));
+    return;
+  }
+  for (const s of list) {
+    const li = el("li", "session" + (s.id === selected ? " selected" : "") + (s.activity === "waiting" ? " waiting" : ""));
+    li.dataset.id = s.id;
+    const a = el("a", "row");
+    a.href = "#/s/" + encodeURIComponent(s.id);
+    if (s.id === selected) a.setAttribute("aria-current", "page");
+    const line1 = el("div", "line1");
+    line1.append(el("span", "sid", s.id), ...badges(s));
+    const line2 = el("div", "line2 muted");
+    line2.textContent = [repoOf(s) + "#" + s.issue, s.mode, (s.clients || 0) + " client" + (s.clients === 1 ? "" : "s"),
+      ago(s.activityAt || s.lastActivity)].filter(Boolean).join(" · ");
+    a.append(line1, line2);
+    if (s.state === "failed" && s.error) a.appendChild(el("div", "line2 bad", s.error));
+    else if (s.activity === "waiting" && s.pending && s.pending.length) {
+      const p = s.pending[0];
+      a.appendChild(el("div", "line2 warn", p.toolName + ": " + (p.description || "")));
+    }
+    li.appendChild(a);
+    ul.appendChild(li);
+  }
+}
+
+// ---- the selected session ----------------------------------------------------------------
+
+function unmount() {
+  if (!view) return;
+  view.obj.dispose();
+  view = null;
+  $("term-view").hidden = true;
+  $("conv-view").hidden = true;
+}
+
+function renderDetail() {
+  const s = selected ? live.sessions.get(selected) : null;
+  document.body.classList.toggle("has-detail", !!selected);
+  $("detail").hidden = !selected;
+  if (!selected) {
+    unmount();
+    return;
+  }
+  $("d-title").textContent = selected;
+  $("d-badges").replaceChildren(...(s ? badges(s) : []));
+  if (!s) {
+    unmount();
+    $("d-info").textContent = "";
+    $("d-mode").hidden = true;
+    $("gone-view").hidden = false;
+    $("gone-view").textContent = live.sessions.size || live.connected ? "No such session (deleted?)." : "loading…";
+    return;
+  }
+  $("d-info").textContent = [repoOf(s) + "#" + s.issue, s.branch, s.worktree, s.mode + " mode",
+    (s.clients || 0) + " terminal client" + (s.clients === 1 ? "" : "s"),
+    s.lastActivity ? "last activity " + ago(s.lastActivity) : ""].filter(Boolean).join(" · ");
+  const other = s.mode === "structured" ? "terminal" : "structured";
+  $("d-mode").hidden = false;
+  $("d-mode").textContent = busyMode ? "restarting…" : "Switch to " + other;
+  $("d-mode").dataset.target = other;
+  $("d-mode").disabled = busyMode || !(s.state === "running" || s.state === "attached");
+
+  const runnable = RUNNING.has(s.state);
+  const kind = !runnable ? null : s.mode === "structured" ? "conversation" : "terminal";
+  const key = kind ? s.id + "/" + kind : null;
+  const gone = $("gone-view");
+  if (!kind) {
+    unmount();
+    gone.hidden = false;
+    gone.replaceChildren(el("p", "", "The agent is not running (" + s.state + (s.error ? ": " + s.error : "") +
+      (s.exitStatus !== undefined ? ", exit status " + s.exitStatus : "") + ")."));
+    if (s.state === "exited" || s.state === "failed" || s.state === "lost") {
+      const b = el("button", "primary", "Start it again");
+      b.type = "button";
+      b.addEventListener("click", () => restart(s, b));
+      gone.appendChild(b);
+    }
+    return;
+  }
+  gone.hidden = true;
+  if (!view || view.key !== key) {
+    unmount();
+    if (kind === "terminal") {
+      const sec = $("term-view");
+      sec.hidden = false;
+      const obj = new TerminalView(sec.querySelector(".term"), sec.querySelector(".term-status"), s.id);
+      obj.onCtrlChange = (on) => {
+        const b = sec.querySelector(".keybar .ctrl");
+        if (b) b.setAttribute("aria-pressed", on ? "true" : "false");
+      };
+      view = { key, kind, obj };
+      obj.focus();
+    } else {
+      const sec = $("conv-view");
+      sec.hidden = false;
+      view = { key, kind, obj: new ConversationView(sec, s.id, say) };
+    }
+  }
+  if (view.kind === "conversation") view.obj.setActivity(s.activity);
+}
+
+function render() {
+  const n = live.sessions.size;
+  $("count").textContent = n + " session" + (n === 1 ? "" : "s");
+  renderList();
+  renderDetail();
+  // The first whole list is the baseline: sessions already waiting then are not announced.
+  if (live.loaded) notifier.update(live.sessions, (id) => (location.hash = "#/s/" + encodeURIComponent(id)));
+}
+
+function route() {
+  const m = /^#\/s\/(.+)$/.exec(location.hash);
+  const id = m ? decodeURIComponent(m[1]) : null;
+  if (id !== selected) {
+    selected = id;
+    busyMode = false;
+    unmount();
+  }
+  render();
+}
+
+// ---- actions -------------------------------------------------------------------------------
+
+async function restart(s, button) {
+  button.disabled = true;
+  try {
+    live.upsert(await api("POST", "/sessions", { repo: s.repo, issue: s.issue }));
+    say(s.id + " started again", true);
+  } catch (e) {
+    say(s.id + ": " + e.message, false);
+    button.disabled = false;
+  }
+}
+
+async function switchMode() {
+  const s = live.sessions.get(selected);
+  if (!s || busyMode) return;
+  const target = $("d-mode").dataset.target;
+  busyMode = true;
+  say("restarting claude in " + target + " mode (with --resume: the conversation is kept)…", true);
+  renderDetail();
+  try {
+    const answer = await api("POST", sessionPath(s.id, "/mode"), { mode: target });
+    say(s.id + ": now in " + answer.mode + " mode", true);
+    busyMode = false;
+    live.upsert(answer);
+  } catch (e) {
+    busyMode = false;
+    say(s.id + ": mode switch failed: " + e.message, false);
+    renderDetail();
+  }
+}
+
+async function removeSession() {
+  const id = selected;
+  const s = live.sessions.get(id);
+  const force = $("d-force").checked;
+  const what = force
+    ? "Delete session " + id + " and remove its worktree even with uncommitted changes? (commits are kept under refs/agentd/kept)"
+    : "Delete session " + id + "? The branch is kept; the worktree is removed only if nothing would be lost.";
+  if (!confirm(what)) return;
+  $("d-delete").disabled = true;
+  try {
+    const r = await api("DELETE", sessionPath(id, force ? "?force=true" : ""));
+    live.remove(id);
+    location.hash = "#/";
+    reportDelete(id, s, r);
+  } catch (e) {
+    say(id + ": " + e.message, false);
+  } finally {
+    $("d-delete").disabled = false;
+    $("d-force").checked = false;
+  }
+}
+
+/** What the delete did to the worktree; a kept one can be removed by force, after a confirmation. */
+function reportDelete(id, s, r) {
+  let text = id + " deleted; worktree " + r.worktree;
+  if (r.reason) text += ": " + r.reason;
+  if (r.keptRef) text += " (commits kept as " + r.keptRef + ")";
+  say(text, true);
+  if (r.worktree !== "kept" || !s || !s.repo) return;
+  const dir = s.repo.name + "-issue-" + s.issue;
+  const b = el("button", "small danger", "Remove the worktree anyway");
+  b.type = "button";
+  b.addEventListener("click", async () => {
+    if (!confirm("Remove the worktree " + dir + " with its " + (r.reason || "changes") + "? Commits no branch has are kept under refs/agentd/kept.")) return;
+    b.disabled = true;
+    try {
+      const w = await api("DELETE", "/worktrees/" + encodeURIComponent(dir) + "?force=true");
+      say(dir + ": worktree " + w.worktree + (w.keptRef ? " (commits kept as " + w.keptRef + ")" : ""), true);
+    } catch (e) {
+      say(dir + ": " + e.message, false);
+      b.disabled = false;
+    }
+  });
+  $("message").append(" ", b);
+}
+
+async function create(ev) {
+  ev.preventDefault();
+  const f = ev.target.elements; // not form.name: that is the form's own name attribute
+  const body = {
+    repo: { owner: f.namedItem("owner").value.trim(), name: f.namedItem("name").value.trim() },
+    issue: Number(f.namedItem("issue").value),
+  };
+  const mode = f.namedItem("mode").value;
+  if (mode !== "terminal") body.mode = mode;
+  const prompt = f.namedItem("prompt").value.trim();
+  if (prompt) body.prompt = prompt;
+  const submit = ev.target.querySelector("button[type=submit]");
+  submit.disabled = true;
+  try {
+    const s = await api("POST", "/sessions", body);
+    live.upsert(s);
+    say("");
+    location.hash = "#/s/" + encodeURIComponent(s.id);
+  } catch (e) {
+    say(e instanceof ApiError ? e.message + (e.code ? " (" + e.code + ")" : "") : e.message, false);
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+function buildKeybar() {
+  const bar = document.querySelector("#term-view .keybar");
+  const add = (label, cls, fn, aria) => {
+    const b = el("button", "key " + cls, label);
+    b.type = "button";
+    if (aria) b.setAttribute("aria-label", aria);
+    // Keep the focus (and a phone's keyboard) in the terminal.
+    b.addEventListener("pointerdown", (ev) => ev.preventDefault());
+    b.addEventListener("click", () => {
+      if (view && view.kind === "terminal") {
+        fn(view.obj);
+        view.obj.focus();
+      }
+    });
+    bar.appendChild(b);
+    return b;
+  };
+  const names = { Esc: "Escape", Tab: "Tab", "←": "Left", "↑": "Up", "↓": "Down", "→": "Right", "^C": "Control-C", Enter: "Enter" };
+  add("Esc", "esc", (t) => t.send(KEYS.Esc), names.Esc);
+  add("Tab", "tab", (t) => t.send(KEYS.Tab), names.Tab);
+  const ctrl = add("Ctrl", "ctrl", (t) => t.setCtrl(!t.ctrl), "Control (applies to the next key)");
+  ctrl.setAttribute("aria-pressed", "false");
+  for (const k of ["←", "↑", "↓", "→", "^C", "Enter"]) {
+    add(k, "k-" + names[k].toLowerCase(), (t) => t.send(KEYS[k]), names[k]);
+  }
+}
+
+async function health() {
+  try {
+    const h = await api("GET", "/healthz");
+    $("health").textContent = "ok · tmux " + (h.tmux ? "up" : "down");
+    $("health").className = "ok";
+  } catch (e) {
+    $("health").textContent = e.message;
+    $("health").className = "bad";
+  }
+}
+
+function liveStatus() {
+  $("live").textContent = live.connected ? "live" : "offline";
+  $("live").className = "badge " + (live.connected ? "live" : "offline");
+  if (live.connected) health();
+}
+
+function main() {
+  $("create").addEventListener("submit", create);
+  $("repo-filter").addEventListener("change", renderList);
+  $("d-mode").addEventListener("click", switchMode);
+  $("d-delete").addEventListener("click", removeSession);
+  $("back").addEventListener("click", () => (location.hash = "#/"));
+  if ("Notification" in window && Notification.permission === "default") {
+    $("notify").hidden = false;
+    $("notify").addEventListener("click", async () => {
+      await notifier.enable();
+      $("notify").hidden = true;
+    });
+  }
+  buildKeybar();
+  live.addEventListener("change", render);
+  live.addEventListener("status", liveStatus);
+  window.addEventListener("hashchange", route);
+  health();
+  live.start();
+  route();
+}
+
+main();

@@ -1,0 +1,389 @@
+// The conversation view of a structured session: GET /sessions/<id>/events (SSE: every event of
+// every turn, replayed from the start on load and from Last-Event-ID after a drop) rendered as a
+// chat; prompts go to POST …/prompt, answers to POST …/permissions/<requestId>, Interrupt to
+// POST …/interrupt. Permission cards are answered once and follow permission_resolved, whoever
+// answered.
+import { api, post_stream, eventSource, sessionPath } from "./api.js";
+
+// Event names of the stream (API.md: Structured mode); an EventSource hears only named ones.
+const EVENTS = ["system", "assistant", "user", "stream_event", "result", "permission",
+  "permission_resolved", "raw", "exit", "error", "control_response", "control_request"];
+const TEXT_MAX = 200000; // characters of one tool result shown; the rest is cut
+const RETRY_MIN_MS = 1000;
+const RETRY_MAX_MS = 15000;
+
+export class ConversationView {
+  /** host: the view's element (holds .conv, .prompt-form); id: the session; onStatus(text, ok). */
+  constructor(host, id, onStatus) {
+    this.host = host;
+    this.id = id;
+    this.onStatus = onStatus;
+    this.list = host.querySelector(".conv");
+    this.form = host.querySelector(".prompt-form");
+    this.textarea = this.form.querySelector("textarea");
+    this.sendButton = this.form.querySelector(".send");
+    this.interruptButton = this.form.querySelector(".interrupt");
+    this.streamState = host.querySelector(".conv-state");
+    this.list.replaceChildren();
+    this.tools = new Map(); // tool_use_id -> <details>
+    this.cards = new Map(); // requestId -> card element
+    this.streaming = null; // the assistant bubble partial messages grow
+    this.running = false; // a turn runs, from the events: its first event until its result
+    this.activityBusy = false; // the session's activity says working or waiting
+    this.sending = false;
+    this.closed = false;
+    this.onSubmit = (ev) => {
+      ev.preventDefault();
+      this.sendPrompt();
+    };
+    this.onKey = (ev) => {
+      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
+        ev.preventDefault();
+        this.sendPrompt();
+      }
+    };
+    this.onInterrupt = () => this.interrupt();
+    this.form.addEventListener("submit", this.onSubmit);
+    this.textarea.addEventListener("keydown", this.onKey);
+    this.interruptButton.addEventListener("click", this.onInterrupt);
+    this.lastId = "";
+    this.retry = RETRY_MIN_MS;
+    this.timer = 0;
+    this.open();
+    this.update();
+  }
+
+  /**
+   * Follows the session's events. EventSource itself reconnects after a drop with Last-Event-ID;
+   * after an answer that is not a stream (a bridge being restarted answers 502) it gives up, and
+   * we open a new one from ?after=<the last id seen>.
+   */
+  open() {
+    const q = this.lastId ? "?after=" + encodeURIComponent(this.lastId) : "";
+    const src = eventSource(sessionPath(this.id, "/events" + q));
+    this.source = src;
+    src.addEventListener("open", () => {
+      this.retry = RETRY_MIN_MS;
+      this.state("live");
+    });
+    src.addEventListener("error", () => {
+      if (this.closed || this.source !== src) return;
+      if (src.readyState !== EventSource.CLOSED) {
+        this.state("reconnecting…");
+        return;
+      }
+      this.state("not available — retrying in " + Math.round(this.retry / 1000) + " s");
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.open(), this.retry);
+      this.retry = Math.min(this.retry * 2, RETRY_MAX_MS);
+    });
+    for (const name of EVENTS) {
+      src.addEventListener(name, (ev) => this.event(name, ev.data, ev.lastEventId));
+    }
+    src.addEventListener("message", (ev) => this.event("message", ev.data, ev.lastEventId));
+  }
+
+  state(text) {
+    this.streamState.textContent = "events: " + text;
+  }
+
+  dispose() {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.source.close();
+    this.form.removeEventListener("submit", this.onSubmit);
+    this.textarea.removeEventListener("keydown", this.onKey);
+    this.interruptButton.removeEventListener("click", this.onInterrupt);
+  }
+
+  /**
+   * The session's activity from the live list: working or waiting means a turn runs (a turn
+   * another client started shows here before its first event). The end of a turn is taken from
+   * the events (its result), which this view reads in order.
+   */
+  setActivity(activity) {
+    this.activityBusy = activity === "working" || activity === "waiting";
+    this.update();
+  }
+
+  turnStarts() {
+    if (this.running) return;
+    this.running = true;
+    this.update();
+  }
+
+  update() {
+    const turn = this.running || this.activityBusy;
+    const busy = turn || this.sending;
+    this.sendButton.disabled = busy;
+    this.textarea.disabled = busy;
+    this.interruptButton.disabled = !turn;
+    this.form.dataset.busy = busy ? "1" : "0";
+  }
+
+  async sendPrompt() {
+    const text = this.textarea.value.trim();
+    if (!text || this.running || this.activityBusy || this.sending) return;
+    this.sending = true;
+    this.update();
+    // Shown first: the turn's events may come in before the POST's answer does.
+    const mine = this.bubble("user", text);
+    try {
+      await post_stream(sessionPath(this.id, "/prompt"), { prompt: text });
+      this.textarea.value = "";
+      this.turnStarts();
+    } catch (e) {
+      mine.remove();
+      this.onStatus("prompt: " + e.message, false);
+    } finally {
+      this.sending = false;
+      this.update();
+    }
+  }
+
+  async interrupt() {
+    try {
+      await api("POST", sessionPath(this.id, "/interrupt"));
+      this.onStatus("interrupt sent", true);
+    } catch (e) {
+      this.onStatus("interrupt: " + e.message, false);
+    }
+  }
+
+  // ---- rendering ---------------------------------------------------------------------------
+
+  item(cls) {
+    const li = document.createElement("li");
+    li.className = "msg " + cls;
+    const nearEnd = this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < 80;
+    this.list.appendChild(li);
+    if (nearEnd) queueMicrotask(() => (this.list.scrollTop = this.list.scrollHeight));
+    return li;
+  }
+
+  bubble(who, text) {
+    const li = this.item(who);
+    li.textContent = text;
+    return li;
+  }
+
+  event(name, raw, id) {
+    let d;
+    try {
+      d = JSON.parse(raw);
+    } catch {
+      d = null;
+    }
+    if (!d) return;
+    switch (name) {
+      case "system":
+        // claude says init at the start of every turn: noted once, and again when the model changes.
+        if (d.subtype === "init") {
+          this.turnStarts();
+          if (d.model !== this.model) this.item("note").textContent = "claude (" + (d.model || "?") + ")";
+          this.model = d.model;
+        }
+        break;
+      case "assistant":
+        this.assistant(d);
+        break;
+      case "user":
+        this.user(d);
+        break;
+      case "stream_event":
+        this.partial(d);
+        break;
+      case "result":
+        this.result(d);
+        break;
+      case "permission":
+        this.permission(d);
+        break;
+      case "permission_resolved":
+        this.resolved(d);
+        break;
+      case "exit":
+        this.item("note").textContent = "agent host exited" + (d.status !== undefined ? " (status " + d.status + ")" : "");
+        this.running = false;
+        this.update();
+        break;
+      case "error":
+        this.item("error").textContent = (d.error || "error") + (d.code ? " (" + d.code + ")" : "");
+        break;
+      default:
+        break;
+    }
+    if (id) {
+      this.lastId = id;
+      this.host.dataset.lastEventId = id;
+    }
+  }
+
+  assistant(d) {
+    const content = d.message && Array.isArray(d.message.content) ? d.message.content : [];
+    if (this.streaming) {
+      this.streaming.remove();
+      this.streaming = null;
+    }
+    this.turnStarts();
+    for (const c of content) {
+      if (c.type === "text" && c.text) this.bubble("assistant", c.text);
+      else if (c.type === "tool_use") this.toolUse(c);
+    }
+  }
+
+  toolUse(c) {
+    const li = this.item("tool");
+    const det = document.createElement("details");
+    const sum = document.createElement("summary");
+    const name = el("span", "tool-name", c.name || "tool");
+    sum.append(name, " " + summarize(c.input));
+    const input = document.createElement("pre");
+    input.textContent = JSON.stringify(c.input, null, 2);
+    det.append(sum, input);
+    li.appendChild(det);
+    if (c.id) this.tools.set(c.id, det);
+  }
+
+  user(d) {
+    const m = d.message || {};
+    if (typeof m.content === "string") {
+      if (!d.isReplay) this.bubble("user", m.content);
+      return;
+    }
+    for (const c of Array.isArray(m.content) ? m.content : []) {
+      if (c.type === "tool_result") this.toolResult(c);
+      else if (c.type === "text" && c.text) this.item("note").textContent = c.text;
+    }
+  }
+
+  toolResult(c) {
+    let text = typeof c.content === "string" ? c.content
+      : Array.isArray(c.content) ? c.content.map((x) => x.text || "").join("\n") : JSON.stringify(c.content);
+    if (text.length > TEXT_MAX) text = text.slice(0, TEXT_MAX) + "\n… (cut)";
+    const det = this.tools.get(c.tool_use_id);
+    const pre = document.createElement("pre");
+    pre.className = "tool-result" + (c.is_error ? " bad" : "");
+    pre.textContent = text || "(no output)";
+    if (det) {
+      det.appendChild(pre);
+      det.querySelector("summary").dataset.result = c.is_error ? "error" : "done";
+      det.parentElement.classList.add(c.is_error ? "failed" : "done");
+    } else {
+      this.item("tool").appendChild(pre);
+    }
+  }
+
+  partial(d) {
+    const e = d.event || {};
+    if (e.type === "content_block_delta" && e.delta && e.delta.type === "text_delta") {
+      this.turnStarts();
+      if (!this.streaming) this.streaming = this.item("assistant streaming");
+      this.streaming.textContent += e.delta.text || "";
+    }
+  }
+
+  result(d) {
+    if (this.streaming) {
+      this.streaming.remove();
+      this.streaming = null;
+    }
+    const li = this.item("result" + (d.is_error ? " bad" : ""));
+    const parts = [d.is_error ? "turn failed (" + (d.subtype || "error") + ")" : "turn done"];
+    if (typeof d.num_turns === "number") parts.push(d.num_turns + " turn" + (d.num_turns === 1 ? "" : "s"));
+    if (typeof d.total_cost_usd === "number") parts.push("$" + d.total_cost_usd.toFixed(4));
+    if (typeof d.duration_ms === "number") parts.push((d.duration_ms / 1000).toFixed(1) + " s");
+    li.textContent = parts.join(" · ");
+    this.running = false;
+    this.update();
+  }
+
+  permission(d) {
+    if (!d.requestId || this.cards.has(d.requestId)) return; // replayed again after a reconnect
+    this.turnStarts();
+    const li = this.item("permission");
+    li.dataset.requestId = d.requestId;
+    const h = document.createElement("div");
+    h.className = "perm-title";
+    h.textContent = "Allow " + (d.toolName || "this tool") + "?";
+    const desc = document.createElement("pre");
+    desc.textContent = d.description || JSON.stringify(d.input || {}, null, 2);
+    const actions = document.createElement("div");
+    actions.className = "perm-actions";
+    const allow = button("Allow", "allow primary");
+    const allowSession = button("Allow for this session", "allow-session");
+    const reason = document.createElement("input");
+    reason.type = "text";
+    reason.placeholder = "reason (optional)";
+    reason.maxLength = 1000;
+    reason.setAttribute("aria-label", "reason for denying");
+    const deny = button("Deny", "deny danger");
+    const suggestions = Array.isArray(d.suggestions) ? d.suggestions.slice(0, 16) : [];
+    if (!suggestions.length) allowSession.hidden = true;
+    const outcome = document.createElement("div");
+    outcome.className = "perm-outcome";
+    outcome.setAttribute("role", "status");
+    actions.append(allow, allowSession, reason, deny);
+    li.append(h, desc, actions, outcome);
+    const answer = async (body) => {
+      for (const b of [allow, allowSession, deny]) b.disabled = true;
+      try {
+        await api("POST", sessionPath(this.id, "/permissions/" + encodeURIComponent(d.requestId)), body);
+        this.settle(d.requestId, body.behavior, "you");
+      } catch (e) {
+        if (e.code === "already_answered") this.settle(d.requestId, null, null, e.message);
+        else {
+          outcome.textContent = e.message;
+          for (const b of [allow, allowSession, deny]) b.disabled = false;
+        }
+      }
+    };
+    allow.addEventListener("click", () => answer({ behavior: "allow" }));
+    allowSession.addEventListener("click", () => answer({ behavior: "allow", updatedPermissions: suggestions }));
+    deny.addEventListener("click", () => {
+      const body = { behavior: "deny", message: reason.value.trim() || "denied in the web UI" };
+      answer(body);
+    });
+    this.cards.set(d.requestId, li);
+  }
+
+  resolved(d) {
+    this.settle(d.requestId, d.behavior, d.by, d.message);
+  }
+
+  /** A card answered (here, elsewhere, by a timeout or withdrawn): no more buttons. */
+  settle(requestId, behavior, by, message) {
+    const li = this.cards.get(requestId);
+    if (!li) return;
+    if (li.dataset.resolved && !behavior) return;
+    li.dataset.resolved = behavior || li.dataset.resolved || "answered";
+    li.classList.add("resolved");
+    for (const b of li.querySelectorAll("button, input")) b.disabled = true;
+    const out = li.querySelector(".perm-outcome");
+    let text = behavior ? behavior + (by ? " (by " + by + ")" : "") : "answered elsewhere";
+    if (message) text += ": " + message;
+    out.textContent = text;
+  }
+}
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  e.className = cls;
+  e.textContent = text;
+  return e;
+}
+
+function button(text, cls) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = text;
+  b.className = cls;
+  return b;
+}
+
+function summarize(input) {
+  if (!input || typeof input !== "object") return "";
+  const v = input.command || input.file_path || input.path || input.url || input.pattern || input.description || "";
+  const s = String(v);
+  return s.length > 80 ? s.slice(0, 80) + "…" : s;
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The web UI in a real browser (Debian's chromium, headless, driven by puppeteer-core from
+# tests/node_modules: web/ui.js), on a laptop and on a phone: create a session, its terminal
+# (input, resize, reconnect after a bridge kill, a second tab), the mode switch, a structured
+# conversation (streamed answer; a permission card allowed here and seen resolved in a second
+# browser context, also after its reload; Allow for this session with claude's suggestions;
+# Interrupt), the waiting badge, tab title and notification, delete with the kept worktree then
+# removed by force; at 390x844 (xterm's DOM renderer) the key bar (Enter, Ctrl-C) and a
+# permission card denied with a reason. Every request of the page must stay on its origin. Screenshots of each step go
+# to $AGENTD_TEST_BUILD_DIR/web-ui (the failed ones are named FAILED-…).
+source "$(dirname "$0")/lib.sh"
+
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+SHOTS=$BUILD_DIR/web-ui
+if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; then
+	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
+		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
+	exit 1
+fi
+if [ ! -f "$REPO/nginx/html/assets/vendor/xterm.esm.js" ]; then
+	fail "the web UI's xterm.js is installed (web/install)" "nginx/html/assets/vendor/xterm.esm.js is missing"
+	exit 1
+fi
+
+make_remote acme widgets
+start_stack AGENTD_PERMISSION_TIMEOUT=300 || exit 1
+
+rm -rf "$SHOTS"
+mkdir -p "$SHOTS"
+log "browser scenario (screenshots in $SHOTS)"
+BASE_URL=$BASE_URL SHOTS=$SHOTS TMUX_SOCK=$TMUX_SOCK CODE_DIR=$T/code UP_PID=$UP_PID \
+	BRIDGE_EXE=$BUILD_DIR/ptybridge/agentd-bridge CHROMIUM=$CHROMIUM \
+	timeout -k 5 420 node "$REPO/tests/integration/web/ui.js" >"$T/logs/ui.out" 2>"$T/logs/ui.err"
+rc=$?
+# Each line of the browser's run is one of our checks.
+while IFS= read -r line; do
+	case $line in
+	"ok - "*) pass "${line#ok - }" ;;
+	"not ok - "*)
+		name=${line#not ok - }
+		fail "${name%%$'\t'*}" "${name#*$'\t'}"
+		;;
+	"# "*) echo "$line" ;;
+	esac
+done <"$T/logs/ui.out"
+if [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/logs/ui.out"; then
+	fail "the browser run ends cleanly" "node exited $rc: $(tail -n 20 "$T/logs/ui.err")"
+fi

@@ -1,0 +1,481 @@
+// The web UI in a real browser: Debian's chromium, headless, driven by puppeteer-core against the
+// stack test_web_ui.sh started. Prints one "ok - …" / "not ok - …" line per check (the
+// script counts them) and saves a screenshot of every step under $SHOTS.
+//
+// Output: "ok - NAME" or "not ok - NAME<TAB>WHY", "# …" for notes.
+// Environment: BASE_URL, SHOTS (dir), TMUX_SOCK, CODE_DIR (worktrees), UP_PID (deploy/up),
+// BRIDGE_EXE (the agentd-bridge binary), CHROMIUM (default /usr/bin/chromium).
+"use strict";
+const fs = require("fs");
+const path = require("path");
+const { execFileSync } = require("child_process");
+const puppeteer = require("puppeteer-core");
+
+const BASE = process.env.BASE_URL;
+const ORIGIN = new URL(BASE).origin;
+const SHOTS = process.env.SHOTS;
+const WAIT_MS = 30000;
+
+let failures = 0;
+function ok(name) {
+  console.log("ok - " + name);
+}
+function notOk(name, why) {
+  failures++;
+  // A tab between the check's name and why it failed (names may hold ": ").
+  console.log("not ok - " + name.replace(/\s+/g, " ") + "\t" + String(why).replace(/\s+/g, " ").slice(0, 600));
+}
+
+let shotNo = 0;
+async function shot(page, name) {
+  const file = path.join(SHOTS, String(++shotNo).padStart(2, "0") + "-" + name + ".png");
+  try {
+    await page.screenshot({ path: file });
+    console.log("# screenshot " + file);
+  } catch (e) {
+    console.log("# screenshot " + name + " failed: " + e.message);
+  }
+  return file;
+}
+
+/** check NAME: runs fn; a throw or a false answer fails it, with a screenshot of page. */
+async function check(name, page, fn) {
+  try {
+    const r = await fn();
+    if (r === false) throw new Error("condition false");
+    ok(name);
+    return true;
+  } catch (e) {
+    notOk(name, e.message);
+    if (page) await shot(page, "FAILED-" + name.replace(/[^A-Za-z0-9]+/g, "_").slice(0, 60));
+    return false;
+  }
+}
+
+async function until(fn, what, ms = WAIT_MS) {
+  const end = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e.message;
+    }
+    if (Date.now() > end) throw new Error("timed out waiting for " + what + " (last: " + JSON.stringify(last) + ")");
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+function tmux(...args) {
+  return execFileSync("tmux", ["-S", process.env.TMUX_SOCK, ...args], { encoding: "utf8" });
+}
+const paneText = (t) => tmux("capture-pane", "-p", "-t", "=" + t + ":");
+const paneSize = (t) => tmux("display", "-p", "-t", "=" + t + ":", "#{pane_width}x#{pane_height}").trim();
+
+async function getSession(id) {
+  const r = await fetch(BASE + "/sessions/" + id);
+  return { status: r.status, body: await r.json().catch(() => null) };
+}
+
+/** pid of the agentd-bridge under deploy/up (by the binary, among deploy/up's descendants). */
+function bridgePid() {
+  const exe = fs.realpathSync(process.env.BRIDGE_EXE);
+  const kids = new Map();
+  for (const p of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = fs.readFileSync("/proc/" + p + "/stat", "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (!kids.has(ppid)) kids.set(ppid, []);
+      kids.get(ppid).push(Number(p));
+    } catch {
+      /* gone */
+    }
+  }
+  const todo = [Number(process.env.UP_PID)];
+  while (todo.length) {
+    for (const k of kids.get(todo.pop()) || []) {
+      try {
+        if (fs.readlinkSync("/proc/" + k + "/exe") === exe) return k;
+      } catch {
+        /* not ours to read */
+      }
+      todo.push(k);
+    }
+  }
+  return 0;
+}
+
+// ---- page helpers --------------------------------------------------------------------------
+
+const requests = []; // every URL any page asked for
+const answers = []; // bodies of the permission answers the pages sent
+async function watch(page, label) {
+  page.on("request", (r) => {
+    requests.push(r.url());
+    if (r.method() === "POST" && /\/permissions\//.test(r.url())) answers.push(r.postData() || "");
+  });
+  page.on("pageerror", (e) => notOk(label + ": no uncaught exception in the page", e.message));
+  page.on("dialog", (d) => d.accept());
+  const cdp = await page.createCDPSession();
+  await cdp.send("Network.enable");
+  cdp.on("Network.webSocketCreated", (e) => requests.push(e.url));
+  await page.evaluateOnNewDocument(() => {
+    // Notifications the page shows (the permission is granted to the desktop's context).
+    window.__notes = [];
+    if (window.Notification) {
+      const Base = window.Notification;
+      window.Notification = class extends Base {
+        constructor(title, opts) {
+          super(title, opts);
+          window.__notes.push(title);
+        }
+      };
+    }
+    window.__csp = [];
+    document.addEventListener("securitypolicyviolation", (e) =>
+      window.__csp.push(e.effectiveDirective + " " + e.blockedURI));
+  });
+}
+
+const screen = (page) => page.evaluate(() => {
+  const t = document.querySelector("#term-view .term").xterm;
+  if (!t) return "";
+  const b = t.buffer.active;
+  const out = [];
+  for (let i = 0; i < b.length; i++) {
+    const l = b.getLine(i);
+    if (l) out.push(l.translateToString(true));
+  }
+  return out.join("\n");
+});
+const termSize = (page) => page.evaluate(() => {
+  const t = document.querySelector("#term-view .term").xterm;
+  return t ? t.cols + "x" + t.rows : "";
+});
+const connected = (page) => page.$eval("#term-view .term", (e) => e.dataset.connected === "1");
+const text = (page, sel) => page.$eval(sel, (e) => e.textContent).catch(() => "");
+const visible = (page, sel) => page.$eval(sel, (e) => !!(e.offsetWidth || e.offsetHeight) &&
+  getComputedStyle(e).visibility !== "hidden").catch(() => false);
+const count = (page, sel) => page.$$eval(sel, (l) => l.length);
+
+async function typeTerm(page, s) {
+  await page.focus("#term-view .xterm-helper-textarea");
+  await page.keyboard.type(s);
+  await page.keyboard.press("Enter");
+}
+
+async function createFromForm(page, owner, name, issue, mode) {
+  await page.$eval("#new-session", (d) => (d.open = true));
+  const f = "#create ";
+  for (const [field, v] of [["owner", owner], ["name", name], ["issue", String(issue)]]) {
+    await page.$eval(f + `input[name=${field}]`, (e) => (e.value = ""));
+    await page.type(f + `input[name=${field}]`, v);
+  }
+  await page.select(f + "select[name=mode]", mode);
+  await page.click(f + "button[type=submit]");
+}
+
+// ---- the scenario --------------------------------------------------------------------------
+
+async function desktop(browser) {
+  await browser.defaultBrowserContext().overridePermissions(ORIGIN, ["notifications"]);
+  const page = await browser.newPage();
+  await watch(page, "desktop");
+  await page.setViewport({ width: 1280, height: 800 });
+  const res = await page.goto(BASE + "/", { waitUntil: "networkidle2" });
+  await check("GET / answers 200 with a Content-Security-Policy without unsafe-inline", page, () => {
+    const csp = res.headers()["content-security-policy"] || "";
+    if (res.status() !== 200 || !/script-src 'self'/.test(csp) || /unsafe/.test(csp)) throw new Error(res.status() + " " + csp);
+  });
+  await check("the page shows the live list (connected to /events)", page, () =>
+    until(async () => (await text(page, "#live")) === "live", "the live badge"));
+  await shot(page, "desktop-empty");
+
+  // A session whose repository cannot be cloned fails, with its reason.
+  await createFromForm(page, "acme", "missing", 9, "terminal");
+  await check("a failed session is listed as failed with its reason", page, () =>
+    until(async () => (await count(page, '#sessions li[data-id="missing-9"] .badge.failed')) === 1 &&
+      /\S/.test(await text(page, '#sessions li[data-id="missing-9"] .line2.bad')) &&
+      /not running \(failed: .+\)/.test(await text(page, "#gone-view")), "the failed badge and reason"));
+  await shot(page, "desktop-failed");
+
+  await createFromForm(page, "acme", "widgets", 1, "terminal");
+  await check("create: the new session is listed and selected", page, () =>
+    until(async () => (await page.evaluate(() => location.hash)) === "#/s/widgets-1" &&
+      (await count(page, '#sessions li[data-id="widgets-1"]')) === 1, "widgets-1 in the list"));
+  await check("terminal: the fake claude's screen is shown", page, () =>
+    until(async () => /fake claude ready/.test(await screen(page)), "fake claude ready"));
+  const renderer = await page.$eval("#term-view .term", (e) => e.dataset.renderer);
+  console.log("# xterm renderer: " + renderer);
+  await check("the filter by repository shows only that repository's sessions", page, async () => {
+    await until(async () => (await count(page, "#repo-filter option")) === 3, "two repositories in the filter");
+    await page.select("#repo-filter", "acme/widgets");
+    await until(async () => (await count(page, "#sessions li.session")) === 1 &&
+      (await count(page, '#sessions li[data-id="widgets-1"]')) === 1, "only widgets-1");
+    await page.select("#repo-filter", "");
+    await until(async () => (await count(page, "#sessions li.session")) === 2, "both again");
+  });
+  await check("the failed session is deleted (API)", page, async () => {
+    const r = await fetch(BASE + "/sessions/missing-9", { method: "DELETE" });
+    if (r.status !== 200) throw new Error("DELETE answered " + r.status);
+    await until(async () => (await count(page, '#sessions li[data-id="missing-9"]')) === 0, "missing-9 gone from the list");
+  });
+
+  await typeTerm(page, "hello from the web");
+  await check("typed input reaches the pane", page, () =>
+    until(() => /fake claude got: hello from the web/.test(paneText("widgets-1")), "the pane's echo"));
+  await check("the pane's answer is shown in the page", page, () =>
+    until(async () => /fake claude got: hello from the web/.test(await screen(page)), "the echo on screen"));
+  await shot(page, "desktop-terminal");
+
+  const before = await termSize(page);
+  await page.setViewport({ width: 900, height: 560 });
+  await check("resize: the terminal follows the window and the pane gets its size", page, async () => {
+    const after = await until(async () => {
+      const s = await termSize(page);
+      return s && s !== before ? s : "";
+    }, "a new xterm size");
+    await until(() => paneSize("widgets-1") === after, "tmux pane " + after);
+  });
+
+  const old = bridgePid();
+  await check("the bridge runs under deploy/up", page, () => old > 0);
+  if (old) process.kill(old, "SIGKILL");
+  await check("bridge killed: the page says it is reconnecting", page, () =>
+    until(async () => /reconnecting/.test(await text(page, "#term-view .term-status")), "the reconnect notice"));
+  await shot(page, "desktop-reconnecting");
+  await check("the page reconnects by itself after the bridge restarts", page, () =>
+    until(async () => (await connected(page)) && (await visible(page, "#term-view .term-status")) === false,
+      "connected again", 60000));
+  await typeTerm(page, "after the restart");
+  await check("input after the reconnect reaches the pane", page, () =>
+    until(() => /fake claude got: after the restart/.test(paneText("widgets-1")), "the pane's echo"));
+
+  // A second tab on the same session.
+  const tab2 = await browser.newPage();
+  await watch(tab2, "tab 2");
+  await tab2.setViewport({ width: 900, height: 560 });
+  await tab2.goto(BASE + "/#/s/widgets-1", { waitUntil: "networkidle2" });
+  await check("a second tab attaches to the same session", tab2, () =>
+    until(async () => (await connected(tab2)) && /after the restart/.test(await screen(tab2)), "tab 2's screen"));
+  await typeTerm(tab2, "from tab two");
+  await check("what tab 2 types shows in tab 1", page, () =>
+    until(async () => /fake claude got: from tab two/.test(await screen(page)), "the echo in tab 1"));
+  await check("the list counts two clients", page, () =>
+    until(async () => /2 clients/.test(await text(page, '#sessions li[data-id="widgets-1"]')), "2 clients"));
+  await tab2.close();
+
+  // Structured mode.
+  await check("mode switch: the button restarts claude in structured mode", page, async () => {
+    await page.click("#d-mode");
+    await until(async () => (await visible(page, "#conv-view")) && (await text(page, "#conv-view .conv-state")) === "events: live",
+      "the conversation view", 60000);
+  });
+  await check("the prompt box is enabled (no turn runs after the switch)", page, () =>
+    until(() => page.$eval("#prompt-text", (e) => !e.disabled), "an enabled prompt box"));
+  await page.type("#prompt-text", "hello there");
+  await page.click("#conv-view .send");
+  await check("a prompt's answer streams into the conversation", page, () =>
+    until(async () => /hello there/.test(await text(page, "#conv-view .msg.user")) &&
+      /Hello!/.test(await text(page, "#conv-view .msg.assistant")) &&
+      (await count(page, "#conv-view .msg.result")) === 1, "the prompt, Hello! and the result"));
+  await check("the prompt box is enabled again after the turn", page, () =>
+    until(() => page.$eval("#prompt-text", (e) => !e.disabled), "an enabled prompt box"));
+  await page.type("#prompt-text", "RUNBASH touch web-ran");
+  await page.click("#conv-view .send");
+  await check("a permission request shows as a card", page, () =>
+    until(async () => (await count(page, "#conv-view .msg.permission:not(.resolved)")) === 1, "the card"));
+  await check("the prompt box is disabled while the turn runs, Interrupt enabled", page, async () =>
+    page.$eval("#conv-view", (v) => v.querySelector("#prompt-text").disabled && !v.querySelector(".interrupt").disabled));
+  await check("the API says the session waits (activity, pending)", page, () =>
+    until(async () => {
+      const b = (await getSession("widgets-1")).body;
+      return b.activity === "waiting" && b.pending.length === 1 && b.pending[0].toolName === "Bash";
+    }, "activity waiting"));
+  await check("the list shows the session waiting, with the tool", page, () =>
+    until(async () => /waiting[\s\S]*Bash: /.test(await text(page, '#sessions li[data-id="widgets-1"]')), "waiting badge"));
+  await check("the tab title counts the waiting session", page, () =>
+    until(async () => /^\(1\) waiting/.test(await page.title()), "(1) waiting"));
+  await check("a notification says the session waits", page, () =>
+    until(() => page.evaluate(() => window.__notes.includes("widgets-1 is waiting")), "the notification"));
+  await shot(page, "desktop-permission");
+
+  const ctx2 = await browser.createBrowserContext();
+  const other = await ctx2.newPage();
+  await watch(other, "second context");
+  await other.setViewport({ width: 1000, height: 700 });
+  await other.goto(BASE + "/#/s/widgets-1", { waitUntil: "networkidle2" });
+  await check("a second browser context sees the pending card", other, () =>
+    until(async () => (await count(other, "#conv-view .msg.permission:not(.resolved)")) === 1, "the card"));
+
+  await page.click("#conv-view .msg.permission .allow");
+  await check("Allow: the tool's result and the final result appear", page, () =>
+    until(async () => (await count(page, "#conv-view .msg.tool.done")) >= 1 &&
+      (await count(page, "#conv-view .msg.result")) === 2, "tool result + result"));
+  await check("the allowed command ran in the worktree", page, () =>
+    until(() => fs.existsSync(path.join(process.env.CODE_DIR, "widgets-issue-1", "web-ran")), "web-ran"));
+  await check("the second context sees the card resolved", other, () =>
+    until(async () => (await count(other, "#conv-view .msg.permission.resolved")) === 1 &&
+      /allow/.test(await text(other, "#conv-view .perm-outcome")), "resolved card"));
+  await check("the tab title is back to normal", page, () =>
+    until(async () => (await page.title()) === "agent-daemon", "the plain title"));
+  await shot(other, "desktop-second-context");
+  await other.reload({ waitUntil: "networkidle2" });
+  await check("a reload replays the conversation (answers, tool result, results, the card resolved)", other, () =>
+    until(async () => (await count(other, "#conv-view .msg.result")) === 2 &&
+      (await count(other, "#conv-view .msg.tool.done")) === 1 &&
+      (await count(other, "#conv-view .msg.permission.resolved")) === 1 &&
+      (await count(other, "#conv-view .msg.permission:not(.resolved)")) === 0, "the replayed conversation"));
+  await ctx2.close();
+
+  // Allow for this session: claude's suggestions go back as updatedPermissions.
+  await page.type("#prompt-text", "RUNBASH touch second-ran");
+  await page.click("#conv-view .send");
+  await check("a second request shows a second card", page, () =>
+    until(async () => (await count(page, "#conv-view .msg.permission:not(.resolved)")) === 1, "the card"));
+  await page.click("#conv-view .msg.permission:not(.resolved) .allow-session");
+  await check("Allow for this session sends the event's suggestions as updatedPermissions", page, async () => {
+    await until(async () => (await count(page, "#conv-view .msg.result")) === 3 &&
+      fs.existsSync(path.join(process.env.CODE_DIR, "widgets-issue-1", "second-ran")), "the turn's end and second-ran");
+    const body = JSON.parse(answers[answers.length - 1]);
+    if (body.behavior !== "allow" || !Array.isArray(body.updatedPermissions) ||
+      body.updatedPermissions[0].type !== "addRules") throw new Error(JSON.stringify(body));
+  });
+
+  // Interrupt ends a long turn.
+  await page.type("#prompt-text", "SLOW");
+  await page.click("#conv-view .send");
+  await check("Interrupt is enabled while a turn runs", page, () =>
+    until(() => page.$eval("#conv-view .interrupt", (b) => !b.disabled), "an enabled Interrupt"));
+  const t0 = Date.now();
+  await page.click("#conv-view .interrupt");
+  await check("Interrupt ends the turn with its result (well before the 30 s it would take)", page, async () => {
+    await until(async () => (await count(page, "#conv-view .msg.result")) === 4, "the 4th result", 25000);
+    if (Date.now() - t0 > 25000) throw new Error("took " + (Date.now() - t0) + " ms");
+  });
+
+  await page.click("#d-delete");
+  await check("delete: the session leaves the list and the API", page, () =>
+    until(async () => (await count(page, '#sessions li[data-id="widgets-1"]')) === 0 &&
+      (await getSession("widgets-1")).status === 404, "widgets-1 gone"));
+  // The worktree has files git does not know (web-ran, second-ran): kept, then removed by force.
+  await check("delete: the page says the worktree was kept, and why", page, () =>
+    until(async () => /widgets-1 deleted; worktree kept: .+/.test(await text(page, "#message")), "the message"));
+  await page.click("#message button");
+  await check("delete: removing the kept worktree by force (after a confirmation)", page, () =>
+    until(async () => /widgets-issue-1: worktree removed/.test(await text(page, "#message")) &&
+      !fs.existsSync(path.join(process.env.CODE_DIR, "widgets-issue-1")), "the worktree gone"));
+  await shot(page, "desktop-deleted");
+  await check("no Content-Security-Policy violation other than xterm's own <style>", page, async () => {
+    const v = await page.evaluate(() => window.__csp);
+    const bad = v.filter((x) => !/^style-src-elem inline/.test(x));
+    if (bad.length) throw new Error(bad.join(", "));
+    console.log("# xterm <style> elements refused by the CSP (mirrored into adopted sheets): " + v.length);
+  });
+  await page.close();
+}
+
+async function phone(browser) {
+  const ctx = await browser.createBrowserContext();
+  const page = await ctx.newPage();
+  await watch(page, "phone");
+  // The phone uses xterm's DOM renderer, the fallback where WebGL2 is missing.
+  await page.evaluateOnNewDocument(() => {
+    try {
+      localStorage.setItem("agentd.renderer", "dom");
+    } catch {
+      /* about:blank has no storage */
+    }
+  });
+  await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await page.goto(BASE + "/", { waitUntil: "networkidle2" });
+  await check("phone: the page does not overflow 390 px", page, async () =>
+    page.evaluate(() => document.documentElement.scrollWidth <= 390));
+  await createFromForm(page, "acme", "widgets", 2, "terminal");
+  await check("phone: the terminal fills the screen, the list is hidden", page, () =>
+    until(async () => (await visible(page, "#term-view .term")) && !(await visible(page, "#list-pane")), "the terminal alone"));
+  await check("phone: the key bar is shown", page, () => visible(page, "#term-view .keybar"));
+  await check("phone: the fake claude's screen is shown", page, () =>
+    until(async () => /fake claude ready/.test(await screen(page)), "fake claude ready"));
+  await check("phone: the DOM renderer draws the screen, styled under the CSP (adopted sheets)", page, () =>
+    until(() => page.evaluate(() => {
+      const term = document.querySelector("#term-view .term");
+      const span = term.querySelector(".xterm-rows span");
+      return term.dataset.renderer === "dom" && /fake claude ready/.test(term.querySelector(".xterm-rows").textContent) &&
+        document.adoptedStyleSheets.length > 0 && span && getComputedStyle(span).display === "inline-block";
+    }), "DOM rows with xterm's generated styles"));
+  await check("phone: still no horizontal overflow", page, async () =>
+    page.evaluate(() => document.documentElement.scrollWidth <= 390));
+  await page.focus("#term-view .xterm-helper-textarea");
+  await page.keyboard.type("keybar");
+  await page.tap("#term-view .keybar .k-enter");
+  await check("phone: the key bar's Enter reaches the pane", page, () =>
+    until(() => /fake claude got: keybar/.test(paneText("widgets-2")), "the pane's echo"));
+  await shot(page, "phone-terminal");
+  await page.tap("#term-view .keybar .k-control-c");
+  await check("phone: the key bar's Ctrl-C reaches the pane (the fake claude exits on SIGINT)", page, () =>
+    until(async () => {
+      const s = (await getSession("widgets-2")).body;
+      return s && s.state === "exited" && s.exitStatus === 130;
+    }, "widgets-2 exited 130"));
+  await check("phone: the page says the agent exited", page, () =>
+    until(async () => /not running \(exited/.test(await text(page, "#gone-view")), "the exited notice"));
+
+  await page.tap("#back");
+  await createFromForm(page, "acme", "widgets", 3, "structured");
+  await check("phone: a structured session opens its conversation", page, () =>
+    until(async () => (await visible(page, "#conv-view")) && (await text(page, "#conv-view .conv-state")) === "events: live",
+      "the conversation", 60000));
+  await check("phone: the session's first prompt is answered", page, () =>
+    until(async () => (await count(page, "#conv-view .msg.result")) === 1 &&
+      page.$eval("#prompt-text", (e) => !e.disabled), "the first result"));
+  await page.type("#prompt-text", "RUNBASH touch phone-ran");
+  await page.tap("#conv-view .send");
+  await check("phone: the permission card appears", page, () =>
+    until(async () => (await count(page, "#conv-view .msg.permission:not(.resolved)")) === 1, "the card"));
+  await check("phone: the conversation does not overflow 390 px", page, async () =>
+    page.evaluate(() => document.documentElement.scrollWidth <= 390));
+  await shot(page, "phone-conversation");
+  await page.type("#conv-view .msg.permission input", "not on a phone");
+  await page.tap("#conv-view .msg.permission .deny");
+  await check("phone: Deny with a reason resolves the card", page, () =>
+    until(async () => /deny/.test(await text(page, "#conv-view .perm-outcome")) &&
+      (await count(page, "#conv-view .msg.result")) >= 2, "denied + result"));
+  await check("phone: the denied command did not run", page, () =>
+    !fs.existsSync(path.join(process.env.CODE_DIR, "widgets-issue-3", "phone-ran")));
+  await ctx.close();
+}
+
+async function main() {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    // No sandbox: the tests run as root. No network but ours: any other host fails to resolve.
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
+      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--enable-unsafe-swiftshader"],
+  });
+  try {
+    await desktop(browser);
+    await phone(browser);
+  } catch (e) {
+    notOk("the browser scenario runs to its end", e.stack || e.message);
+  } finally {
+    await browser.close();
+  }
+  const foreign = [...new Set(requests.filter((u) => {
+    try {
+      const o = new URL(u).origin;
+      return !u.startsWith("data:") && o !== ORIGIN && o !== ORIGIN.replace(/^http/, "ws");
+    } catch {
+      return true;
+    }
+  }))];
+  if (requests.length && !foreign.length) ok("every request of the page went to its own origin (" + requests.length + " requests)");
+  else notOk("every request of the page went to its own origin", foreign.join(" ") || "no requests recorded");
+  process.exit(failures ? 1 : 0);
+}
+
+main();
