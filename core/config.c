@@ -24,16 +24,46 @@ struct config_key {
 	size_t offset;
 	size_t size; /* for strings: field size; for ints: maximum value */
 	int min;
+	/* For strings: NULL, or the rule a value must follow (a sentence saying what is wrong, or
+	 * NULL when the value is fine). */
+	const char *(*check)(const char *value);
 };
 
-#define STR_KEY(n, f)                                                                              \
+#define STR_KEY(n, f) STR_KEY_CHECKED(n, f, NULL)
+#define STR_KEY_CHECKED(n, f, c)                                                                   \
 	{                                                                                          \
-		n, CONFIG_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f), 0      \
+		n, CONFIG_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f), 0, c   \
 	}
 #define INT_KEY(n, f, lo, hi)                                                                      \
 	{                                                                                          \
-		n, CONFIG_INT, offsetof(struct config, f), hi, lo                                  \
+		n, CONFIG_INT, offsetof(struct config, f), hi, lo, NULL                            \
 	}
+
+/* A user name useradd accepts and that goes through argv, chown and setpriv unchanged: no
+ * shell or option characters, no leading digit (setpriv would read a number as a uid). */
+static const char *config_check_user(const char *v)
+{
+	if (v[0] == '\0')
+		return "must name a user";
+	if (!((v[0] >= 'a' && v[0] <= 'z') || (v[0] >= 'A' && v[0] <= 'Z') || v[0] == '_'))
+		return "must start with a letter or '_'";
+	for (const char *p = v; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'))
+			return "may hold only letters, digits, '.', '_' and '-'";
+	return NULL;
+}
+
+static const char *config_check_home(const char *v)
+{
+	if (v[0] == '\0')
+		return NULL;
+	if (v[0] != '/')
+		return "must be an absolute path (or empty: the user's home directory)";
+	if (v[strspn(v, "/")] == '\0')
+		return "must not be /";
+	return NULL;
+}
 
 static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_LISTEN", listen),
@@ -51,6 +81,8 @@ static const struct config_key config_keys[] = {
     INT_KEY("AGENTD_PERMISSION_TIMEOUT", permission_timeout, 1, 86400),
     STR_KEY("AGENTD_TMUX", tmux),
     STR_KEY("AGENTD_HOST_BIN", host),
+    STR_KEY_CHECKED("AGENTD_AGENT_USER", agent_user, config_check_user),
+    STR_KEY_CHECKED("AGENTD_AGENT_HOME", agent_home, config_check_home),
 };
 
 void config_defaults(struct config *cfg)
@@ -67,6 +99,7 @@ void config_defaults(struct config *cfg)
 	cfg->max_sessions = 16;
 	cfg->permission_timeout = 600;
 	snprintf(cfg->tmux, sizeof(cfg->tmux), "tmux");
+	snprintf(cfg->agent_user, sizeof(cfg->agent_user), "agentd");
 }
 
 static const struct config_key *config_find(const char *key)
@@ -80,6 +113,7 @@ static const struct config_key *config_find(const char *key)
 int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause)
 {
 	const struct config_key *k = config_find(key);
+	const char *why;
 	char *field, *end;
 	long v;
 
@@ -92,6 +126,8 @@ int config_set(struct config *cfg, const char *key, const char *value, struct ca
 					  k->size - 1);
 		if (strchr(value, '\n') != NULL)
 			return cause_fail(cause, EINVAL, "%s contains a newline", key);
+		if (k->check != NULL && (why = k->check(value)) != NULL)
+			return cause_fail(cause, EINVAL, "%s %s, not '%s'", key, why, value);
 		memcpy(field, value, strlen(value) + 1);
 		return 0;
 	}

@@ -16,6 +16,7 @@
 #define CONFIG_VALUE_MAX    4096
 #define CONFIG_FILE_MAX     (64 * 1024)
 #define CONFIG_DEFAULT_FILE "/etc/agentd/agentd.conf"
+#define CONFIG_USER_MAX     32 /* a user name, as useradd allows it */
 
 struct config {
 	char listen[256];                       /* AGENTD_LISTEN */
@@ -33,6 +34,8 @@ struct config {
 	int permission_timeout;                 /* AGENTD_PERMISSION_TIMEOUT, seconds */
 	char tmux[CONFIG_PATH_MAX];             /* AGENTD_TMUX: the tmux executable */
 	char host[CONFIG_PATH_MAX]; /* AGENTD_HOST_BIN: agentd-host ("" = beside agentd-api) */
+	char agent_user[CONFIG_USER_MAX + 1]; /* AGENTD_AGENT_USER: who claude runs as */
+	char agent_home[CONFIG_PATH_MAX];     /* AGENTD_AGENT_HOME: its HOME ("" = passwd's) */
 };
 
 /*
@@ -44,7 +47,9 @@ int config_load(struct config *cfg, struct cause *cause);
 
 /*
  * Applies one KEY=value setting (used by config_load for file lines and the environment).
- * Unknown AGENTD_* keys are -EINVAL so typos are noticed.
+ * Unknown AGENTD_* keys are -EINVAL so typos are noticed, and so is a value a key's rule refuses:
+ * AGENTD_AGENT_USER is a user name (a letter or '_', then letters, digits, '.', '_', '-'; at most
+ * CONFIG_USER_MAX bytes), AGENTD_AGENT_HOME is empty or an absolute path other than "/".
  */
 int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause);
 

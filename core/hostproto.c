@@ -25,7 +25,14 @@ static const char hostproto_permission_why[] =
 int hostproto_path(const struct config *cfg, const char *id, const char *leaf, char *out,
 		   size_t outlen)
 {
-	int n = snprintf(out, outlen, "%s/sessions/%s/%s", cfg->runtime_dir, id, leaf);
+	int n = snprintf(out, outlen, "%s/" HOSTPROTO_DIR "/%s/%s", cfg->runtime_dir, id, leaf);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+int hostproto_dir(const struct config *cfg, char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/" HOSTPROTO_DIR, cfg->runtime_dir);
 
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }

@@ -2,9 +2,13 @@
  * The protocol between agentd-bridge and agentd-host, and where its files live: the one codec
  * both sides use (the bridge builds requests and reads answers and events; the host reads
  * requests and builds answers and events), so the two cannot disagree on a field or a limit.
- * Each structured session has a directory <runtime_dir>/sessions/<id>/ holding:
+ * Each structured session has a directory <runtime_dir>/agents/<id>/ holding:
  *   host.sock   the host's unix socket
  *   events.log  every event, one line each, as sent to subscribers
+ * agentd-host runs as the agent user (agentuser.h), so these are the agent's files, apart from
+ * the records in <runtime_dir>/sessions/ that it may not write: <runtime_dir>/agents is the
+ * agent user's, group the daemons' (setgid, mode 2750), so the host's socket gets the daemons'
+ * group and nobody else reaches it; agentd-bridge talks only to a socket the agent user owns.
  *
  * On host.sock both sides speak newline-delimited JSON. A connection starts with one request line:
  *   {"type":"subscribe","after":N}
@@ -50,10 +54,17 @@
 #define HOSTPROTO_PERMISSION_UPDATES 16  /* entries of a permission answer's updatedPermissions */
 #define HOSTPROTO_SUBSCRIBE_MAX      64  /* {"type":"subscribe","after":N}\n with its NUL */
 
-/* Writes <runtime_dir>/sessions/<id>/<leaf> (leaf "" gives the directory). Returns 0 or
+#define HOSTPROTO_DIR         "agents" /* in the runtime dir: the hosts' directories */
+#define HOSTPROTO_SOCKET_MODE 0660     /* host.sock: the agent user and the daemons' group */
+
+/* Writes <runtime_dir>/agents/<id>/<leaf> (leaf "" gives the directory). Returns 0 or
  * -ENAMETOOLONG. */
 int hostproto_path(const struct config *cfg, const char *id, const char *leaf, char *out,
 		   size_t outlen);
+
+/* Writes <runtime_dir>/agents (the directory of every host's directory). Returns 0 or
+ * -ENAMETOOLONG. */
+int hostproto_dir(const struct config *cfg, char *out, size_t outlen);
 
 /* ---- requests (bridge → host) ----------------------------------------------------------- */
 

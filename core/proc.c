@@ -29,7 +29,7 @@ int proc_which(const char *prog, char *out, size_t outlen)
 			return -errno;
 		if (!S_ISREG(sb.st_mode))
 			return -EACCES;
-		if (access(prog, X_OK) < 0)
+		if (faccessat(AT_FDCWD, prog, X_OK, AT_EACCESS) < 0)
 			return -errno;
 		snprintf(out, outlen, "%s", prog);
 		return 0;
@@ -47,7 +47,7 @@ int proc_which(const char *prog, char *out, size_t outlen)
 		if (n < 0 || (size_t)n >= outlen) {
 			saw_toolong = 1;
 		} else if (stat(out, &sb) == 0 && S_ISREG(sb.st_mode)) {
-			if (access(out, X_OK) == 0)
+			if (faccessat(AT_FDCWD, out, X_OK, AT_EACCESS) == 0)
 				return 0;
 			saw_eacces = 1;
 		}

@@ -29,8 +29,10 @@ struct proc_opts {
 int proc_run(char *const argv[], const struct proc_opts *opts, char *out, size_t outlen,
 	     int *status);
 
-/* Resolves prog on PATH (or checks it when it contains '/'); writes the path into out.
- * Returns 0, -ENOENT, -EACCES or -ENAMETOOLONG. */
+/* Resolves prog on PATH (or checks it when it contains '/'); writes the path into out. The check
+ * is the calling thread's filesystem identity's (faccessat AT_EACCESS): under the agent's
+ * (agentuser_fs_enter) it tells whether the agent can run prog. Returns 0, -ENOENT, -EACCES or
+ * -ENAMETOOLONG. */
 int proc_which(const char *prog, char *out, size_t outlen);
 
 /*

@@ -236,17 +236,22 @@ static json_object *api_remove_worktree(const struct app *app, const struct sess
 	json_object *o = json_object_new_object();
 	struct worktree_removal rm = {.fate = WORKTREE_KEPT};
 	struct cause cause = {{0}};
+	struct agentuser_fs fs;
 	int lock;
 
 	json_object_object_add(o, "status", json_object_new_string("stopped"));
-	lock = worktree_lock(app->cfg->base_dir, s->owner, s->name);
-	if (lock < 0)
+	/* The worktree and its clone are the agent's files: worked on as the agent user. */
+	if ((lock = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		snprintf(rm.reason, sizeof(rm.reason), "cannot take the agent user's identity: %s",
+			 strerror(-lock));
+	else if ((lock = worktree_lock(app->cfg->base_dir, s->owner, s->name)) < 0)
 		snprintf(rm.reason, sizeof(rm.reason), "cannot lock the repository %s/%s: %s",
 			 s->owner, s->name, strerror(-lock));
 	else if (worktree_delete(app->cfg->base_dir, s->owner, s->name, s->worktree, s->branch,
 				 s->id, force, &rm, &cause) < 0)
 		log_error("cannot remove worktree %s: %s", s->worktree, cause.msg);
 	store_unlock(lock);
+	agentuser_fs_leave(&fs);
 	api_worktree_removal_json(o, &rm);
 	return o;
 }

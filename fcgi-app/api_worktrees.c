@@ -1,6 +1,8 @@
 /*
  * The git resources: GET and DELETE /worktrees, GET and DELETE /branches. Every change holds the
- * repository's lock (worktree_lock), as the creation worker does.
+ * repository's lock (worktree_lock), as the creation worker does. Clones and worktrees are the
+ * agent user's files: every git call runs with its filesystem identity (agentuser_fs_enter), the
+ * session records are read with ours.
  */
 #include "api_worktrees.h"
 
@@ -72,10 +74,15 @@ static void api_worktrees_list(const struct app *app, struct request *req,
 {
 	struct worktree_entry *list;
 	struct session *s = malloc(sizeof(*s));
+	struct agentuser_fs fs;
 	json_object *arr;
 	size_t n;
-	int r = s != NULL ? worktree_list(app->cfg->base_dir, &list, &n) : -ENOMEM;
+	int r = s != NULL ? agentuser_fs_enter(&app->agent, &fs) : -ENOMEM;
 
+	if (r == 0) {
+		r = worktree_list(app->cfg->base_dir, &list, &n);
+		agentuser_fs_leave(&fs);
+	}
 	if (r < 0) {
 		free(s);
 		request_error(req, 500, "git_error", "cannot list worktrees: %s", strerror(-r));
@@ -107,6 +114,7 @@ static void api_worktrees_delete_locked(const struct app *app, struct request *r
 	char id[SESSION_ID_MAX + 1], branch[32];
 	struct worktree_removal rm;
 	struct cause cause = {{0}};
+	struct agentuser_fs fs;
 	struct session *s = malloc(sizeof(*s));
 	json_object *o;
 	int r = s != NULL ? api_session_of(app, e, s) : -ENOMEM;
@@ -126,8 +134,13 @@ static void api_worktrees_delete_locked(const struct app *app, struct request *r
 	free(s);
 	snprintf(id, sizeof(id), "%s-%ld", e->name, e->issue);
 	snprintf(branch, sizeof(branch), "feat/issue-%ld", e->issue);
-	r = worktree_delete(app->cfg->base_dir, e->owner, e->name, e->path, branch, id,
-			    api_force(req), &rm, &cause);
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) == 0) {
+		r = worktree_delete(app->cfg->base_dir, e->owner, e->name, e->path, branch, id,
+				    api_force(req), &rm, &cause);
+		agentuser_fs_leave(&fs);
+	} else {
+		cause_set(&cause, "cannot take the agent user's identity: %s", strerror(-r));
+	}
 	if (r < 0) {
 		log_error("cannot remove worktree %s: %s", e->path, cause.msg);
 		request_error(req, 500, "git_error", "%s", cause.msg);
@@ -156,8 +169,17 @@ static void api_worktrees_delete(const struct app *app, struct request *req,
 				 const char *const args[ROUTER_MAX_ARGS])
 {
 	struct worktree_entry e;
-	int lock, r = worktree_find(app->cfg->base_dir, args[0], &e);
+	struct agentuser_fs fs;
+	int lock = -1, r = agentuser_fs_enter(&app->agent, &fs);
 
+	/* The lock file is the agent's, like the clone it guards; the records are read as we are.
+	 */
+	if (r == 0) {
+		r = worktree_find(app->cfg->base_dir, args[0], &e);
+		if (r == 0 && (lock = worktree_lock(app->cfg->base_dir, e.owner, e.name)) < 0)
+			r = 1;
+		agentuser_fs_leave(&fs);
+	}
 	if (r == -EINVAL) {
 		request_error(req, 400, "invalid_worktree",
 			      "'%.120s' is not a worktree name (<name>-issue-<N>)", args[0]);
@@ -171,7 +193,6 @@ static void api_worktrees_delete(const struct app *app, struct request *req,
 		request_error(req, 500, "git_error", "cannot list worktrees: %s", strerror(-r));
 		return;
 	}
-	lock = worktree_lock(app->cfg->base_dir, e.owner, e.name);
 	if (lock < 0) {
 		request_error(req, 500, "git_error", "cannot lock the repository %s/%s: %s",
 			      e.owner, e.name, strerror(-lock));
@@ -185,9 +206,15 @@ static void api_branches_list(const struct app *app, struct request *req,
 			      const char *const args[ROUTER_MAX_ARGS])
 {
 	struct worktree_branch *list;
+	struct agentuser_fs fs;
 	json_object *arr;
 	size_t n;
-	int r = worktree_list_branches(app->cfg->base_dir, &list, &n);
+	int r = agentuser_fs_enter(&app->agent, &fs);
+
+	if (r == 0) {
+		r = worktree_list_branches(app->cfg->base_dir, &list, &n);
+		agentuser_fs_leave(&fs);
+	}
 
 	if (r < 0) {
 		request_error(req, 500, "git_error", "cannot list branches: %s", strerror(-r));
@@ -217,6 +244,7 @@ static void api_branches_delete(const struct app *app, struct request *req,
 	const char *owner = args[0], *name = args[1], *branch = args[2];
 	char bare[WORKTREE_PATH_MAX];
 	struct cause cause = {{0}};
+	struct agentuser_fs fs;
 	json_object *o;
 	struct stat st;
 	int lock, r;
@@ -226,21 +254,29 @@ static void api_branches_delete(const struct app *app, struct request *req,
 			      owner, name);
 		return;
 	}
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0) {
+		request_error(req, 500, "git_error", "cannot take the agent user's identity: %s",
+			      strerror(-r));
+		return;
+	}
 	/* Nothing is made on disk for a repository that is not managed (worktree_lock would). */
 	if (worktree_bare_path(app->cfg->base_dir, owner, name, bare, sizeof(bare)) < 0 ||
 	    stat(bare, &st) < 0) {
+		agentuser_fs_leave(&fs);
 		request_error(req, 404, "not_found", "no repository %s/%s is managed here", owner,
 			      name);
 		return;
 	}
 	lock = worktree_lock(app->cfg->base_dir, owner, name);
 	if (lock < 0) {
+		agentuser_fs_leave(&fs);
 		request_error(req, 500, "git_error", "cannot lock the repository %s/%s: %s", owner,
 			      name, strerror(-lock));
 		return;
 	}
 	r = worktree_branch_delete(app->cfg->base_dir, owner, name, branch, &cause);
 	store_unlock(lock);
+	agentuser_fs_leave(&fs);
 	switch (r) {
 	case 0:
 		log_info("branch %s of %s/%s deleted", branch, owner, name);

@@ -1,9 +1,15 @@
 #include "app.h"
 
+#include "hostproto.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#define APP_AGENTS_DIR_MODE 02750 /* setgid: the hosts' sockets get our group */
 
 /* Installed, agentd-host sits beside agentd-api; in a build tree it is in ../host/. */
 static void app_find_host(struct app *app)
@@ -46,5 +52,44 @@ int app_init(struct app *app, const struct config *cfg, struct cause *cause)
 				  strerror(errno));
 	app->self_exe[n] = '\0';
 	app_find_host(app);
-	return 0;
+	return agentuser_resolve(cfg, &app->agent, cause);
+}
+
+int app_prepare_agents_dir(const struct app *app, struct cause *cause)
+{
+	const struct agent_user *au = &app->agent;
+	char path[CONFIG_PATH_MAX];
+	struct stat st;
+	int fd, r = 0;
+
+	if (au->switch_user) {
+		if (stat(app->cfg->runtime_dir, &st) < 0)
+			return cause_fail(cause, errno, "cannot stat %s: %s", app->cfg->runtime_dir,
+					  strerror(errno));
+		if (!(st.st_mode & S_IXOTH) &&
+		    chmod(app->cfg->runtime_dir, (st.st_mode & 07777) | S_IXOTH) < 0)
+			return cause_fail(cause, errno, "cannot let %s search %s (chmod o+x): %s",
+					  au->name, app->cfg->runtime_dir, strerror(errno));
+	}
+	if (hostproto_dir(app->cfg, path, sizeof(path)) < 0)
+		return cause_fail(cause, ENAMETOOLONG, "the runtime directory path is too long");
+	if (mkdir(path, 0750) < 0 && errno != EEXIST)
+		return cause_fail(cause, errno, "cannot create %s: %s", path, strerror(errno));
+	/* O_NOFOLLOW: the runtime dir is ours, but never chown what a link points at. */
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return cause_fail(cause, errno, "cannot open %s: %s", path, strerror(errno));
+	/* Only what differs: without CAP_CHOWN (agentd-api.service) even an unchanged owner of
+	 * another user's directory is refused, and the unit's tmpfiles.d made it right. */
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (((au->switch_user && st.st_uid != au->uid) || st.st_gid != getegid()) &&
+		 fchown(fd, au->switch_user ? au->uid : (uid_t)-1, getegid()) < 0)
+		r = -errno;
+	else if ((st.st_mode & 07777) != APP_AGENTS_DIR_MODE && fchmod(fd, APP_AGENTS_DIR_MODE) < 0)
+		r = -errno;
+	if (r < 0)
+		cause_set(cause, "cannot give %s to %s: %s", path, au->name, strerror(-r));
+	close(fd);
+	return r;
 }

@@ -5,6 +5,7 @@
 #ifndef AGENTD_APP_H
 #define AGENTD_APP_H
 
+#include "agentuser.h"
 #include "config.h"
 #include "store.h"
 #include "tmux.h"
@@ -21,10 +22,20 @@ struct app {
 	struct tmux tmux;
 	char self_exe[CONFIG_PATH_MAX]; /* this program, re-run as the creation worker */
 	char host_bin[CONFIG_PATH_MAX]; /* agentd-host: AGENTD_HOST_BIN, or found beside us */
+	struct agent_user agent;        /* who claude runs as; whose the git work is */
 };
 
-/* Fills app from cfg: store dir, tmux paths, own executable path. Returns 0 or -errno with cause.
- */
+/* Fills app from cfg: store dir, tmux paths, own executable path, the agent user
+ * (agentuser_resolve: agentd-api does not start without one it can run agents as). Returns 0 or
+ * -errno with cause. */
 int app_init(struct app *app, const struct config *cfg, struct cause *cause);
+
+/*
+ * Makes <runtime_dir>/agents (hostproto.h) the agent user's, group ours, mode 2750, and lets the
+ * agent user search the runtime dir (o+x, no listing: everything else in it keeps its own mode,
+ * none open to others but the list view). Run by agentd-api --init and at start. Returns 0 or
+ * -errno with cause.
+ */
+int app_prepare_agents_dir(const struct app *app, struct cause *cause);
 
 #endif

@@ -100,23 +100,69 @@ out:
 	return r;
 }
 
-int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
+/*
+ * Checks, as the agent user, that it can run claude (and agentd-host in structured mode): a
+ * program it cannot run (e.g. installed under /root) would only give a dead pane.
+ */
+static int create_check_programs(const struct app *app, enum session_mode mode, struct cause *cause)
+{
+	char path[CONFIG_PATH_MAX];
+	struct agentuser_fs fs;
+	int r;
+
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		return cause_fail(cause, -r, "cannot take the agent user's identity: %s",
+				  strerror(-r));
+	r = proc_which(app->cfg->claude, path, sizeof(path));
+	if (r < 0) {
+		cause_set(cause,
+			  "the agent executable '%s' was not found or %s cannot run it (%s); "
+			  "install the claude CLI where that user can, or set AGENTD_CLAUDE",
+			  app->cfg->claude, app->agent.name, strerror(-r));
+	} else if (mode == SESSION_STRUCTURED &&
+		   (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
+		cause_set(cause,
+			  "agentd-host (%s) was not found or %s cannot run it (%s); build it or "
+			  "set AGENTD_HOST_BIN",
+			  app->host_bin, app->agent.name, strerror(-r));
+	}
+	agentuser_fs_leave(&fs);
+	return r;
+}
+
+/* The agent's environment (claude_env) from ours, with HOME the agent user's home. */
+static int create_agent_env(const struct app *app, struct claude_env *env, struct cause *cause)
 {
 	extern char **environ;
-	char path[CONFIG_PATH_MAX];
+	static const char *const drop[] = {"HOME="};
+	char home[CONFIG_PATH_MAX + 8];
+	char **from;
+	int r;
+
+	if (agentuser_home_word(&app->agent, home, sizeof(home)) < 0)
+		return cause_fail(cause, ENAMETOOLONG, "the agent's home directory is too long");
+	from = proc_env_edit(environ, drop, 1, home);
+	if (from == NULL)
+		return cause_fail(cause, ENOMEM, "out of memory");
+	r = claude_env(app->cfg, from, env);
+	free(from);
+	if (r < 0)
+		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
+			  strerror(-r));
+	return r;
+}
+
+int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
+{
+	char *cmd[CLAUDE_ARGV_MAX + AGENTUSER_PREFIX_WORDS + 1];
 	struct claude_env *env = NULL;
 	struct claude_argv *cargv = NULL;
 	struct tmux_meta *meta = NULL;
 	struct tmux_new req;
 	int r;
 
-	r = proc_which(app->cfg->claude, path, sizeof(path));
-	if (r < 0)
-		return cause_fail(
-		    cause, r,
-		    "the agent executable '%s' was not found (%s); install the claude "
-		    "CLI or set AGENTD_CLAUDE",
-		    app->cfg->claude, strerror(-r));
+	if ((r = create_check_programs(app, s->mode, cause)) < 0)
+		return r;
 	cargv = malloc(sizeof(*cargv));
 	meta = calloc(1, sizeof(*meta));
 	env = malloc(sizeof(*env));
@@ -124,18 +170,14 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto out;
 	}
-	if (s->mode == SESSION_STRUCTURED &&
-	    (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
-		cause_set(cause,
-			  "agentd-host (%s) was not found (%s); build it or set AGENTD_HOST_BIN",
-			  app->host_bin, strerror(-r));
-		goto out;
-	}
 	/* Structured: the bootstrap prompt becomes the first user message (agentd-host --prompt).
 	 */
 	r = s->mode == SESSION_STRUCTURED
 		? claude_structured_argv(app->cfg, s, app->host_bin, false, s->prompt, cargv)
 		: claude_terminal_argv(app->cfg, s, cargv);
+	if (r == 0)
+		r = agentuser_command(&app->agent, cargv->argv, cmd,
+				      sizeof(cmd) / sizeof(cmd[0]) - 1);
 	if (r < 0) {
 		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
 		goto out;
@@ -148,12 +190,9 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	snprintf(meta->agent_session, sizeof(meta->agent_session), "%s", s->agent_session_id);
 	session_format_time(s->created_at, meta->created, sizeof(meta->created));
 	snprintf(meta->prompt, sizeof(meta->prompt), "%s", s->prompt);
-	if ((r = claude_env(app->cfg, environ, env)) < 0) {
-		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
-			  strerror(-r));
+	if ((r = create_agent_env(app, env, cause)) < 0)
 		goto out;
-	}
-	req = (struct tmux_new){s->tmux_name, s->worktree, env->words, cargv->argv, meta};
+	req = (struct tmux_new){s->tmux_name, s->worktree, env->words, cmd, meta};
 	/* new-session starts the server (with our -f config) when none runs, unless it is another
 	 * unit's: then tmux -N refuses, and this check says why in words. */
 	if (app->tmux.no_start && tmux_server_running(&app->tmux) != 1) {
@@ -169,6 +208,19 @@ out:
 	free(meta);
 	free(env);
 	return r;
+}
+
+/* Whether claude has a transcript of s in the agent's HOME (read as the agent: HOME is its). */
+static bool create_has_transcript(const struct app *app, const struct session *s)
+{
+	struct agentuser_fs fs;
+	bool has;
+
+	if (agentuser_fs_enter(&app->agent, &fs) < 0)
+		return false;
+	has = claude_has_transcript(s, app->agent.home, getenv("CLAUDE_CONFIG_DIR"));
+	agentuser_fs_leave(&fs);
+	return has;
 }
 
 /* Waits for pid to exit; past the deadline its process group is killed. */
@@ -189,8 +241,7 @@ static void create_reap_old(pid_t pid)
 int create_respawn(const struct app *app, struct session *s, enum session_mode mode,
 		   struct cause *cause)
 {
-	extern char **environ;
-	char path[CONFIG_PATH_MAX];
+	char *cmd[CLAUDE_ARGV_MAX + AGENTUSER_PREFIX_WORDS + 1];
 	struct claude_argv *argv = malloc(sizeof(*argv));
 	struct claude_env *env = malloc(sizeof(*env));
 	struct session *copy = malloc(sizeof(*copy));
@@ -202,31 +253,24 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 		goto out;
 	}
 	/* Checked before anything is killed: a missing program would only give a dead pane. */
-	if ((r = proc_which(app->cfg->claude, path, sizeof(path))) < 0) {
-		cause_set(cause, "the agent executable %s was not found: %s", app->cfg->claude,
-			  strerror(-r));
+	if ((r = create_check_programs(app, mode, cause)) < 0)
 		goto out;
-	}
-	if (mode == SESSION_STRUCTURED && (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
-		cause_set(cause, "agentd-host (%s) was not found: %s", app->host_bin, strerror(-r));
-		goto out;
-	}
 	*copy = *s;
 	copy->mode = mode;
-	copy->launched = claude_has_transcript(s, getenv("HOME"), getenv("CLAUDE_CONFIG_DIR"));
+	copy->launched = create_has_transcript(app, s);
 	r = mode == SESSION_STRUCTURED
 		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched, NULL, argv)
 		: claude_terminal_argv(app->cfg, copy, argv);
+	if (r == 0)
+		r = agentuser_command(&app->agent, argv->argv, cmd,
+				      sizeof(cmd) / sizeof(cmd[0]) - 1);
 	if (r < 0) {
 		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
 		goto out;
 	}
 	/* Today's values of the agent's variables (the session keeps those of its creation too). */
-	if ((r = claude_env(app->cfg, environ, env)) < 0) {
-		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
-			  strerror(-r));
+	if ((r = create_agent_env(app, env, cause)) < 0)
 		goto out;
-	}
 	/* A live agent is waited for after respawn-pane -k, so two never run for one session; a
 	 * dead pane's process is gone already. Each call checks that the tmux session is this
 	 * session's (-EPERM otherwise). */
@@ -237,7 +281,7 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 			goto out;
 		}
 	}
-	if ((r = tmux_respawn(&app->tmux, s->tmux_name, s->id, env->words, argv->argv, cause)) < 0)
+	if ((r = tmux_respawn(&app->tmux, s->tmux_name, s->id, env->words, cmd, cause)) < 0)
 		goto out;
 	if (old > 0)
 		create_reap_old(old);
@@ -284,30 +328,46 @@ out:
 	free(s);
 }
 
-static int create_run(const struct app *app, const struct session *s, struct cause *cause)
+/* The bare clone, its fetch and the worktree, as the agent user: they are its files. */
+static int create_git(const struct app *app, const struct session *s, const char *url,
+		      struct cause *cause)
 {
 	const struct config *cfg = app->cfg;
-	char url[WORKTREE_URL_MAX];
 	struct cause fetch = {{0}};
+	struct agentuser_fs fs;
 	int lock, r;
 
-	if (session_render_prompt(cfg->repo_url, s->owner, s->name, s->issue, url, sizeof(url)) < 0)
-		return cause_fail(cause, ENAMETOOLONG, "AGENTD_REPO_URL renders too long a URL");
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		return cause_fail(cause, -r, "cannot take the agent user's identity: %s",
+				  strerror(-r));
 	lock = worktree_lock(cfg->base_dir, s->owner, s->name);
-	if (lock < 0)
-		return cause_fail(cause, lock, "cannot lock the repository %s/%s under %s: %s",
-				  s->owner, s->name, cfg->base_dir, strerror(-lock));
+	if (lock < 0) {
+		r = cause_fail(cause, lock, "cannot lock the repository %s/%s under %s: %s",
+			       s->owner, s->name, cfg->base_dir, strerror(-lock));
+		goto out;
+	}
 	r = worktree_ensure_repo(cfg->base_dir, s->owner, s->name, url, &fetch);
 	if (r == 1)
 		log_warn("%s: continuing with the last fetched state: %s", s->id, fetch.msg);
-	if (r < 0) {
-		*cause = fetch;
-		goto out;
-	}
-	r = worktree_add(cfg->base_dir, s->owner, s->name, s->worktree, s->branch, cause);
-out:
-	store_unlock(lock);
 	if (r < 0)
+		*cause = fetch;
+	else
+		r = worktree_add(cfg->base_dir, s->owner, s->name, s->worktree, s->branch, cause);
+	store_unlock(lock);
+out:
+	agentuser_fs_leave(&fs);
+	return r;
+}
+
+static int create_run(const struct app *app, const struct session *s, struct cause *cause)
+{
+	char url[WORKTREE_URL_MAX];
+	int r;
+
+	if (session_render_prompt(app->cfg->repo_url, s->owner, s->name, s->issue, url,
+				  sizeof(url)) < 0)
+		return cause_fail(cause, ENAMETOOLONG, "AGENTD_REPO_URL renders too long a URL");
+	if ((r = create_git(app, s, url, cause)) < 0)
 		return r;
 	return create_tmux_session(app, s, cause);
 }

@@ -29,12 +29,14 @@ static const char usage[] =
     "Configuration: defaults, then $AGENTD_CONFIG (default /etc/agentd/agentd.conf, KEY=value\n"
     "lines), then AGENTD_* environment variables; see README.md.\n";
 
-/* Makes the runtime usable: tmux config, tmux server, records reconciled with tmux. */
+/* Makes the runtime usable: the agents' directory, tmux config, tmux server, records reconciled
+ * with tmux. */
 static int prepare(const struct app *app, struct cause *cause)
 {
 	int r;
 
-	if ((r = tmux_write_conf(&app->tmux, cause)) < 0 ||
+	if ((r = app_prepare_agents_dir(app, cause)) < 0 ||
+	    (r = tmux_write_conf(&app->tmux, cause)) < 0 ||
 	    (!app->tmux.no_start && (r = tmux_start_server(&app->tmux, cause)) < 0))
 		return r;
 	return recovery_run(app, cause);

@@ -48,9 +48,16 @@ static int recovery_from_tmux(const struct app *app, const struct tmux_info *ti,
 			return -EINVAL;
 		snprintf(name, sizeof(name), "%.*s", (int)(dash - ti->name), ti->name);
 		issue = strtol(dash + 1, NULL, 10);
-		if (session_worktree_path(cfg->base_dir, name, issue, wt, sizeof(wt)) < 0 ||
-		    worktree_remote_url(wt, url, sizeof(url), NULL) < 0 ||
-		    worktree_parse_url(url, owner, sizeof(owner), name, sizeof(name)) < 0)
+		struct agentuser_fs fs;
+		int r = -EINVAL;
+
+		/* The worktree is the agent user's: read as it. */
+		if (session_worktree_path(cfg->base_dir, name, issue, wt, sizeof(wt)) == 0 &&
+		    agentuser_fs_enter(&app->agent, &fs) == 0) {
+			r = worktree_remote_url(wt, url, sizeof(url), NULL);
+			agentuser_fs_leave(&fs);
+		}
+		if (r < 0 || worktree_parse_url(url, owner, sizeof(owner), name, sizeof(name)) < 0)
 			return -EINVAL;
 	}
 	if (session_init(s, cfg->base_dir, owner, name, issue) < 0)

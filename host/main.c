@@ -11,12 +11,13 @@ static const char usage[] =
     "usage: agentd-host [--set KEY=VALUE]... [--prompt TEXT] SESSION-ID -- CLAUDE [ARGS...]\n"
     "\n"
     "Runs claude in stream-json mode for a structured agentd session: keeps its output in\n"
-    "$AGENTD_RUNTIME_DIR/sessions/SESSION-ID/events.log, serves it on host.sock there (the\n"
+    "$AGENTD_RUNTIME_DIR/agents/SESSION-ID/events.log, serves it on host.sock there (the\n"
     "bridge relays it as SSE / WebSocket), and prints a readable transcript. agentd-api starts\n"
     "it with tmux respawn-pane; SIGTERM or SIGHUP ends claude's process group and the host.\n"
     "--prompt TEXT starts the first turn with TEXT (a session created in structured mode).\n"
     "--set KEY=VALUE sets an AGENTD_* setting (agentd-api passes AGENTD_RUNTIME_DIR and\n"
-    "AGENTD_PERMISSION_TIMEOUT: the pane's environment is only the agent's).\n";
+    "AGENTD_PERMISSION_TIMEOUT: the pane's environment is only the agent's); no configuration\n"
+    "file or environment variable is read.\n";
 
 int main(int argc, char **argv)
 {
@@ -29,10 +30,9 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (config_load(&cfg, &cause) < 0) {
-		log_error("%s", cause.msg);
-		return 1;
-	}
+	/* The defaults and the --set words only: the host runs as the agent user, who need not be
+	 * able to read the daemons' configuration file, and its environment is the agent's. */
+	config_defaults(&cfg);
 	/* Options come in pairs before the session id; the words are positional, so no value
 	 * (a prompt starting with '-' included) is ever taken for an option. */
 	while (argc > 2 && (strcmp(argv[1], "--set") == 0 || strcmp(argv[1], "--prompt") == 0)) {

@@ -1,12 +1,14 @@
 #include "subs.h"
 
 #include "host.h"
+#include "hostproto.h"
 #include "log.h"
 #include "requests.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SUBS_SLICES 64 /* slices of a batch sent without an allocation */
@@ -346,6 +348,10 @@ int subs_listen(struct host *h, const char *dir)
 		return -errno;
 	unlink("host.sock");
 	r = uv_pipe_bind(&h->subs.server, "host.sock");
+	/* The agent user's socket (the host runs as it), for the daemons' group (the directory's,
+	 * setgid): the bridge connects without any capability; the umask would deny its group. */
+	if (r == 0 && chmod("host.sock", HOSTPROTO_SOCKET_MODE) < 0)
+		r = -errno;
 	if (r == 0)
 		r = uv_listen((uv_stream_t *)&h->subs.server, SUBS_BACKLOG, subs_accept);
 	if (chdir(cwd) < 0 && r == 0)

@@ -92,7 +92,8 @@ struct bridge {
 	char tmux_socket[CONFIG_PATH_MAX]; /* <runtime>/tmux.sock */
 	char tmux_conf[CONFIG_PATH_MAX];   /* <runtime>/tmux.conf */
 	char **child_env;                  /* tmux clients' environment (TERM set, TMUX unset) */
-	char *scratch;                     /* PTY_FRAME_MAX bytes shared by all PTY reads */
+	uid_t host_uid; /* the agent user (agentuser.h): a host.sock of anyone else is no host */
+	char *scratch;  /* PTY_FRAME_MAX bytes shared by all PTY reads */
 	struct conn_set conns; /* at the front door and in every service; counts to max_clients */
 	bool stopping;
 };

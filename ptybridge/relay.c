@@ -354,10 +354,13 @@ static void relay_start_stream(struct relay *r)
 /* ---- host connections ------------------------------------------------------------------- */
 
 /* Connects to the session's host.sock. Returns the connected non-blocking socket, or -errno
- * (-ENOENT, -ECONNREFUSED, -EAGAIN: no host listening, yet). */
+ * (-ENOENT, -ECONNREFUSED, -EAGAIN: no host listening, yet; -EPERM: the listener is not the agent
+ * user's). */
 int relay_connect_host(const struct bridge *b, const char *id)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct ucred cred = {0};
+	socklen_t credlen = sizeof(cred);
 	char path[CONFIG_PATH_MAX];
 	int fd = -1, dir = -1, r;
 
@@ -386,7 +389,14 @@ int relay_connect_host(const struct bridge *b, const char *id)
 		close(fd);
 		goto out;
 	}
-	r = fd;
+	/* The directory is the agent's: what is at that path may be its symlink to another
+	 * socket (tmux's, the API's). Only the agent user's own listener is its host. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) < 0)
+		r = -errno;
+	else
+		r = cred.uid == b->host_uid ? fd : -EPERM;
+	if (r < 0)
+		close(fd);
 out:
 	if (dir >= 0)
 		close(dir);

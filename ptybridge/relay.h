@@ -95,7 +95,7 @@ char *relay_host_request(enum relay_kind kind, json_object *msg, const char *req
 
 /* Connects a non-blocking socket to session id's host.sock (a long path through its
  * directory's fd). Returns the fd, or -errno (-ENOENT, -ECONNREFUSED, -EAGAIN: not listening
- * yet or its backlog is full). */
+ * yet or its backlog is full; -EPERM: the listener is not b->host_uid's, so not a host). */
 int relay_connect_host(const struct bridge *b, const char *id);
 
 #endif

@@ -1,5 +1,6 @@
 #include "server.h"
 
+#include "agentuser.h"
 #include "attention.h"
 #include "conn.h"
 #include "events.h"
@@ -347,6 +348,7 @@ static int server_setup(struct server *s, const struct config *cfg,
 			const struct bridge_options *opt, struct cause *cause)
 {
 	struct bridge *b = &s->b;
+	struct agent_user agent;
 	struct tmux tm;
 	int r;
 
@@ -363,6 +365,10 @@ static int server_setup(struct server *s, const struct config *cfg,
 	r = proc_which(tm.bin, b->tmux_bin, sizeof(b->tmux_bin));
 	if (r < 0)
 		return cause_fail(cause, -r, "tmux executable %s not found", tm.bin);
+	/* agentd-host runs as the agent user: the only owner its socket may have. */
+	if ((r = agentuser_resolve(cfg, &agent, cause)) < 0)
+		return r;
+	b->host_uid = agent.uid;
 	memcpy(b->tmux_socket, tm.socket, sizeof(b->tmux_socket));
 	memcpy(b->tmux_conf, tm.conf, sizeof(b->tmux_conf));
 	r = config_runtime_path(cfg, SERVER_SOCKET_NAME, s->socket_path, sizeof(s->socket_path));

@@ -160,6 +160,8 @@ static void assert_defaults(const struct config *cfg)
 	cr_assert_str_eq(cfg->allowed_hosts, "");
 	cr_assert_eq(cfg->permission_timeout, 600);
 	cr_assert_str_eq(cfg->tmux, "tmux");
+	cr_assert_str_eq(cfg->agent_user, "agentd");
+	cr_assert_str_eq(cfg->agent_home, "");
 }
 
 Test(config, defaults_match_design_table)
@@ -592,4 +594,49 @@ Test(config, runtime_path)
 	/* "/run/agentd/x" is 13 characters. */
 	cr_assert_eq(config_runtime_path(&cfg, "x", out, 14), 0);
 	cr_assert_eq(config_runtime_path(&cfg, "x", out, 13), -ENAMETOOLONG);
+}
+
+Test(config, agent_user_is_a_plain_user_name)
+{
+	static const char *const good[] = {"agentd", "_agent", "Agent.1", "a-b_c", "a"};
+	static const char *const bad[] = {
+	    "",    "1000", "-r", "a b", "a;b",
+	    "a/b", "$x",   "ä",  "a:b", "abcdefghijklmnopqrstuvwxyz0123456"};
+	struct config cfg;
+	struct cause c = {{0}};
+
+	config_defaults(&cfg);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		cr_assert_eq(config_set(&cfg, "AGENTD_AGENT_USER", good[i], &c), 0, "%s: %s",
+			     good[i], c.msg);
+		cr_assert_str_eq(cfg.agent_user, good[i]);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = config_set(&cfg, "AGENTD_AGENT_USER", bad[i], &c);
+
+		cr_assert(r == -EINVAL || r == -ENAMETOOLONG, "'%s' accepted (%d)", bad[i], r);
+		cr_assert_not_null(strstr(c.msg, "AGENTD_AGENT_USER"), "%s", c.msg);
+		cr_assert_str_eq(cfg.agent_user, "a", "a refused value changed nothing");
+	}
+}
+
+Test(config, agent_user_from_file_names_line)
+{
+	write_conf("AGENTD_AGENT_USER=agent\nAGENTD_AGENT_USER=--reuid=0\n");
+	load_fails(-EINVAL, ":2:", "AGENTD_AGENT_USER");
+}
+
+Test(config, agent_home_is_absolute_or_empty)
+{
+	struct config cfg;
+
+	config_defaults(&cfg);
+	cr_assert_eq(config_set(&cfg, "AGENTD_AGENT_HOME", "/home/agent", NULL), 0);
+	cr_assert_str_eq(cfg.agent_home, "/home/agent");
+	cr_assert_eq(config_set(&cfg, "AGENTD_AGENT_HOME", "", NULL), 0);
+	cr_assert_str_eq(cfg.agent_home, "");
+	cr_assert_eq(config_set(&cfg, "AGENTD_AGENT_HOME", "home/agent", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_AGENT_HOME", "/", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_AGENT_HOME", "//", NULL), -EINVAL);
+	cr_assert_str_eq(cfg.agent_home, "");
 }
