@@ -12,8 +12,13 @@
 #   api POST /sessions '{"repo":...}'    -> $STATUS, $BODY, $HEADERS
 #   assert_status "create" 201
 #
+# The agents run as an unprivileged user, as in production (deploy/up runs as root): AGENT_USER
+# (ITEST_AGENT_USER, default agentd-it, created once as a system user without a home), with
+# $T/home as its HOME (AGENTD_AGENT_HOME) and $T/code its base dir; as_agent CMD... runs a command
+# as it. Not run as root, the agents are the tests' own user.
+#
 # Environment: AGENTD_TEST_BUILD_DIR (default <repo>/build-asan), ITEST_KEEP=1 keeps $T,
-# ITEST_TMPDIR=<dir> where $T is made (default /tmp).
+# ITEST_TMPDIR=<dir> where $T is made (default /tmp), ITEST_AGENT_USER (default agentd-it).
 # shellcheck shell=bash disable=SC2034
 
 set -uo pipefail
@@ -45,12 +50,68 @@ STACK_ENV=()
 export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1}:detect_leaks=0:log_path=$T/san/asan"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}:log_path=$T/san/ubsan"
 
-# The git CLI used by the tests themselves: no user config, a fixed identity.
-export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+# The git CLI used by the tests themselves: no user config but safe.directory=* (root reads the
+# agent's repositories, the agent pushes to root's remotes: git refuses another user's repository
+# otherwise; a global file, since git drops GIT_CONFIG_COUNT for a local transport), a fixed
+# identity.
+printf '[safe]\n\tdirectory = *\n' >"$T/gitconfig"
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=$T/gitconfig
 export GIT_AUTHOR_NAME=itest GIT_AUTHOR_EMAIL=itest@example.invalid
 export GIT_COMMITTER_NAME=itest GIT_COMMITTER_EMAIL=itest@example.invalid
 
 log() { printf '# %s\n' "$*"; }
+
+# ------------------------------------------------------------------------------------------------
+# the agents' user
+
+# ensure_agent_user: sets AGENT_USER, AGENT_UID, AGENT_GID; creates the test user once (a lock:
+# test scripts run side by side, and useradd refuses while another holds /etc/passwd).
+ensure_agent_user() {
+	local lockfd
+	if [ "$(id -u)" -ne 0 ]; then
+		AGENT_USER=$(id -un)
+	else
+		AGENT_USER=${ITEST_AGENT_USER:-agentd-it}
+		if ! id -u "$AGENT_USER" >/dev/null 2>&1; then
+			exec {lockfd}>/run/lock/agentd-itest-user.lock
+			flock -w 60 "$lockfd"
+			id -u "$AGENT_USER" >/dev/null 2>&1 ||
+				useradd --system --user-group --no-create-home --home-dir /nonexistent \
+					--shell /bin/bash --comment "agent-daemon test agents" "$AGENT_USER"
+			exec {lockfd}>&-
+		fi
+	fi
+	AGENT_UID=$(id -u "$AGENT_USER") && AGENT_GID=$(id -g "$AGENT_USER")
+}
+ensure_agent_user || {
+	echo "not ok - the test agent user $AGENT_USER exists" >&2
+	rm -rf "$T"
+	exit 1
+}
+export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
+
+# as_agent CMD...: runs CMD as the agents' user, with its HOME (the way a pane's process runs).
+as_agent() {
+	if [ "$(id -u)" -ne 0 ]; then
+		HOME=$T/home "$@"
+	else
+		setpriv --reuid="$AGENT_UID" --regid="$AGENT_GID" --init-groups -- \
+			env HOME="$T/home" "$@"
+	fi
+}
+
+# agent_sh DIR SCRIPT [ARG...]: bash -c SCRIPT in DIR as the agents' user ($1... are the ARGs),
+# e.g. a commit in a worktree, as the agent makes it.
+agent_sh() {
+	local dir=$1 script=$2
+	shift 2
+	as_agent bash -c "cd \"\$0\" && $script" "$dir" "$@"
+}
+
+# agent_owns PATH...: gives files the test wrote for the agent (its HOME) to the agent.
+agent_owns() {
+	[ "$(id -u)" -ne 0 ] || chown -R -h "$AGENT_UID:$AGENT_GID" -- "$@"
+}
 
 # ------------------------------------------------------------------------------------------------
 # checks
@@ -141,10 +202,11 @@ check_not() {
 # git fixtures
 
 # make_remote OWNER NAME: a bare remote at $T/remotes/OWNER/NAME.git with two commits on main.
+# Everyone may write it (--shared=0777): the agents push to it, the tests push "upstream" as root.
 make_remote() {
 	local owner=$1 name=$2 bare=$T/remotes/$1/$2.git work=$T/work/seed-$1-$2
 	mkdir -p "$(dirname "$bare")"
-	git init -q --bare -b main "$bare" || return 1
+	git init -q --bare --shared=0777 -b main "$bare" || return 1
 	git init -q -b main "$work" || return 1
 	(
 		cd "$work" &&
@@ -198,6 +260,7 @@ start_stack() {
 	[ -n "$PORT" ] || PORT=$(free_port)
 	BASE_URL=http://127.0.0.1:$PORT
 	echo "=== start_stack $(date +%T) port $PORT ${STACK_ENV[*]}" >>"$T/logs/up.log"
+	agent_owns "$T/home" # deploy/up refuses a HOME the agent does not own
 	(
 		cd "$T" || exit 1
 		# setsid: deploy/up leads its own process group (and session), so the harness can

@@ -52,7 +52,7 @@ one_claude() {
 
 # host_turn SESSION PROMPT: one turn over host.sock; prints the event names, one a line.
 host_turn() {
-	python3 - "$T/run/sessions/$1/host.sock" "$2" <<'EOF'
+	python3 - "$T/run/agents/$1/host.sock" "$2" <<'EOF'
 import json, socket, sys, time
 deadline = time.time() + 20
 while True:
@@ -143,7 +143,7 @@ api POST /sessions/widgets-7/mode '{"mode":"terminal"}'
 assert_status "switch back to terminal: 200" 200
 assert_json "GET shows terminal" .mode '"terminal"'
 check_not "agentd-host is gone" alive "$PANE1"
-assert_eq "no host socket is left" "" "$(ls "$T/run/sessions/widgets-7/host.sock" 2>/dev/null)"
+assert_eq "no host socket is left" "" "$(ls "$T/run/agents/widgets-7/host.sock" 2>/dev/null)"
 one_claude "one claude in terminal mode again" widgets-7
 REC=$(claude_record widgets-7 10)
 assert_json "terminal claude resumes: --resume=<uuid>, no prompt" '.argv' \
@@ -169,7 +169,7 @@ api POST /sessions "$(jq -cn '{repo: {owner: "acme", name: "widgets"}, issue: 9,
 assert_status "create in structured mode: 201" 201
 assert_json "... answered with mode structured" .mode '"structured"'
 assert_state "widgets-9 runs" widgets-9 running 10
-LOG9=$T/run/sessions/widgets-9/events.log
+LOG9=$T/run/agents/widgets-9/events.log
 deadline=$((SECONDS + 10))
 until grep -q '"event":"result"' "$LOG9" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.1; done
 assert_eq "the first turn ran to its result without any client" 1 \

@@ -74,7 +74,7 @@ if wait_user_text "$PROMPT2" "$TURN_WAIT"; then
 	pass "the fake API got '$PROMPT2' as the first user message's text"
 else
 	fail "the fake API got '$PROMPT2' as the first user message's text" \
-		"user texts: $(user_texts | head -n 5)" "$(tail -n 5 "$T/run/sessions/widgets-2/events.log" 2>/dev/null)"
+		"user texts: $(user_texts | head -n 5)" "$(tail -n 5 "$T/run/agents/widgets-2/events.log" 2>/dev/null)"
 fi
 S_CLAUDE=
 for p in $(descendants "$(pane_pid widgets-2)"); do

@@ -4,7 +4,8 @@
 # change inside a submodule, ignored files (now removed but counted) — plus a worktree on another
 # branch and an ordinary directory at the worktree path; ?force=true keeps HEAD's commits under
 # refs/agentd/kept/; kept worktrees are listed and removed with DELETE /worktrees/<dir>;
-# DELETE /branches/<owner>/<name>/feat/issue-<N> deletes only what origin has.
+# DELETE /branches/<owner>/<name>/feat/issue-<N> deletes only what origin has. The work in the
+# worktrees is done as the agents' user, as an agent does it.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 make_remote acme widgets || exit 1
@@ -22,8 +23,8 @@ start() {
 # --- a commit on a detached HEAD ------------------------------------------------------------------
 start 1
 WT1=$T/code/widgets-issue-1
-(cd "$WT1" && git checkout -q --detach && echo lost >lost.txt && git add lost.txt &&
-	git commit -q -m "made on a detached HEAD") || fail "commit on a detached HEAD"
+agent_sh "$WT1" 'git checkout -q --detach && echo lost >lost.txt && git add lost.txt &&
+	git commit -q -m "made on a detached HEAD"' || fail "commit on a detached HEAD"
 SHA1=$(git -C "$WT1" rev-parse HEAD)
 api DELETE /sessions/widgets-1
 assert_status "DELETE with a detached HEAD: 200" 200
@@ -66,9 +67,9 @@ assert_jq "the removed worktree is no longer listed" 'map(select(.issue == 1)) =
 # --- an uncommitted change inside a submodule -----------------------------------------------------
 start 2
 WT2=$T/code/widgets-issue-2
-(cd "$WT2" && git -c protocol.file.allow=always submodule add -q "file://$T/remotes/acme/lib.git" lib &&
-	git commit -q -m "add lib" && echo "changed in the submodule" >>lib/README.md) ||
-	fail "set up a submodule with a change"
+agent_sh "$WT2" 'git -c protocol.file.allow=always submodule add -q "$1" lib &&
+	git commit -q -m "add lib" && echo "changed in the submodule" >>lib/README.md' \
+	"file://$T/remotes/acme/lib.git" || fail "set up a submodule with a change"
 api DELETE /sessions/widgets-2
 assert_status "DELETE with a modified submodule: 200" 200
 assert_json "modified submodule: kept, and named" '.' \
@@ -93,9 +94,9 @@ check_not "forced DELETE /sessions: the directory is gone" test -e "$WT2"
 # --- ignored files: removed, and counted ----------------------------------------------------------
 start 3
 WT3=$T/code/widgets-issue-3
-(cd "$WT3" && printf '*.log\nout/\n' >.gitignore && git add .gitignore &&
+agent_sh "$WT3" 'printf "*.log\nout/\n" >.gitignore && git add .gitignore &&
 	git commit -q -m "ignore build outputs" && echo x >build.log && mkdir out &&
-	echo y >out/a.o && echo z >out/b.o) || fail "make ignored files"
+	echo y >out/a.o && echo z >out/b.o' || fail "make ignored files"
 api DELETE /sessions/widgets-3
 assert_json "ignored files are removed and counted" '.' \
 	'{"status":"stopped","worktree":"removed","ignoredRemoved":3}'
@@ -104,7 +105,7 @@ check_not "ignored files: the directory is gone" test -e "$WT3"
 # --- HEAD on another branch -----------------------------------------------------------------------
 start 5
 WT5=$T/code/widgets-issue-5
-(cd "$WT5" && git checkout -q -b experiment) || fail "switch to another branch"
+agent_sh "$WT5" 'git checkout -q -b experiment' || fail "switch to another branch"
 api DELETE /sessions/widgets-5
 assert_json "another branch: kept" '.' \
 	'{"status":"stopped","worktree":"kept","reason":"HEAD is on branch experiment, not feat/issue-5"}'
@@ -113,7 +114,7 @@ assert_status "forced DELETE /worktrees on another branch: 200" 200
 assert_jq "nothing needed keeping: no keptRef" '.worktree == "removed" and (has("keptRef") | not)'
 
 # --- an ordinary directory at the worktree path ---------------------------------------------------
-mkdir -p "$T/code/widgets-issue-4" && echo mine >"$T/code/widgets-issue-4/notes.txt"
+agent_sh "$T/code" 'mkdir -p widgets-issue-4 && echo mine >widgets-issue-4/notes.txt'
 create acme widgets 4
 assert_state "a session over an ordinary directory fails" widgets-4 failed 30
 api DELETE /sessions/widgets-4
@@ -157,7 +158,7 @@ WT6=$T/code/widgets-issue-6
 api DELETE /branches/acme/widgets/feat/issue-6
 assert_status "DELETE /branches of a checked-out branch: 409" 409
 assert_json "checked out: code" '.code' '"branch_checked_out"'
-(cd "$WT6" && echo work >work.txt && git add work.txt && git commit -q -m work) ||
+agent_sh "$WT6" 'echo work >work.txt && git add work.txt && git commit -q -m work' ||
 	fail "commit on feat/issue-6"
 api DELETE /sessions/widgets-6
 assert_json "clean with a commit: removed" '.worktree' '"removed"'
@@ -166,7 +167,7 @@ assert_status "DELETE /branches of an unpushed branch: 409" 409
 assert_json "unpushed: code" '.code' '"branch_not_merged"'
 assert_match "unpushed: the reason counts the commit" '1 commit ' "$(jq -r .error <<<"$BODY")"
 check "unpushed: the branch stays" git -C "$BARE" rev-parse -q --verify refs/heads/feat/issue-6
-git -C "$BARE" push -q origin feat/issue-6 || fail "push feat/issue-6"
+as_agent git -C "$BARE" push -q origin feat/issue-6 || fail "push feat/issue-6 (as the agent)"
 api DELETE /branches/acme/widgets/feat/issue-6
 assert_status "DELETE /branches of a pushed branch: 200" 200
 assert_json "pushed: deleted" '.' \

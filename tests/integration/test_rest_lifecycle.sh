@@ -154,13 +154,13 @@ assert_jq "branches: shape and a fresh branch is local-only" '
 	all(.[]; (.name | type == "string") and (.sync | type == "string") and
 		(.ahead | type == "number") and (.behind | type == "number")) and
 	(.[] | select(.issue == 7) | .name == "feat/issue-7" and .sync == "local-only")'
-git -C "$WT7" push -q origin feat/issue-7 2>"$T/work/push.err" ||
+as_agent git -C "$WT7" push -q origin feat/issue-7 2>"$T/work/push.err" ||
 	fail "push feat/issue-7 from the worktree" "$(cat "$T/work/push.err")"
 api GET /branches
 assert_json "after a push the branch is synced" \
 	'.[] | select(.issue == 7) | [.sync, .ahead, .behind]' '["synced",0,0]'
-(cd "$WT7" && echo change >>README.md && git commit -q -am "local work") ||
-	fail "commit in the worktree"
+agent_sh "$WT7" 'echo change >>README.md && git commit -q -am "local work"' ||
+	fail "commit in the worktree (as the agent)"
 api GET /branches
 assert_json "after a commit in the worktree the branch is ahead 1" \
 	'.[] | select(.issue == 7) | [.sync, .ahead, .behind]' '["ahead",1,0]'
@@ -188,7 +188,7 @@ api GET /worktrees
 assert_jq "deleted worktree not listed" 'map(select(.issue == 8)) | length == 0'
 
 # --- DELETE: dirty worktree is kept, re-creating reuses it, force removes it ---------------------
-echo "precious" >"$WT7/untracked.txt"
+agent_sh "$WT7" 'echo precious >untracked.txt'
 api DELETE /sessions/widgets-7
 assert_status "DELETE of a dirty session: 200" 200
 assert_json "dirty worktree is kept" '.' \
