@@ -1007,6 +1007,14 @@ static void relay_lookup(struct relay *r)
 		relay_connected(r, fd);
 		return;
 	}
+	if (fd == -EPERM) {
+		/* Its directory is the agent's: someone put another socket where the host's was. */
+		log_error("session %s: the socket at its host's path is not the agent user's: "
+			  "not talking to it",
+			  r->c.id);
+		relay_respond(r, 503, "host_unavailable", "cannot reach the agent host", NULL);
+		return;
+	}
 	if (fd != -ENOENT && fd != -ECONNREFUSED && fd != -EAGAIN) {
 		log_error("session %s: cannot connect to its host: %s", r->c.id, strerror(-fd));
 		relay_respond(r, 503, "host_unavailable", "cannot reach the agent host", NULL);

@@ -106,8 +106,11 @@ for v in ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TEL
 	assert_match "terminal: claude's environment has $v" "^$v=." \
 		"$(tr '\0' '\n' <"/proc/${TUI_CLAUDE:-0}/environ" 2>/dev/null | grep "^$v=")"
 done
+assert_eq "terminal: claude runs as the agents' user (issue 11)" "$AGENT_UID" \
+	"$(stat -c %u "/proc/${TUI_CLAUDE:-0}" 2>/dev/null)"
 TRANSCRIPT=$T/home/.claude/projects/$(printf '%s' "$WORKTREE" | tr '/.' '--')/$UUID.jsonl
 check "claude wrote its transcript for agentSessionId" test -s "$TRANSCRIPT"
+assert_eq "the transcript is the agent's" "$AGENT_UID" "$(stat -c %u "$TRANSCRIPT" 2>/dev/null)"
 
 # --- structured mode ----------------------------------------------------------------------------
 api POST "/sessions/$SID/mode" '{"mode":"structured"}'
@@ -117,6 +120,8 @@ check_not "the TUI's claude is gone" alive "${TUI_CLAUDE:-0}"
 assert_one_claude "structured: one claude under the pane" "$TMUXNAME"
 S_CLAUDE=$ONE_CLAUDE
 HOST_PID=$(pane_pid "$TMUXNAME")
+assert_eq "structured: agentd-host and claude run as the agents' user" "$AGENT_UID $AGENT_UID" \
+	"$(stat -c %u "/proc/${HOST_PID:-0}" 2>/dev/null) $(stat -c %u "/proc/${S_CLAUDE:-0}" 2>/dev/null)"
 assert_eq "structured: the pane runs this build's agentd-host" "$(readlink -f "$HOST_BIN")" \
 	"$(readlink -f "/proc/${HOST_PID:-0}/exe" 2>/dev/null)"
 assert_eq "structured: claude is agentd-host's child" "${HOST_PID:-none}" \
