@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # systemd as operators expect (issue 11, point 4):
-#   1. meson install --destdir puts the programs, the units, tmpfiles.d, the nginx templates, the
-#      web UI and deploy/up where the units and the nginx include expect them;
+#   1. meson install --destdir puts the programs, the units, tmpfiles.d, sysusers.d, the nginx
+#      templates, the web UI and deploy/up where the units and the nginx include expect them; the
+#      daemons run as root, the agents as agentd (made by agentd-tmux: sysusers.d, tmpfiles.d);
 #   2. systemd-analyze verify accepts the installed units (no warning at all), and
 #      systemd-analyze security --offline=true rates agentd-api and agentd-bridge <= 4.5;
 #   3. the installed deploy/up --render renders an nginx include that nginx -t accepts, serving the
@@ -55,7 +56,7 @@ for f in bin/agentd-api bin/agentd-bridge bin/agentd-host bin/agentd-hook; do
 done
 UNITDIR=$R/lib/systemd/system
 for f in lib/systemd/system/agentd-tmux.service lib/systemd/system/agentd-api.service \
-	lib/systemd/system/agentd-bridge.service lib/tmpfiles.d/agentd.conf \
+	lib/systemd/system/agentd-bridge.service lib/tmpfiles.d/agentd.conf lib/sysusers.d/agentd.conf \
 	share/agentd/nginx/agentd.conf.in share/agentd/nginx/nginx.conf.in \
 	share/agentd/nginx/html/index.html share/doc/agentd/README.md share/doc/agentd/docs/API.md; do
 	check "installed: $f" test -s "$R/$f"
@@ -65,13 +66,15 @@ check "installed web UI is the repository's" cmp "$REPO/nginx/html/index.html" \
 	"$R/share/agentd/nginx/html/index.html"
 check_not "no test program is installed" compgen -G "$R/bin/test_*"
 
-# Every ExecStart=/ExecStop= program of the installed units exists in the install (or is tmux).
+# Every ExecStart=/ExecStop= program of the installed units exists in the install (or is tmux,
+# or systemd's own sysusers and tmpfiles, which make the agents' user and its directories).
 for u in agentd-tmux agentd-api agentd-bridge; do
 	while read -r prog; do
 		if [[ $prog == "$PREFIX"/* ]]; then
 			check "$u: $prog is installed" test -x "$DEST$prog"
 		else
-			assert_eq "$u: the only program outside the install is tmux" /usr/bin/tmux "$prog"
+			assert_match "$u: the only programs outside the install are tmux and systemd's" \
+				'^(/usr/bin/tmux|systemd-sysusers|systemd-tmpfiles)$' "$prog"
 		fi
 	done < <(sed -n 's/^Exec[A-Za-z]*=[-+!@:]*\([^ ]*\).*/\1/p' "$UNITDIR/$u.service")
 	check "$u: no @placeholder@ left" bash -c "! grep -n '@[a-z_]*@' '$UNITDIR/$u.service'"
@@ -80,8 +83,27 @@ assert_eq "agentd-api runs with --no-tmux-start" "ExecStart=$PREFIX/bin/agentd-a
 	"$(grep '^ExecStart=' "$UNITDIR/agentd-api.service")"
 # The runtime dir the units may write is the one tmpfiles.d creates, and the api's base dir is
 # AGENTD_BASE_DIR's default.
-assert_match "tmpfiles.d creates /run/agentd (setgid, group www-data)" \
-	'^d /run/agentd 2750 agentd www-data' "$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf")"
+assert_match "tmpfiles.d creates /run/agentd (root's, setgid, group www-data, o+x only)" \
+	'^d /run/agentd 2751 root www-data' "$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf")"
+assert_match "tmpfiles.d gives the agents their directory in it (group root, setgid)" \
+	'd /run/agentd/agents 2750 agentd root' "$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf")"
+assert_match "tmpfiles.d makes the agent's HOME and the base dir, the agent's" \
+	'd /home/agentd 0700 agentd agentd -.d /code 0755 agentd agentd -' \
+	"$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf" | tr '\n' '.')"
+assert_eq "sysusers.d makes the agents' user agentd, HOME /home/agentd" \
+	'u agentd - "agent-daemon agents" /home/agentd /bin/bash' \
+	"$(grep -v '^#' "$R/lib/sysusers.d/agentd.conf")"
+assert_eq "agentd-tmux makes them before it starts" \
+	"ExecStartPre=+systemd-sysusers $PREFIX/lib/sysusers.d/agentd.conf|ExecStartPre=+systemd-tmpfiles --create $PREFIX/lib/tmpfiles.d/agentd.conf" \
+	"$(grep '^ExecStartPre=' "$UNITDIR/agentd-tmux.service" | tr '\n' '|' | sed 's/|$//')"
+for u in agentd-tmux agentd-api agentd-bridge; do
+	check_not "$u runs as root (no User=): the agents are the ones another user" \
+		grep -q '^User=' "$UNITDIR/$u.service"
+done
+assert_eq "agentd-api may only take the agent's file identity (setfsuid, setfsgid)" \
+	"CapabilityBoundingSet=CAP_SETUID CAP_SETGID" "$(grep '^CapabilityBoundingSet=' "$UNITDIR/agentd-api.service")"
+assert_eq "agentd-bridge has no capability" "CapabilityBoundingSet=" \
+	"$(grep '^CapabilityBoundingSet=' "$UNITDIR/agentd-bridge.service")"
 assert_eq "agentd-api may write /run/agentd and /code" "ReadWritePaths=/run/agentd /code" \
 	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-api.service")"
 assert_eq "agentd-api's state dir is AGENTD_STATE_DIR's default, /var/lib/agentd (tokens)" \
