@@ -14,6 +14,8 @@
 #     prompt, nor answer a permission request: each is refused with 401 or 403, and nothing
 #     happened. These checks run on every branch; they pass once the access control of issue 11
 #     points 1-2 (one door in nginx) is in.
+# Last, an installation whose agents ran as root: deploy/up gives the base dir to the agent user
+# once, and no commit, branch or uncommitted file is lost.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/structured/lib_structured.sh"
 
@@ -216,3 +218,26 @@ for c in "${!CREDS[@]}"; do
 done
 get_session widgets-1
 assert_json "widgets-1 still runs" .state '"running"'
+
+# --- an installation whose agents ran as root: deploy/up gives the base dir to the agent, once ---
+# Everything under the base dir root's again, with a commit and an uncommitted file made as root,
+# as an older deploy/up left them: nothing of it may be lost.
+stop_stack
+chown -R -h root:root "$T/code"
+git -C "$WT2" commit -q --allow-empty -m "made when agents were root" || fail "a commit as root"
+echo "uncommitted, root's" >"$WT2/root-era.txt"
+start_stack || exit 1
+check "deploy/up says it gives the base dir to the agent" \
+	grep -q "giving $T/code (worktrees, bare clones) to $AGENT_USER" "$T/logs/up.log"
+assert_eq "nothing under the base dir is root's any more" "" \
+	"$(find "$T/code" ! -user "$AGENT_USER" -print -quit)"
+assert_eq "the root-era commit is still on the branch" "made when agents were root" \
+	"$(git -C "$WT2" log -1 --format=%s feat/issue-2 2>&1)"
+check "the root-era uncommitted file is still there" grep -q "uncommitted, root's" "$WT2/root-era.txt"
+check "the agent commits on top of it" agent_sh "$WT2" \
+	'git add root-era.txt && git commit -q -m "after the handover" && echo more >more.txt'
+api DELETE "/sessions/$SID2"
+assert_json "a dirty worktree is still kept" '[.status, .worktree, .reason]' \
+	'["stopped","kept","uncommitted changes"]'
+assert_eq "the branch has both commits" "after the handover|made when agents were root" \
+	"$(git --git-dir="$(bare_clone acme widgets)" log -2 --format=%s feat/issue-2 | tr '\n' '|' | sed 's/|$//')"
