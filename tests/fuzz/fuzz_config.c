@@ -33,6 +33,8 @@ static const struct {
     {"AGENTD_ALLOWED_HOSTS", offsetof(struct config, allowed_hosts), CONFIG_VALUE_MAX},
     {"AGENTD_TMUX", offsetof(struct config, tmux), CONFIG_PATH_MAX},
     {"AGENTD_HOST_BIN", offsetof(struct config, host), CONFIG_PATH_MAX},
+    {"AGENTD_AGENT_USER", offsetof(struct config, agent_user), CONFIG_USER_MAX + 1},
+    {"AGENTD_AGENT_HOME", offsetof(struct config, agent_home), CONFIG_PATH_MAX},
 };
 #define NSTRS (sizeof(strs) / sizeof(strs[0]))
 
