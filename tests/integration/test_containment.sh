@@ -124,6 +124,8 @@ assert_eq "the agent cannot write the list view" EACCES "$(probe open "$T/run/se
 assert_eq "... nor replace it" EACCES "$(probe rename "$T/run/sessions.json")"
 assert_eq "the agent cannot write the /events log" EACCES "$(probe open "$T/run/events.log" w)"
 assert_eq "the agent cannot write the tmux config" EACCES "$(probe open "$T/run/tmux.conf" w)"
+assert_eq "the agent cannot open deploy/up's lock (holding it would keep deploy/up from starting)" \
+	EACCES "$(probe open "$T/run/up.lock" r)"
 assert_eq "the agent cannot make a file in the runtime dir" EACCES \
 	"$(probe open "$T/run/agent-was-here" create)"
 assert_eq "the agent cannot read nginx's access log" EACCES \
