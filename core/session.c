@@ -390,6 +390,10 @@ static int session_parse_time(const char *s, int64_t *out)
 	if (end == NULL || *end != '\0')
 		return -EINVAL;
 	*out = (int64_t)timegm(&tm);
+	/* Only times that format back to the same 20 characters (a 4-digit year, not before 1970).
+	 */
+	if (*out < 0 || *out > SESSION_TIME_LAST)
+		return -EINVAL;
 	return 0;
 }
 

@@ -23,8 +23,9 @@
 #define SESSION_ERROR_MAX  512
 #define SESSION_UUID_LEN   36
 #define SESSION_RECORD_MAX (64 * 1024)
-#define SESSION_EXIT_MAX   255 /* exitStatus: an exit code, or 128 + a signal number */
-#define SESSION_SIGNAL_MAX 16  /* "SIGKILL", "SIGRTMIN+15", ... */
+#define SESSION_EXIT_MAX   255            /* exitStatus: an exit code, or 128 + a signal number */
+#define SESSION_SIGNAL_MAX 16             /* "SIGKILL", "SIGRTMIN+15", ... */
+#define SESSION_TIME_LAST  253402300799LL /* 9999-12-31T23:59:59Z: times are 1970..9999 */
 
 enum session_state {
 	SESSION_CREATING,
