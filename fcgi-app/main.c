@@ -43,6 +43,7 @@ static int prepare(const struct app *app, struct cause *cause)
 int main(int argc, char **argv)
 {
 	struct cause cause = {{0}};
+	struct authcache auth;
 	struct config cfg;
 	struct app app;
 	int r;
@@ -67,6 +68,11 @@ int main(int argc, char **argv)
 		log_error("%s", cause.msg);
 		return 1;
 	}
+	if (authcache_init(&auth, &cfg) < 0) {
+		log_error("AGENTD_STATE_DIR is too long");
+		return 1;
+	}
+	app.auth = &auth;
 	/* The worker gets --no-tmux-start after its id when the API has it. */
 	app.tmux.no_start = argc > 1 && strcmp(argv[argc - 1], APP_NO_TMUX_START) == 0;
 	if (app.tmux.no_start)
