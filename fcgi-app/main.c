@@ -22,9 +22,10 @@ static const char usage[] =
     "  --init       write $AGENTD_RUNTIME_DIR/tmux.conf, start the tmux server unless it runs,\n"
     "               recover session records from tmux, and exit\n"
     "  --create ID  (internal) the detached worker that finishes creating session ID\n"
-    "  token add NAME [--read-only] | token list | token revoke NAME\n"
+    "  token add NAME [--read-only] | token list | token revoke NAME | token init NAME\n"
     "               manage the bearer tokens in $AGENTD_STATE_DIR/tokens.json (a new token is\n"
-    "               printed once; only its SHA-256 is kept)\n"
+    "               printed once; only its SHA-256 is kept; init adds an admin token only to\n"
+    "               an empty store, as deploy/up does at the first start)\n"
     "\n"
     "Configuration: defaults, then $AGENTD_CONFIG (default /etc/agentd/agentd.conf, KEY=value\n"
     "lines), then AGENTD_* environment variables; see README.md.\n";
