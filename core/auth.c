@@ -5,6 +5,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "session.h"
+
+_Static_assert(SESSION_BY_MAX == AUTH_BY_MAX, "a record holds any by");
+
 /* A Tailscale login as serve sends it (alice@example.com, alice@github): it is written into a
  * header and the event log, so only these characters pass. */
 static bool auth_login_valid(const char *login)

@@ -1,5 +1,6 @@
 #include "request.h"
 
+#include "auth.h"
 #include "jsontext.h"
 
 #include <errno.h>
@@ -46,6 +47,8 @@ void request_init(struct request *req, FCGX_Request *fcgi)
 	req->host = (v = request_param(fcgi, "AGENTD_HOST")) ? v : request_param(fcgi, "HTTP_HOST");
 	req->scheme = (v = request_param(fcgi, "AGENTD_SCHEME")) ? v : "http";
 	req->content_type = request_param(fcgi, "CONTENT_TYPE");
+	req->by =
+	    (v = request_param(fcgi, "AGENTD_BY")) != NULL && auth_by_valid(v) ? v : "unknown";
 }
 
 void request_finish(struct request *req)

@@ -20,6 +20,7 @@ struct request {
 	const char *host;         /* AGENTD_HOST (Host with port) or HTTP_HOST */
 	const char *scheme;       /* AGENTD_SCHEME or "http" */
 	const char *content_type; /* CONTENT_TYPE or NULL */
+	const char *by;           /* AGENTD_BY (nginx's decision: identity[:actor]) or "unknown" */
 	char *body;               /* owned; NUL-terminated; NULL until request_read_body */
 	size_t body_len;
 };
