@@ -192,8 +192,10 @@ print(s.getsockname()[1])'
 }
 
 # provision_token: the admin token `itest` every test client sends (see the top of this file).
+# ITEST_FIRST_START=1 makes none (deploy/up's first start does; the test reads its ready line).
 provision_token() {
 	[ -n "$AGENTD_TEST_TOKEN" ] && return 0
+	[ "${ITEST_FIRST_START:-0}" == 1 ] && return 0
 	AGENTD_TEST_TOKEN=$("$BUILD_DIR/fcgi-app/agentd-api" token add itest 2>>"$T/logs/up.log") || {
 		fail "the harness's admin token is made (agentd-api token add itest)" \
 			"$(tail -n 5 "$T/logs/up.log")"
@@ -250,6 +252,10 @@ wait_healthy() {
 		fi
 		code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$BASE_URL/healthz" 2>/dev/null)
 		[ "$code" == 200 ] && return 0
+		# Without a token of its own (ITEST_FIRST_START): up once the door decides, and
+		# deploy/up has printed its ready line.
+		[ -z "$AGENTD_TEST_TOKEN" ] && [ "$code" == 401 ] &&
+			grep -aq '^agentd ready: ' "$T/logs/up.log" && return 0
 		sleep 0.2
 	done
 	return 1
