@@ -51,6 +51,9 @@ static const struct config_key config_keys[] = {
     INT_KEY("AGENTD_PERMISSION_TIMEOUT", permission_timeout, 1, 86400),
     STR_KEY("AGENTD_TMUX", tmux),
     STR_KEY("AGENTD_HOST_BIN", host),
+    STR_KEY("AGENTD_TAILSCALE_USERS", tailscale_users),
+    STR_KEY("AGENTD_TAILSCALE_VIEWERS", tailscale_viewers),
+    STR_KEY("AGENTD_TAILSCALE_SOCKET", tailscale_socket),
 };
 
 void config_defaults(struct config *cfg)
@@ -67,6 +70,8 @@ void config_defaults(struct config *cfg)
 	cfg->max_sessions = 16;
 	cfg->permission_timeout = 600;
 	snprintf(cfg->tmux, sizeof(cfg->tmux), "tmux");
+	snprintf(cfg->tailscale_socket, sizeof(cfg->tailscale_socket),
+		 "/run/agentd-tailscale/nginx.sock");
 }
 
 static const struct config_key *config_find(const char *key)

@@ -33,6 +33,11 @@ struct config {
 	int permission_timeout;                 /* AGENTD_PERMISSION_TIMEOUT, seconds */
 	char tmux[CONFIG_PATH_MAX];             /* AGENTD_TMUX: the tmux executable */
 	char host[CONFIG_PATH_MAX]; /* AGENTD_HOST_BIN: agentd-host ("" = beside agentd-api) */
+	/* Tailscale logins admitted without a token on the trusted path (core/auth.h): blank- or
+	 * comma-separated, "*" for any identified tailnet user. */
+	char tailscale_users[CONFIG_VALUE_MAX];   /* AGENTD_TAILSCALE_USERS: admins */
+	char tailscale_viewers[CONFIG_VALUE_MAX]; /* AGENTD_TAILSCALE_VIEWERS: read-only */
+	char tailscale_socket[CONFIG_PATH_MAX]; /* AGENTD_TAILSCALE_SOCKET: for nginx (deploy/up) */
 };
 
 /*
