@@ -83,6 +83,9 @@ static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_HOST_BIN", host),
     STR_KEY_CHECKED("AGENTD_AGENT_USER", agent_user, config_check_user),
     STR_KEY_CHECKED("AGENTD_AGENT_HOME", agent_home, config_check_home),
+    STR_KEY("AGENTD_TAILSCALE_USERS", tailscale_users),
+    STR_KEY("AGENTD_TAILSCALE_VIEWERS", tailscale_viewers),
+    STR_KEY("AGENTD_TAILSCALE_SOCKET", tailscale_socket),
 };
 
 void config_defaults(struct config *cfg)
@@ -100,6 +103,8 @@ void config_defaults(struct config *cfg)
 	cfg->permission_timeout = 600;
 	snprintf(cfg->tmux, sizeof(cfg->tmux), "tmux");
 	snprintf(cfg->agent_user, sizeof(cfg->agent_user), "agentd");
+	snprintf(cfg->tailscale_socket, sizeof(cfg->tailscale_socket),
+		 "/run/agentd-tailscale/nginx.sock");
 }
 
 static const struct config_key *config_find(const char *key)

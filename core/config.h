@@ -36,6 +36,11 @@ struct config {
 	char host[CONFIG_PATH_MAX]; /* AGENTD_HOST_BIN: agentd-host ("" = beside agentd-api) */
 	char agent_user[CONFIG_USER_MAX + 1]; /* AGENTD_AGENT_USER: who claude runs as */
 	char agent_home[CONFIG_PATH_MAX];     /* AGENTD_AGENT_HOME: its HOME ("" = passwd's) */
+	/* Tailscale logins admitted without a token on the trusted path (core/auth.h): blank- or
+	 * comma-separated, "*" for any identified tailnet user. */
+	char tailscale_users[CONFIG_VALUE_MAX];   /* AGENTD_TAILSCALE_USERS: admins */
+	char tailscale_viewers[CONFIG_VALUE_MAX]; /* AGENTD_TAILSCALE_VIEWERS: read-only */
+	char tailscale_socket[CONFIG_PATH_MAX]; /* AGENTD_TAILSCALE_SOCKET: for nginx (deploy/up) */
 };
 
 /*

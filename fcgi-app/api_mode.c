@@ -9,6 +9,7 @@
 #include "router.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,8 @@ static void api_mode_post(const struct app *app, struct request *req,
 			      session_state_name(s->state));
 		goto out;
 	}
+	if (s->mode != mode)
+		snprintf(s->by, sizeof(s->by), "%s", req->by);
 	if (s->mode != mode && ((r = create_respawn(app, s, mode, &cause)) < 0 ||
 				(r = store_write(&app->store, s, &cause)) < 0)) {
 		if (r == -EPERM)

@@ -65,6 +65,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 	if (r == 0 && old.state == SESSION_EXITED) {
 		/* Its tmux session and worktree are there: only claude starts again. It keeps the
 		 * slot it holds, so the limit is not checked. */
+		snprintf(old.by, sizeof(old.by), "%s", req->by);
 		if (create_respawn(app, &old, old.mode, &cause) < 0) {
 			request_error(req, 500, "restart_failed", "cannot restart %s: %s", old.id,
 				      cause.msg);
@@ -96,6 +97,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 		}
 		s->created_at = old.created_at;
 	}
+	snprintf(s->by, sizeof(s->by), "%s", req->by);
 	if ((r = api_count_active(app, &active)) < 0) {
 		request_error(req, 500, "store_error", "cannot list sessions: %s", strerror(-r));
 		return;
@@ -289,6 +291,7 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 		goto out;
 	}
 	s->state = SESSION_STOPPING;
+	snprintf(s->by, sizeof(s->by), "%s", req->by);
 	store_write(&app->store, s, NULL);
 	/* A tmux session of that name that carries another session's id is not this session's:
 	 * it is left alone, and this session is deleted as one whose tmux session is gone. */

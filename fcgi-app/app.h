@@ -6,6 +6,7 @@
 #define AGENTD_APP_H
 
 #include "agentuser.h"
+#include "authcache.h"
 #include "config.h"
 #include "store.h"
 #include "tmux.h"
@@ -23,6 +24,7 @@ struct app {
 	char self_exe[CONFIG_PATH_MAX]; /* this program, re-run as the creation worker */
 	char host_bin[CONFIG_PATH_MAX]; /* agentd-host: AGENTD_HOST_BIN, or found beside us */
 	struct agent_user agent;        /* who claude runs as; whose the git work is */
+	struct authcache *auth;         /* the token store as the request threads see it */
 };
 
 /* Fills app from cfg: store dir, tmux paths, own executable path, the agent user

@@ -1,5 +1,6 @@
 #include "request.h"
 
+#include "auth.h"
 #include "jsontext.h"
 
 #include <errno.h>
@@ -46,6 +47,8 @@ void request_init(struct request *req, FCGX_Request *fcgi)
 	req->host = (v = request_param(fcgi, "AGENTD_HOST")) ? v : request_param(fcgi, "HTTP_HOST");
 	req->scheme = (v = request_param(fcgi, "AGENTD_SCHEME")) ? v : "http";
 	req->content_type = request_param(fcgi, "CONTENT_TYPE");
+	req->by =
+	    (v = request_param(fcgi, "AGENTD_BY")) != NULL && auth_by_valid(v) ? v : "unknown";
 }
 
 void request_finish(struct request *req)
@@ -127,6 +130,10 @@ static const char *request_reason(int status)
 		return "Created";
 	case 204:
 		return "No Content";
+	case 303:
+		return "See Other";
+	case 401:
+		return "Unauthorized";
 	case 400:
 		return "Bad Request";
 	case 403:
@@ -182,6 +189,20 @@ void request_reply(struct request *req, int status, json_object *body, const cha
 	}
 	free(scrubbed);
 	json_object_put(body);
+}
+
+const char *request_param_value(const struct request *req, const char *name)
+{
+	return request_param(req->fcgi, name);
+}
+
+void request_reply_head(struct request *req, int status, const char *extra_headers)
+{
+	FCGX_FPrintF(req->fcgi->out,
+		     "Status: %d %s\r\n"
+		     "Cache-Control: no-store\r\n"
+		     "%s\r\n",
+		     status, request_reason(status), extra_headers ? extra_headers : "");
 }
 
 void request_error(struct request *req, int status, const char *code, const char *fmt, ...)

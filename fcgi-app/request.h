@@ -20,6 +20,7 @@ struct request {
 	const char *host;         /* AGENTD_HOST (Host with port) or HTTP_HOST */
 	const char *scheme;       /* AGENTD_SCHEME or "http" */
 	const char *content_type; /* CONTENT_TYPE or NULL */
+	const char *by;           /* AGENTD_BY (nginx's decision: identity[:actor]) or "unknown" */
 	char *body;               /* owned; NUL-terminated; NULL until request_read_body */
 	size_t body_len;
 };
@@ -45,6 +46,14 @@ const char *request_query(const struct request *req, const char *key, char *out,
 /* Writes status + JSON body; takes ownership of body (json_object_put). Bytes of the body that
  * are not valid UTF-8 go out as U+FFFD. extra_headers may be NULL or "Name: value\r\n..." lines. */
 void request_reply(struct request *req, int status, json_object *body, const char *extra_headers);
+
+/* The value of FastCGI parameter name (one nginx sets, e.g. AGENTD_COOKIE), or NULL when absent
+ * or empty. Borrowed until FCGX_Finish_r. */
+const char *request_param_value(const struct request *req, const char *name);
+
+/* Writes status and the header lines extra_headers ("Name: value\r\n"..., may be NULL) with no
+ * body: the answers nginx reads only the head of (auth_request, redirects). */
+void request_reply_head(struct request *req, int status, const char *extra_headers);
 
 /* Writes the error shape with status, code and a printf-formatted sentence. */
 void request_error(struct request *req, int status, const char *code, const char *fmt, ...)

@@ -273,9 +273,17 @@ static void events_record_gone(struct events *ev, const char *id)
 
 	if (ev->b->attention != NULL)
 		attention_session_changed(ev->b->attention, id, NULL);
+	struct cause cause = {{0}};
+	struct session gone;
+	json_object *obj;
+
 	if (!json_object_object_get_ex(ev->known, id, &last))
 		return;
-	events_publish_session(ev, "deleted", json_object_get(last));
+	/* A DELETE leaves the record as it ended (stopping, with who deleted it) as <id>.gone:
+	 * published rather than the last one seen, which may be older. */
+	obj = store_read_gone(&ev->b->store, id, &gone, &cause) == 0 ? session_to_json(&gone, false)
+								     : NULL;
+	events_publish_session(ev, "deleted", obj != NULL ? obj : json_object_get(last));
 	json_object_object_del(ev->known, id);
 }
 

@@ -17,6 +17,12 @@
 # $T/home as its HOME (AGENTD_AGENT_HOME) and $T/code its base dir; as_agent CMD... runs a command
 # as it. Not run as root, the agents are the tests' own user.
 #
+# Access (issue 11): nginx lets in only requests with credentials. Before the first start_stack
+# the harness makes an admin token `itest` in the stack's token store ($T/state, exported as
+# AGENTD_STATE_DIR) and every test client sends it: curl through $CURL_HOME/.curlrc (so a plain
+# `curl` of a test is the operator's; `curl -q` ignores it and sends none), the node and python
+# clients from $AGENTD_TEST_TOKEN (an explicit Authorization header of their caller wins).
+#
 # Environment: AGENTD_TEST_BUILD_DIR (default <repo>/build-asan), ITEST_KEEP=1 keeps $T,
 # ITEST_TMPDIR=<dir> where $T is made (default /tmp), ITEST_AGENT_USER (default agentd-it).
 # shellcheck shell=bash disable=SC2034
@@ -31,7 +37,10 @@ export LC_ALL=C.UTF-8
 T=$(mktemp -d "${ITEST_TMPDIR:-/tmp}/agentd-it.XXXXXX")
 # nginx workers may run as another user (www-data): they must reach the sockets under $T/run.
 chmod 0755 "$T"
-mkdir -p "$T/remotes" "$T/run" "$T/code" "$T/home" "$T/logs" "$T/san" "$T/work"
+mkdir -p "$T/remotes" "$T/run" "$T/code" "$T/home" "$T/logs" "$T/san" "$T/work" "$T/state"
+export AGENTD_STATE_DIR=$T/state
+export CURL_HOME=$T
+AGENTD_TEST_TOKEN=
 : >"$T/agentd.conf" # keeps a host /etc/agentd/agentd.conf out of the test
 TMUX_SOCK=$T/run/tmux.sock
 UP_PID=
@@ -90,13 +99,14 @@ ensure_agent_user || {
 }
 export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
 
-# as_agent CMD...: runs CMD as the agents' user, with its HOME (the way a pane's process runs).
+# as_agent CMD...: runs CMD as the agents' user, with its HOME (the way a pane's process runs)
+# and without the harness's credentials (AGENTD_TEST_TOKEN, CURL_HOME's .curlrc).
 as_agent() {
 	if [ "$(id -u)" -ne 0 ]; then
-		HOME=$T/home "$@"
+		env -u AGENTD_TEST_TOKEN -u CURL_HOME HOME="$T/home" "$@"
 	else
 		setpriv --reuid="$AGENT_UID" --regid="$AGENT_GID" --init-groups -- \
-			env HOME="$T/home" "$@"
+			env -u AGENTD_TEST_TOKEN -u CURL_HOME HOME="$T/home" "$@"
 	fi
 }
 
@@ -244,6 +254,21 @@ s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])'
 }
 
+# provision_token: the admin token `itest` every test client sends (see the top of this file).
+# ITEST_FIRST_START=1 makes none (deploy/up's first start does; the test reads its ready line).
+provision_token() {
+	[ -n "$AGENTD_TEST_TOKEN" ] && return 0
+	[ "${ITEST_FIRST_START:-0}" == 1 ] && return 0
+	AGENTD_TEST_TOKEN=$("$BUILD_DIR/fcgi-app/agentd-api" token add itest 2>>"$T/logs/up.log") || {
+		fail "the harness's admin token is made (agentd-api token add itest)" \
+			"$(tail -n 5 "$T/logs/up.log")"
+		return 1
+	}
+	export AGENTD_TEST_TOKEN
+	# 0600: the agents (another user) must not find the operator's token here either.
+	(umask 077 && printf 'header = "Authorization: Bearer %s"\n' "$AGENTD_TEST_TOKEN" >"$T/.curlrc")
+}
+
 # start_stack [VAR=value ...]: starts deploy/up (own process group) and waits for /healthz 200.
 # The extra variables are remembered for restart_stack. Returns non-zero (after a failed check)
 # when the stack does not come up.
@@ -257,6 +282,7 @@ start_stack() {
 		fail "agentd-api is built" "$BUILD_DIR/fcgi-app/agentd-api is missing (run tests/run)"
 		return 1
 	fi
+	provision_token || return 1
 	[ -n "$PORT" ] || PORT=$(free_port)
 	BASE_URL=http://127.0.0.1:$PORT
 	echo "=== start_stack $(date +%T) port $PORT ${STACK_ENV[*]}" >>"$T/logs/up.log"
@@ -291,6 +317,10 @@ wait_healthy() {
 		fi
 		code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$BASE_URL/healthz" 2>/dev/null)
 		[ "$code" == 200 ] && return 0
+		# Without a token of its own (ITEST_FIRST_START): up once the door decides, and
+		# deploy/up has printed its ready line.
+		[ -z "$AGENTD_TEST_TOKEN" ] && [ "$code" == 401 ] &&
+			grep -aq '^agentd ready: ' "$T/logs/up.log" && return 0
 		sleep 0.2
 	done
 	return 1

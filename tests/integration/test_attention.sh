@@ -127,9 +127,10 @@ assert_jq "/events: the first client got a snapshot first" \
 	'map(select(.event != "ping"))[0].event == "snapshot"' "$(sse_events ev1 | jq -s -c .)"
 assert_jq "/events: the raced request's permission, with its session" \
 	"any(.[]; .event == \"permission\" and (.data | fromjson | .requestId == \"$RID\" and .session == \"$SID\"))" "$EV"
-assert_jq "/events: resolved once, allowed by a client" \
+# by: who answered (the harness's token, itest: docs/API.md Access).
+assert_jq "/events: resolved once, allowed by the client that won (itest)" \
 	"[.[] | select(.event == \"permission_resolved\") | .data | fromjson | select(.requestId == \"$RID\")] |
-	 length == 1 and .[0].behavior == \"allow\" and .[0].by == \"client\"" "$EV"
+	 length == 1 and .[0].behavior == \"allow\" and .[0].by == \"itest\"" "$EV"
 assert_jq "/events: turns' results, cut to 4 KiB, with usage" \
 	"any(.[]; .event == \"result\" and (.data | fromjson | .session == \"$SID\" and has(\"usage\") and (.result | length) <= 4096))" "$EV"
 assert_jq "/events: the session went waiting and idle" \

@@ -12,6 +12,10 @@ const { execFileSync } = require("child_process");
 const puppeteer = require("puppeteer-core");
 
 const BASE = process.env.BASE_URL;
+// The harness's admin token (lib.sh): Node's own requests send it; each browser context trades it
+// for the cookie the way a person does (GET /?token=, or the login page).
+const TOKEN = process.env.AGENTD_TEST_TOKEN;
+const AUTH = { Authorization: "Bearer " + TOKEN };
 const ORIGIN = new URL(BASE).origin;
 const SHOTS = process.env.SHOTS;
 const WAIT_MS = 30000;
@@ -74,7 +78,7 @@ const paneText = (t) => tmux("capture-pane", "-p", "-t", "=" + t + ":");
 const paneSize = (t) => tmux("display", "-p", "-t", "=" + t + ":", "#{pane_width}x#{pane_height}").trim();
 
 async function getSession(id) {
-  const r = await fetch(BASE + "/sessions/" + id);
+  const r = await fetch(BASE + "/sessions/" + id, { headers: AUTH });
   return { status: r.status, body: await r.json().catch(() => null) };
 }
 
@@ -184,7 +188,18 @@ async function desktop(browser) {
   const page = await browser.newPage();
   await watch(page, "desktop");
   await page.setViewport({ width: 1280, height: 800 });
-  const res = await page.goto(BASE + "/", { waitUntil: "networkidle2" });
+  const noCookie = await page.goto(BASE + "/", { waitUntil: "networkidle2" });
+  await check("without credentials the page is the login page", page, async () => {
+    if (new URL(page.url()).pathname !== "/login") throw new Error("at " + page.url() + " " + noCookie.status());
+  });
+  // The answer of the redirect's last step: / itself.
+  const res = await page.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
+  await check("GET /?token= lands on / without the token, with an HttpOnly cookie", page, async () => {
+    const u = new URL(page.url());
+    if (u.pathname !== "/" || u.search !== "") throw new Error("at " + page.url());
+    const c = (await page.cookies()).find((k) => k.name === "agentd_token");
+    if (!c || !c.httpOnly || c.sameSite !== "Strict") throw new Error(JSON.stringify(c));
+  });
   await check("GET / answers 200 with a Content-Security-Policy without unsafe-inline", page, () => {
     const csp = res.headers()["content-security-policy"] || "";
     if (res.status() !== 200 || !/script-src 'self'/.test(csp) || /unsafe/.test(csp)) throw new Error(res.status() + " " + csp);
@@ -218,7 +233,7 @@ async function desktop(browser) {
     await until(async () => (await count(page, "#sessions li.session")) === 2, "both again");
   });
   await check("the failed session is deleted (API)", page, async () => {
-    const r = await fetch(BASE + "/sessions/missing-9", { method: "DELETE" });
+    const r = await fetch(BASE + "/sessions/missing-9", { method: "DELETE", headers: AUTH });
     if (r.status !== 200) throw new Error("DELETE answered " + r.status);
     await until(async () => (await count(page, '#sessions li[data-id="missing-9"]')) === 0, "missing-9 gone from the list");
   });
@@ -304,6 +319,7 @@ async function desktop(browser) {
 
   const ctx2 = await browser.createBrowserContext();
   const other = await ctx2.newPage();
+  await other.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
   await watch(other, "second context");
   await other.setViewport({ width: 1000, height: 700 });
   await other.goto(BASE + "/#/s/widgets-1", { waitUntil: "networkidle2" });
@@ -390,7 +406,14 @@ async function phone(browser) {
     }
   });
   await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  // The phone signs in on the login page with the token pasted.
   await page.goto(BASE + "/", { waitUntil: "networkidle2" });
+  await check("phone: the login page takes a pasted token and leads to the app", page, async () => {
+    if (new URL(page.url()).pathname !== "/login") throw new Error("at " + page.url());
+    await page.type("#token", TOKEN);
+    await Promise.all([page.waitForNavigation({ waitUntil: "networkidle2" }), page.click("#login button")]);
+    if (new URL(page.url()).pathname !== "/") throw new Error("at " + page.url());
+  });
   await check("phone: the page does not overflow 390 px", page, async () =>
     page.evaluate(() => document.documentElement.scrollWidth <= 390));
   await createFromForm(page, "acme", "widgets", 2, "terminal");

@@ -4,7 +4,7 @@
 import { Terminal } from "../vendor/xterm.esm.js";
 import { FitAddon } from "../vendor/addon-fit.esm.js";
 import { WebglAddon } from "../vendor/addon-webgl.esm.js";
-import { wsUrl, sessionPath } from "./api.js";
+import { wsUrl, sessionPath, probeAccess } from "./api.js";
 import { adoptStyles } from "./xterm-styles.js";
 
 const BACKOFF_MIN_MS = 500;
@@ -115,6 +115,7 @@ export class TerminalView {
       else this.term.write(new Uint8Array(ev.data));
     });
     ws.addEventListener("close", (ev) => {
+      probeAccess();
       if (this.ws !== ws) return;
       this.host.dataset.connected = "0";
       this.ws = null;
