@@ -461,6 +461,37 @@ int store_read_gone(const struct store *st, const char *id, struct session *out,
 	return r;
 }
 
+void store_forget_gone(const struct store *st, const char *id)
+{
+	char path[SESSION_PATH_MAX];
+
+	if (session_id_valid(id) && store_gone_path(st, id, path, sizeof(path)) == 0)
+		(void)unlink(path);
+}
+
+void store_gone_each(const struct store *st, void (*fn)(void *ctx, const char *id), void *ctx)
+{
+	char dir[SESSION_PATH_MAX], id[SESSION_ID_MAX + 1];
+	struct dirent *de;
+	DIR *d;
+	int n = snprintf(dir, sizeof(dir), "%s/" STORE_GONE_DIR, st->dir);
+
+	if (n < 0 || (size_t)n >= sizeof(dir) || (d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+
+		if (len <= 5 || len - 5 > SESSION_ID_MAX ||
+		    strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		memcpy(id, de->d_name, len - 5);
+		id[len - 5] = '\0';
+		if (session_id_valid(id))
+			fn(ctx, id);
+	}
+	closedir(d);
+}
+
 int store_remove(const struct store *st, const char *id)
 {
 	char path[SESSION_PATH_MAX], gone[SESSION_PATH_MAX], dir[SESSION_PATH_MAX];

@@ -78,6 +78,12 @@ int store_remove(const struct store *st, const char *id);
 int store_read_gone(const struct store *st, const char *id, struct session *out,
 		    struct cause *cause);
 
+/* The bridge has published the deletion of id: its .gone record is removed (absent is fine). */
+void store_forget_gone(const struct store *st, const char *id);
+
+/* Calls fn(ctx, id) for each id with a .gone record (ids that are not valid are skipped). */
+void store_gone_each(const struct store *st, void (*fn)(void *ctx, const char *id), void *ctx);
+
 /*
  * Reads every record, sorted by id. *out is allocated (caller frees) and *n set. Corrupt records
  * are skipped with a log line. Returns 0 or -errno (-E2BIG over STORE_MAX_RECORDS).

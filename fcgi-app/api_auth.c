@@ -6,8 +6,6 @@
  */
 #include "router.h"
 
-#include "jsontext.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,23 +98,12 @@ static void api_auth_exchange(const struct app *app, struct request *req,
 static void api_auth_login(const struct app *app, struct request *req,
 			   const char *const args[ROUTER_MAX_ARGS])
 {
-	struct cause cause = {{0}};
-	json_object *root = NULL, *v;
+	json_object *root, *v;
 	char head[AUTH_COOKIE_LINE];
-	int r;
 
-	if (!request_is_json(req)) {
-		request_error(req, 415, "unsupported_media_type",
-			      "send the body with Content-Type: application/json (charset utf-8)");
+	if ((root = request_json_body(req, APP_BODY_MAX, AUTH_JSON_DEPTH)) == NULL)
 		return;
-	}
-	if ((r = request_read_body(req, APP_BODY_MAX)) < 0) {
-		request_error(req, r == -EFBIG ? 413 : 400, "bad_body",
-			      "the body could not be read");
-		return;
-	}
-	root = jsontext_parse(req->body, req->body_len, AUTH_JSON_DEPTH, &cause);
-	if (root == NULL || !json_object_object_get_ex(root, "token", &v) ||
+	if (!json_object_object_get_ex(root, "token", &v) ||
 	    !json_object_is_type(v, json_type_string)) {
 		request_error(req, 400, "invalid_request", "the body must be {\"token\": \"...\"}");
 		goto out;

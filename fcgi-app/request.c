@@ -92,6 +92,32 @@ bool request_is_json(const struct request *req)
 	return jsontext_content_type_ok(req->content_type);
 }
 
+json_object *request_json_body(struct request *req, size_t max, int depth)
+{
+	struct cause cause = {{0}};
+	json_object *root;
+	int r;
+
+	if (!request_is_json(req)) {
+		request_error(req, 415, "unsupported_media_type",
+			      "send the body with Content-Type: application/json (charset utf-8)");
+		return NULL;
+	}
+	if ((r = request_read_body(req, max)) == -EFBIG) {
+		request_error(req, 413, "body_too_large", "request body is larger than %zu KiB",
+			      max / 1024);
+		return NULL;
+	}
+	if (r < 0) {
+		request_error(req, 400, "bad_body", "the body could not be read");
+		return NULL;
+	}
+	root = jsontext_parse(req->body, req->body_len, depth, &cause);
+	if (root == NULL)
+		request_error(req, 400, "invalid_request", "%s", cause.msg);
+	return root;
+}
+
 const char *request_query(const struct request *req, const char *key, char *out, size_t outlen)
 {
 	size_t klen = strlen(key);

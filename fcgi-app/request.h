@@ -40,6 +40,13 @@ int request_read_body(struct request *req, size_t max);
 /* True when Content-Type is application/json, with no charset or charset=utf-8 (jsontext.h). */
 bool request_is_json(const struct request *req);
 
+/*
+ * The JSON body of a request that must carry one: read (at most max bytes) and parsed (objects
+ * nested at most depth deep, no key twice: jsontext.h). Returns it (owned), or NULL after answering
+ * 415 unsupported_media_type, 413 body_too_large, 400 bad_body or 400 invalid_request.
+ */
+json_object *request_json_body(struct request *req, size_t max, int depth);
+
 /* Returns the value of query parameter key (copied into out) or NULL. */
 const char *request_query(const struct request *req, const char *key, char *out, size_t outlen);
 

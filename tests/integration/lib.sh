@@ -488,6 +488,27 @@ wait_state() {
 	done
 }
 
+# wait_activity ID JQ SECONDS: polls GET /sessions/ID until JQ holds on it.
+wait_activity() {
+	local id=$1 expr=$2 deadline=$((SECONDS + $3))
+	while :; do
+		api GET "/sessions/$id"
+		[ "$STATUS" == 200 ] && jq -e "$expr" >/dev/null 2>&1 <<<"$BODY" && return 0
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.05
+	done
+}
+
+# wait_for DEADLINE_SECONDS COMMAND...: until COMMAND succeeds; 1 on timeout.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.1
+	done
+}
+
 # assert_state DESC ID STATE TIMEOUT
 assert_state() {
 	if wait_state "$2" "$3" "$4"; then

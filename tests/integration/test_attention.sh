@@ -9,16 +9,6 @@ source "$(dirname "$0")/structured/lib_structured.sh"
 make_remote acme widgets
 start_stack || exit 1
 
-# wait_activity ID JQ SECONDS: polls GET /sessions/ID until JQ holds on it.
-wait_activity() {
-	local id=$1 expr=$2 deadline=$((SECONDS + $3))
-	while :; do
-		api GET "/sessions/$id"
-		[ "$STATUS" == 200 ] && jq -e "$expr" >/dev/null 2>&1 <<<"$BODY" && return 0
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.05
-	done
-}
 # assert_activity NAME ID JQ [SECONDS]
 assert_activity() {
 	if wait_activity "$2" "$3" "${4:-10}"; then

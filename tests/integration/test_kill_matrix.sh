@@ -135,15 +135,6 @@ kill_target() {
 	esac
 }
 
-wait_for() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.1
-	done
-}
-
 # --- what must hold after every kill ---------------------------------------------------------------
 # dishonest: prints each session whose state is not what tmux and the processes say.
 dishonest() {
@@ -216,17 +207,6 @@ cell_check() { # DESC COMMAND...: check, noting a failure in the table
 		fail "$CELL: $desc"
 		note "not: $desc"
 	fi
-}
-
-# wait_activity ID JQ SECONDS
-wait_activity() {
-	local id=$1 expr=$2 deadline=$((SECONDS + $3))
-	while :; do
-		api GET "/sessions/$id"
-		[ "$STATUS" == 200 ] && jq -e "$expr" >/dev/null 2>&1 <<<"$BODY" && return 0
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.05
-	done
 }
 
 # --- the sessions ---------------------------------------------------------------------------------
