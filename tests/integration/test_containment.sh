@@ -5,7 +5,7 @@
 # an agent:
 #   - runs as that user, in a worktree and clone it owns, under a tmux server that is root's;
 #   - cannot connect to agentd-api's, agentd-bridge's or the tmux server's socket (EACCES), so
-#     it cannot type into another pane through tmux; another local user cannot reach a host's
+#     it cannot type into another pane through tmux, nor to nginx's trusted Tailscale listener; another local user cannot reach a host's
 #     socket either, and the bridge does not talk to a "host socket" that is not the agent's;
 #   - cannot read or replace the token store, write a session record, the list view, the event
 #     log, the tmux config, or read nginx's logs;
@@ -50,7 +50,11 @@ assert_refused() {
 TOKEN=$(AGENTD_STATE_DIR=$STATE "$BUILD_DIR/fcgi-app/agentd-api" token add operator 2>"$T/logs/token.err")
 check "the operator has a token" test -n "$TOKEN"
 make_remote acme widgets
-start_stack AGENTD_STATE_DIR="$STATE" || exit 1
+# With a Tailscale user, nginx's trusted listener for tailscale serve (where Tailscale's identity
+# headers count) exists: the agent must not reach it either.
+TS_SOCK=$T/ts/nginx.sock
+start_stack AGENTD_STATE_DIR="$STATE" AGENTD_TAILSCALE_USERS=operator@example.com \
+	AGENTD_TAILSCALE_SOCKET="$TS_SOCK" || exit 1
 
 create acme widgets 1
 assert_state "widgets-1 (terminal) runs" widgets-1 running 30
@@ -94,6 +98,12 @@ done
 # The control: the refusal is the agent's, not the test's (nginx's workers reach the daemons).
 assert_eq "www-data (nginx's workers) can connect to api.sock" ok \
 	"$(setpriv --reuid=www-data --regid=www-data --init-groups -- env python3 "$PROBE" connect "$T/run/api.sock")"
+assert_eq "the agent cannot connect to nginx's trusted Tailscale listener" EACCES \
+	"$(probe connect "$TS_SOCK")"
+# The control: there a Tailscale header is an identity (root, as tailscaled, gets in with it).
+assert_eq "through the trusted listener a listed Tailscale login gets in" 200 \
+	"$(curl -q -s -o /dev/null -w '%{http_code}' --unix-socket "$TS_SOCK" \
+		-H 'Tailscale-User-Login: operator@example.com' "http://127.0.0.1:$PORT/sessions")"
 check_not "tmux as the agent cannot send keys to another pane" \
 	as_agent tmux -S "$TMUX_SOCK" send-keys -t =widgets-1: 'typed-through-tmux' Enter
 assert_eq "another local user cannot reach a host's socket" EACCES \
