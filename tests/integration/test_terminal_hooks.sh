@@ -40,7 +40,9 @@ events_start() {
 
 # events: every event so far, one {"id","event","data"} a line with data parsed.
 events() {
-	jq -c 'select(has("comment") | not) | .data |= (fromjson? // .)' "$T/ev.events" 2>/dev/null
+	# jq 1.6: "|=" with a "try" or "?" on its right loses the value; "=" keeps it.
+	jq -c 'select(has("comment") | not) | .data = (.data | try fromjson catch .)' \
+		"$T/ev.events" 2>/dev/null
 }
 
 last_event_id() { events | jq -s 'map(.id // 0 | tonumber) | max // 0'; }
