@@ -7,6 +7,8 @@
 # - a TUI permission prompt: waiting, the request in `pending`, a `permission` event; answered
 #   with POST /permissions: the dialog closes ("Allowed by PermissionRequest hook"), the tool ran,
 #   working then idle, `permission_resolved` by client;
+# - the bridge killed while a dialog shows: the hook asks the new one again with its request id,
+#   which is still listed and is answered through the new bridge;
 # - a prompt answered "Yes" in the TUI (claude leaves the hook running): resolved by "terminal"
 #   from claude's next reports, the hook told to stop, a later remote answer 409 naming
 #   "terminal";
@@ -31,10 +33,13 @@ EV_PID=
 # ------------------------------------------------------------------------------------------------
 # /events and the session's activity
 
+# events_start [LAST_ID]: GET /events into $T/ev.events (appended: a client started again after
+# a bridge restart goes on from LAST_ID).
 events_start() {
-	: >"$T/ev.events"
-	python3 "$SSE_PY" GET "$BASE_URL/events" --out "$T/ev.events" --timeout 900 \
-		>"$T/ev.log" 2>&1 &
+	local more=()
+	[ $# -gt 0 ] && more=(--header "Last-Event-ID: $1")
+	python3 "$SSE_PY" GET "$BASE_URL/events" --out "$T/ev.events" --timeout 900 "${more[@]}" \
+		>>"$T/ev.log" 2>&1 &
 	EV_PID=$!
 }
 
@@ -203,6 +208,31 @@ api POST "/sessions/$SID/permissions/${RID:-none}" '{"behavior":"deny","message"
 assert_status "a second answer: 409" 409
 assert_match "... saying the client answered it" "by client" "$BODY"
 check_not "the hook has ended" test -n "$(waiting_hooks)"
+
+# --- a bridge restart while the dialog shows: the hook asks the new bridge again ------------------
+ask "touch after-restart"
+RID_RS=$RID
+OLD=$(bridge_pid)
+LAST=$(last_event_id)
+kill -KILL "$OLD"
+deadline=$((SECONDS + 30))
+while { NEW=$(bridge_pid); [ -z "$NEW" ] || [ "$NEW" == "$OLD" ] || [ ! -S "$T/run/hooks.sock" ]; } &&
+	[ $SECONDS -lt $deadline ]; do sleep 0.2; done
+assert_ne "kill -9 of the bridge: deploy/up started a new one" "$OLD" "${NEW:-$OLD}"
+events_start "$LAST"
+sleep 1 # the hook connects again every 250 ms
+assert_activity "after the bridge restart: still waiting, the same request listed" \
+	".activity == \"waiting\" and [.pending[].requestId] == [\"${RID_RS:-none}\"]"
+check "its hook waits on the new bridge" test -n "$(waiting_hooks)"
+api POST "/sessions/$SID/permissions/${RID_RS:-none}" '{"behavior":"allow"}'
+assert_status "answered through the new bridge: 200" 200
+deadline=$((SECONDS + STEP_WAIT))
+until [ -f "$WT1/after-restart" ] || [ $SECONDS -ge $deadline ]; do sleep 0.2; done
+check "the command allowed through the new bridge ran" test -f "$WT1/after-restart"
+assert_activity "... and the turn ended: idle" '.activity == "idle" and .pending == []'
+assert_event "/events (from the new bridge): permission_resolved by the client" \
+	".event == \"permission_resolved\" and .data.requestId == \"${RID_RS:-none}\" and
+	 .data.by == \"client\""
 
 # --- answered "Yes" in the TUI --------------------------------------------------------------------
 ask "touch tui-allowed"
