@@ -2,8 +2,10 @@
  * agentd-hook: the command claude runs for its hooks in a terminal-mode session (as the agent's
  * user). It reports the hook event to agentd-bridge and, for PermissionRequest, waits for an answer
  * given from elsewhere (the web UI, Telegram) while the TUI's own dialog is shown: claude ends this
- * process with SIGTERM when the dialog is answered first. It must never harm the agent: whatever
- * goes wrong, it exits 0 with no output, which leaves claude as if there were no hook.
+ * process with SIGTERM when the dialog is answered "No" or with Escape in the TUI; after "Yes" it
+ * leaves it running, and the bridge tells it there is no decision once claude reports the tool's
+ * use (docs/claude-hooks.md). It must never harm the agent: whatever goes wrong, it exits 0 with
+ * no output, which leaves claude as if there were no hook.
  */
 #include "hookproto.h"
 #include "jsontext.h"
