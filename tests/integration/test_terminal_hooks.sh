@@ -200,13 +200,13 @@ assert_pane "the TUI's dialog closes: allowed by the hook" "Allowed by Permissio
 assert_activity "answered: the turn ran to its end, idle, nothing pending" \
 	'.activity == "idle" and .pending == []'
 check "the allowed command ran in the worktree" test -f "$WT1/remote-allowed"
-assert_event "/events: permission_resolved by the client, allow" \
+assert_event "/events: permission_resolved by the answering identity (itest), allow" \
 	".event == \"permission_resolved\" and .data.requestId == \"${RID:-none}\" and
-	 .data.by == \"client\" and .data.behavior == \"allow\""
+	 .data.by == \"itest\" and .data.behavior == \"allow\""
 assert_activities "answered: working, then idle" "working idle" "$SINCE"
 api POST "/sessions/$SID/permissions/${RID:-none}" '{"behavior":"deny","message":"late"}'
 assert_status "a second answer: 409" 409
-assert_match "... saying the client answered it" "by client" "$BODY"
+assert_match "... saying who answered it" "by itest" "$BODY"
 check_not "the hook has ended" test -n "$(waiting_hooks)"
 
 # --- a bridge restart while the dialog shows: the hook asks the new bridge again ------------------
@@ -230,9 +230,9 @@ deadline=$((SECONDS + STEP_WAIT))
 until [ -f "$WT1/after-restart" ] || [ $SECONDS -ge $deadline ]; do sleep 0.2; done
 check "the command allowed through the new bridge ran" test -f "$WT1/after-restart"
 assert_activity "... and the turn ended: idle" '.activity == "idle" and .pending == []'
-assert_event "/events (from the new bridge): permission_resolved by the client" \
+assert_event "/events (from the new bridge): permission_resolved by the answering identity" \
 	".event == \"permission_resolved\" and .data.requestId == \"${RID_RS:-none}\" and
-	 .data.by == \"client\""
+	 .data.by == \"itest\""
 
 # --- answered "Yes" in the TUI --------------------------------------------------------------------
 ask "touch tui-allowed"
@@ -303,7 +303,7 @@ ask "curl -s http://127.0.0.1:9/"
 api POST "/sessions/$SID/permissions/${RID:-none}" '{"behavior":"deny","message":"not from here"}'
 assert_status "accept edits: a deny from the API answers 200" 200
 assert_activity "denied: the turn ends, idle" '.activity == "idle" and .pending == []'
-assert_event "/events: permission_resolved deny by the client with its message" \
+assert_event "/events: permission_resolved deny with its message" \
 	".event == \"permission_resolved\" and .data.requestId == \"${RID:-none}\" and
 	 .data.behavior == \"deny\" and .data.message == \"not from here\""
 
