@@ -41,6 +41,8 @@ struct config {
 	char tailscale_users[CONFIG_VALUE_MAX];   /* AGENTD_TAILSCALE_USERS: admins */
 	char tailscale_viewers[CONFIG_VALUE_MAX]; /* AGENTD_TAILSCALE_VIEWERS: read-only */
 	char tailscale_socket[CONFIG_PATH_MAX]; /* AGENTD_TAILSCALE_SOCKET: for nginx (deploy/up) */
+	char hook[CONFIG_PATH_MAX];   /* AGENTD_HOOK: agentd-hook ("" = beside agentd-api) */
+	int terminal_permission_wait; /* AGENTD_TERMINAL_PERMISSION_WAIT, seconds (0: none) */
 };
 
 /*
@@ -53,10 +55,19 @@ int config_load(struct config *cfg, struct cause *cause);
 /*
  * Applies one KEY=value setting (used by config_load for file lines and the environment).
  * Unknown AGENTD_* keys are -EINVAL so typos are noticed, and so is a value a key's rule refuses:
- * AGENTD_AGENT_USER is a user name (a letter or '_', then letters, digits, '.', '_', '-'; at most
- * CONFIG_USER_MAX bytes), AGENTD_AGENT_HOME is empty or an absolute path other than "/".
+ * an AGENTD_HOOK that is not empty or a plain absolute path (config_path_plain); an
+ * AGENTD_AGENT_USER that is not a user name (a letter or '_', then letters, digits, '.', '_',
+ * '-'; at most CONFIG_USER_MAX bytes); an AGENTD_AGENT_HOME that is not empty or an absolute path
+ * other than "/".
  */
 int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause);
+
+/*
+ * True when path is absolute and "plain": only [A-Za-z0-9._/+@~-], no "." or ".." component, so
+ * that it can go into a command line a shell reads (claude runs its hook commands with one)
+ * without quoting.
+ */
+bool config_path_plain(const char *path);
 
 /* Fills cfg with the built-in defaults only. */
 void config_defaults(struct config *cfg);

@@ -25,6 +25,8 @@ struct app {
 	char host_bin[CONFIG_PATH_MAX]; /* agentd-host: AGENTD_HOST_BIN, or found beside us */
 	struct agent_user agent;        /* who claude runs as; whose the git work is */
 	struct authcache *auth;         /* the token store as the request threads see it */
+	char
+	    hook_bin[CONFIG_PATH_MAX]; /* agentd-hook: AGENTD_HOOK, or found beside us ("": none) */
 };
 
 /* Fills app from cfg: store dir, tmux paths, own executable path, the agent user

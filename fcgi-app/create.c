@@ -101,8 +101,22 @@ out:
 }
 
 /*
- * Checks, as the agent user, that it can run claude (and agentd-host in structured mode): a
- * program it cannot run (e.g. installed under /root) would only give a dead pane.
+ * A terminal launch's --settings file (the hooks that report to the bridge), written anew so it
+ * says what today's configuration says. Returns 0 or -errno with cause.
+ */
+static int create_settings(const struct app *app, char *path, size_t pathlen, struct cause *cause)
+{
+	if (app->hook_bin[0] == '\0')
+		return cause_fail(cause, ENOENT,
+				  "agentd-hook was not found beside agentd-api; build it or set "
+				  "AGENTD_HOOK");
+	return claude_hook_settings_write(app->cfg, app->hook_bin, path, pathlen, cause);
+}
+
+/*
+ * Checks, as the agent user, that it can run claude, and agentd-host in structured mode or
+ * agentd-hook (claude's hooks) in terminal mode: a program it cannot run (e.g. installed under
+ * /root) would only give a dead pane, or a TUI whose hooks fail.
  */
 static int create_check_programs(const struct app *app, enum session_mode mode, struct cause *cause)
 {
@@ -125,6 +139,10 @@ static int create_check_programs(const struct app *app, enum session_mode mode, 
 			  "agentd-host (%s) was not found or %s cannot run it (%s); build it or "
 			  "set AGENTD_HOST_BIN",
 			  app->host_bin, app->agent.name, strerror(-r));
+	} else if (mode == SESSION_TERMINAL && app->hook_bin[0] != '\0' &&
+		   (r = proc_which(app->hook_bin, path, sizeof(path))) < 0) {
+		cause_set(cause, "agentd-hook (%s) cannot be run by %s: %s", app->hook_bin,
+			  app->agent.name, strerror(-r));
 	}
 	agentuser_fs_leave(&fs);
 	return r;
@@ -155,6 +173,7 @@ static int create_agent_env(const struct app *app, struct claude_env *env, struc
 int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
 {
 	char *cmd[CLAUDE_ARGV_MAX + AGENTUSER_PREFIX_WORDS + 1];
+	char settings[CONFIG_PATH_MAX];
 	struct claude_env *env = NULL;
 	struct claude_argv *cargv = NULL;
 	struct tmux_meta *meta = NULL;
@@ -170,11 +189,14 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto out;
 	}
+	if (s->mode == SESSION_TERMINAL &&
+	    (r = create_settings(app, settings, sizeof(settings), cause)) < 0)
+		goto out;
 	/* Structured: the bootstrap prompt becomes the first user message (agentd-host --prompt).
 	 */
 	r = s->mode == SESSION_STRUCTURED
 		? claude_structured_argv(app->cfg, s, app->host_bin, false, s->prompt, cargv)
-		: claude_terminal_argv(app->cfg, s, cargv);
+		: claude_terminal_argv(app->cfg, s, settings, cargv);
 	if (r == 0)
 		r = agentuser_command(&app->agent, cargv->argv, cmd,
 				      sizeof(cmd) / sizeof(cmd[0]) - 1);
@@ -242,6 +264,7 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 		   struct cause *cause)
 {
 	char *cmd[CLAUDE_ARGV_MAX + AGENTUSER_PREFIX_WORDS + 1];
+	char settings[CONFIG_PATH_MAX];
 	struct claude_argv *argv = malloc(sizeof(*argv));
 	struct claude_env *env = malloc(sizeof(*env));
 	struct session *copy = malloc(sizeof(*copy));
@@ -255,12 +278,15 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 	/* Checked before anything is killed: a missing program would only give a dead pane. */
 	if ((r = create_check_programs(app, mode, cause)) < 0)
 		goto out;
+	if (mode == SESSION_TERMINAL &&
+	    (r = create_settings(app, settings, sizeof(settings), cause)) < 0)
+		goto out;
 	*copy = *s;
 	copy->mode = mode;
 	copy->launched = create_has_transcript(app, s);
 	r = mode == SESSION_STRUCTURED
 		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched, NULL, argv)
-		: claude_terminal_argv(app->cfg, copy, argv);
+		: claude_terminal_argv(app->cfg, copy, settings, argv);
 	if (r == 0)
 		r = agentuser_command(&app->agent, argv->argv, cmd,
 				      sizeof(cmd) / sizeof(cmd[0]) - 1);

@@ -72,10 +72,19 @@ follow_ensure_all() {
 # assert_followed DESC NAME [MIN]: ids contiguous over every segment (at least MIN, default 1),
 # and no snapshot after the first.
 assert_followed() {
-	local ev
+	local ev ids f
 	ev=$(follow_events "$2" | jq -s -c '.')
-	assert_jq "$1" '(map(select(.event != "snapshot" and .id != null) | .id)) as $a |
-		($a | length) >= '"${3:-1}"' and ([range(1; $a | length) | $a[.] == $a[. - 1] + 1] | all)' "$ev"
+	ids=$(jq -c 'map(select(.event != "snapshot" and .id != null) | .id)' <<<"$ev")
+	if jq -e '. as $a | length >= '"${3:-1}"' and ([range(1; length) | $a[.] == $a[. - 1] + 1] | all)' \
+		>/dev/null <<<"$ids"; then
+		pass "$1"
+	else
+		fail "$1" "ids per segment (the stream ended and was resumed between them):" \
+			"$(for f in "$T/$2"_seg*.events; do
+				printf '%s: %s\n' "$(basename "$f" .events)" \
+					"$(jq -r 'select(.id != null) | "\(.id)\(.event[0:2])"' "$f" | tr '\n' ' ')"
+			done)"
+	fi
 	assert_jq "$1: no snapshot after a reconnect" \
 		'[.[] | select(.event == "snapshot")] | length <= 1' "$ev"
 }

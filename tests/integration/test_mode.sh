@@ -146,8 +146,8 @@ check_not "agentd-host is gone" alive "$PANE1"
 assert_eq "no host socket is left" "" "$(ls "$T/run/agents/widgets-7/host.sock" 2>/dev/null)"
 one_claude "one claude in terminal mode again" widgets-7
 REC=$(claude_record widgets-7 10)
-assert_json "terminal claude resumes: --resume=<uuid>, no prompt" '.argv' \
-	"[\"--resume=$ASID\"]" "${REC:-null}"
+assert_json "terminal claude resumes: --resume=<uuid>, the hooks' settings, no prompt" '.argv' \
+	"[\"--resume=$ASID\",\"--settings=<settings>\"]" "${REC:-null}"
 assert_eq "the tmux option says terminal" terminal \
 	"$(tmx show-options -v -t "=widgets-7:" @agentd_mode 2>&1)"
 

@@ -99,8 +99,8 @@ fi
 assert_one_claude "terminal: one claude under the pane" "$TMUXNAME"
 TUI_CLAUDE=$ONE_CLAUDE
 assert_eq "terminal: claude is the pane's process" "$(pane_pid "$TMUXNAME")" "${TUI_CLAUDE:-none}"
-assert_match "terminal: claude --session-id=<agentSessionId> -- 'say hello TURNONE'" \
-	"^$(re "$CLAUDE") --session-id=$UUID -- say hello TURNONE $" \
+assert_match "terminal: claude --session-id=<agentSessionId> --settings=<hooks> -- 'say hello TURNONE'" \
+	"^$(re "$CLAUDE") --session-id=$UUID --settings=$(re "$T/run/claude-settings.json") -- say hello TURNONE $" \
 	"$(tr '\0' ' ' <"/proc/${TUI_CLAUDE:-0}/cmdline" 2>/dev/null)"
 for v in ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TELEMETRY DISABLE_AUTOUPDATER; do
 	assert_match "terminal: claude's environment has $v" "^$v=." \
@@ -192,7 +192,8 @@ assert_one_claude "terminal again: one claude under the pane" "$TMUXNAME"
 T2_CLAUDE=$ONE_CLAUDE
 assert_eq "terminal again: claude is the pane's process" "$(pane_pid "$TMUXNAME")" "${T2_CLAUDE:-none}"
 assert_match "terminal again: claude --resume=<agentSessionId>, no prompt" \
-	"^$(re "$CLAUDE") --resume=$UUID $" "$(tr '\0' ' ' <"/proc/${T2_CLAUDE:-0}/cmdline" 2>/dev/null)"
+	"^$(re "$CLAUDE") --resume=$UUID --settings=$(re "$T/run/claude-settings.json") $" \
+	"$(tr '\0' ' ' <"/proc/${T2_CLAUDE:-0}/cmdline" 2>/dev/null)"
 # respawn-pane starts from a blank screen: what shows now comes from the resumed transcript,
 # both the TUI's turn and the structured one.
 if wait_pane "$TMUXNAME" "$PROMPT" "$TUI_WAIT" &&
