@@ -5,7 +5,8 @@
 # an agent:
 #   - runs as that user, in a worktree and clone it owns, under a tmux server that is root's;
 #   - cannot connect to agentd-api's, agentd-bridge's or the tmux server's socket (EACCES), so
-#     it cannot type into another pane through tmux, nor to nginx's trusted Tailscale listener; another local user cannot reach a host's
+#     it cannot type into another pane through tmux, nor to nginx's trusted Tailscale listener;
+#     it does reach the bridge's hook socket, where its claude's hooks report; another local user cannot reach a host's
 #     socket either, and the bridge does not talk to a "host socket" that is not the agent's;
 #   - cannot read or replace the token store, write a session record, the list view, the event
 #     log, the tmux config, or read nginx's logs;
@@ -95,6 +96,8 @@ assert_eq "the commit is on the session's branch" "by the agent" \
 for s in api.sock bridge.sock tmux.sock; do
 	assert_eq "the agent cannot connect to $s" EACCES "$(probe connect "$T/run/$s")"
 done
+assert_eq "the agent reaches the bridge's hook socket (claude's hooks report there)" ok \
+	"$(probe connect "$T/run/hooks.sock")"
 # The control: the refusal is the agent's, not the test's (nginx's workers reach the daemons).
 assert_eq "www-data (nginx's workers) can connect to api.sock" ok \
 	"$(setpriv --reuid=www-data --regid=www-data --init-groups -- env python3 "$PROBE" connect "$T/run/api.sock")"
