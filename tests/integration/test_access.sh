@@ -63,6 +63,7 @@ ROUTES=(
 	"page|GET|/s/widgets-1||200"
 	"read|GET|/assets/app.css||200"
 	"read|GET|/healthz||200"
+	"read|GET|/whoami||200"
 	"read|GET|/sessions||200"
 	"read|GET|/sessions/widgets-1||200"
 	"read|GET|/worktrees||200"
@@ -135,6 +136,31 @@ assert_json "... invalid_actor" .code '"invalid_actor"'
 api GET /sessions/widgets-1 -H "X-Agentd-By: mallory" -H "X-Agentd-Role: admin" \
 	-H "X-Agentd-Identity: mallory"
 assert_status "client-sent X-Agentd-* headers change nothing (GET with the admin token)" 200
+
+# --- GET /whoami: who the door says the request is (the web UI shows a viewer no changes) -----
+req admin GET /whoami >/dev/null
+assert_json "GET /whoami, admin token" . '{"identity":"itest","role":"admin","by":"itest"}' \
+	"$(cat "$T/m.body")"
+req viewer GET /whoami >/dev/null
+assert_json "GET /whoami, read-only token" . '{"identity":"viewer","role":"viewer","by":"viewer"}' \
+	"$(cat "$T/m.body")"
+req ts_admin GET /whoami >/dev/null
+assert_json "GET /whoami, an allowed Tailscale login" . \
+	'{"identity":"alice@github","role":"admin","by":"alice@github"}' "$(cat "$T/m.body")"
+req ts_viewer GET /whoami >/dev/null
+assert_json "GET /whoami, a read-only Tailscale login" . \
+	'{"identity":"carol@github","role":"viewer","by":"carol@github"}' "$(cat "$T/m.body")"
+code=$(curl -q -s -o "$T/m.body" -w '%{http_code}' -H "Authorization: Bearer $VIEWER" \
+	-H "X-Agentd-Role: admin" -H "X-Agentd-Identity: itest" -H "X-Agentd-Actor: bob" \
+	"$BASE_URL/whoami")
+assert_eq "GET /whoami with forged X-Agentd-* headers: 200" 200 "$code"
+assert_json "... still the viewer, the actor in by" . \
+	'{"identity":"viewer","role":"viewer","by":"viewer:bob"}' "$(cat "$T/m.body")"
+code=$(curl -q -s -o /dev/null -w '%{http_code}' -H "Cookie: agentd_token=$VIEWER" "$BASE_URL/whoami")
+assert_eq "GET /whoami with a read-only token's cookie: 200" 200 "$code"
+code=$(curl -q -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $ADMIN" \
+	"$BASE_URL/whoami")
+assert_eq "POST /whoami: 405" 405 "$code"
 
 # --- by: who did what, on /events -----------------------------------------------------------
 sse_start ev GET /events
