@@ -2,10 +2,11 @@
 # Access (issue 11): one door in nginx for every path. The matrix: every route x (no credentials,
 # a bad token, a revoked token, a read-only token, an admin token, Tailscale headers forged on
 # the loopback port, a Tailscale identity on the trusted socket with an allowed, a read-only, an
-# unlisted login, and a Funnel request) with the status each must get. Then: who did what ("by")
-# on /events for create, mode switch, prompt, permission answer and delete; a read-only
-# identity's keystrokes are dropped and its /stream requests refused; the cookie (GET /?token=,
-# POST /login); a broken token store refuses everyone; the first start makes and prints a token.
+# unlisted login, and a Funnel request) with the status each must get; what GET /whoami answers
+# each identity. Then: who did what ("by") on /events for create, mode switch, prompt, permission
+# answer and delete; a read-only identity's keystrokes are dropped and its /stream requests
+# refused; the cookie (GET /?token=, POST /login); a broken token store refuses everyone; the
+# first start makes and prints a token.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/structured/lib_structured.sh"
 source "$(dirname "$0")/terminal/lib_terminal.sh"

@@ -149,8 +149,11 @@ export class ConversationView {
       this.textarea.value = "";
       this.turnStarts();
     } catch (e) {
-      this.sent = this.sent.filter((x) => x !== entry);
-      mine.remove();
+      // Unless claude already echoed it (the turn ran; only the answer was lost on the way).
+      if (this.sent.includes(entry)) {
+        this.sent = this.sent.filter((x) => x !== entry);
+        mine.remove();
+      }
       this.onStatus("prompt: " + e.message, false);
     } finally {
       this.sending = false;
