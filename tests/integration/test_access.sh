@@ -193,12 +193,14 @@ check "widgets-1 is still there (no refused change went through)" tmux_has widge
 # A token revoked: a change is refused at once (changes are never reused), a read after the
 # bound at the latest, and never let in again.
 BRIEF=$("$API_BIN" token add brief)
+code=$(req brief POST /sessions/nosuch-1/mode '{"mode":"terminal"}')
+assert_eq "a fresh token may change state (404 for an unknown session)" 404 "$code"
 code=$(req brief GET "$G")
-assert_eq "a fresh token reads (its grant is kept)" 200 "$code"
+assert_eq "... and read (its grant is kept)" 200 "$code"
 "$API_BIN" token revoke brief 2>/dev/null
 t0=$(date +%s%N)
-code=$(req brief POST "$M" '{"mode":"terminal"}')
-assert_eq "a change with a token just revoked is refused at once: 401" 401 "$code"
+code=$(req brief POST /sessions/nosuch-1/mode '{"mode":"terminal"}')
+assert_eq "the same change with the token just revoked is refused at once: 401" 401 "$code"
 admitted=0
 while code=$(req brief GET "$G") && [ "$code" == 200 ] &&
 	[ $(($(date +%s%N) - t0)) -lt $(((REUSE_BOUND + 3) * 1000000000)) ]; do
