@@ -220,7 +220,7 @@ assert_eq "... and never let in again" "401 " "$never"
 
 # The cache holds credentials: its directory is for nginx's workers alone.
 # (The setgid bit of the runtime dir comes along; it grants nothing.)
-CACHE_DIR=$T/run/nginx/tmp/auth
+CACHE_DIR=$T/run/auth-cache
 mode=$(stat -c '%a' "$CACHE_DIR" 2>/dev/null || echo 777)
 owner=$(stat -c '%U' "$CACHE_DIR" 2>/dev/null)
 if [ "$(id -u)" -eq 0 ] && id -u www-data >/dev/null 2>&1; then
