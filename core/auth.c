@@ -151,6 +151,9 @@ int auth_decide(const struct auth_input *in, const struct tokens *tokens,
 		snprintf(out->by, sizeof(out->by), "%s", out->identity);
 	else
 		snprintf(out->by, sizeof(out->by), "%s:%s", out->identity, in->actor);
+	/* A read granted may be given again for a moment (the lists nginx polls); a change is
+	 * always decided when it is made, so a revoked token changes nothing after its revoke. */
+	out->reuse_secs = auth_reads_only(in->method) ? AUTH_REUSE_SECS : 0;
 	out->status = 200;
 	return 200;
 }

@@ -37,6 +37,15 @@
 #define AUTH_HEADER_BY       "X-Agentd-By"
 #define AUTH_ROLE_ADMIN      "admin"
 #define AUTH_ROLE_VIEWER     "viewer"
+/*
+ * How long nginx may give a granted read (GET, HEAD) again to requests with the same credentials
+ * without asking (the door's cache, nginx/agentd.conf.in), in whole seconds: nginx counts them on
+ * its clock's whole seconds, so a grant is reused for less than AUTH_REUSE_SECS + 1 seconds, and a
+ * token revoked (or a store that breaks) is refused for reads at most that long after. Changes
+ * (every other method) and refusals are never reused: each is decided when it is made.
+ */
+#define AUTH_REUSE_SECS  1
+#define AUTH_REUSE_BOUND (AUTH_REUSE_SECS + 1) /* the bound on a revocation's delay */
 
 /* What nginx passes about one request (each string may be NULL or "": absent). */
 struct auth_input {
@@ -63,6 +72,7 @@ struct auth_result {
 	char identity[AUTH_IDENTITY_MAX + 1]; /* on 200 */
 	char by[AUTH_BY_MAX + 1];             /* on 200: identity[:actor] */
 	struct token_entry *token;            /* on 200 by token: its entry in the store */
+	int reuse_secs; /* on 200: AUTH_REUSE_SECS for a read, else 0 (the answer is not reused) */
 };
 
 /*

@@ -97,6 +97,7 @@ int claude_structured_argv(const struct config *cfg, const struct session *s, co
 					    "--output-format",
 					    "stream-json",
 					    "--verbose",
+					    "--replay-user-messages",
 					    "--permission-prompt-tool",
 					    "stdio"};
 	struct claude_builder b = {out, 0, 0};

@@ -68,10 +68,13 @@ int claude_hook_settings_write(const struct config *cfg, const char *hook_bin, c
 /*
  * Builds the structured-mode argv for s into out: host_bin --set AGENTD_RUNTIME_DIR=<dir> --set
  * AGENTD_PERMISSION_TIMEOUT=<n> [--prompt <first_prompt>] <id> -- claude -p --input-format
- * stream-json --output-format stream-json --verbose
+ * stream-json --output-format stream-json --verbose --replay-user-messages
  * --permission-prompt-tool stdio (--resume=<uuid> when has_transcript, else --session-id=<uuid>)
  * [extra args]. agentd-host runs in the pane, starts claude from the words after "--" and sends
- * first_prompt (NULL or "" for none) as the first user message.
+ * first_prompt (NULL or "" for none) as the first user message. --replay-user-messages makes
+ * claude echo each prompt on its stdout (a "user" line with "isReplay": true, after the turn's
+ * system/init): the session's event log then holds the prompts too, so a client replaying it
+ * shows the whole conversation.
  * Returns 0, -E2BIG or -ENAMETOOLONG.
  */
 int claude_structured_argv(const struct config *cfg, const struct session *s, const char *host_bin,

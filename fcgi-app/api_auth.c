@@ -17,7 +17,9 @@
 #define AUTH_COOKIE_LINE    (sizeof(AUTH_COOKIE) + TOKEN_TEXT_LEN + 128)
 
 /* nginx passes what the decision needs as parameters of its own (AGENTD_*): a client's headers
- * arrive as HTTP_* and cannot be mistaken for them. */
+ * arrive as HTTP_* and cannot be mistaken for them. These seven and nothing else: they are also
+ * the key under which nginx keeps a grant (fastcgi_cache_key, nginx/agentd.conf.in), and a value
+ * read here but left out of the key would let requests that differ in it share a decision. */
 static void api_auth_input(struct request *req, struct auth_input *in)
 {
 	const char *via = request_param_value(req, "AGENTD_VIA_TAILSCALE");
@@ -33,7 +35,8 @@ static void api_auth_input(struct request *req, struct auth_input *in)
 }
 
 /* GET /.agentd/auth: 200 with the identity headers nginx passes on, or 401/403 with the code and
- * sentence of nginx's JSON error page. No body: auth_request reads only the head. */
+ * sentence of nginx's JSON error page. No body: auth_request reads only the head. A read granted
+ * may be reused by nginx for a moment (X-Accel-Expires); nothing else is. */
 static void api_auth_check(const struct app *app, struct request *req,
 			   const char *const args[ROUTER_MAX_ARGS])
 {
@@ -43,16 +46,23 @@ static void api_auth_check(const struct app *app, struct request *req,
 
 	api_auth_input(req, &in);
 	authcache_decide(app->auth, &in, (int64_t)time(NULL), &out);
-	if (out.status == 200)
-		snprintf(head, sizeof(head), "%s: %s\r\n%s: %s\r\n%s: %s\r\n", AUTH_HEADER_IDENTITY,
-			 out.identity, AUTH_HEADER_ROLE,
-			 out.admin ? AUTH_ROLE_ADMIN : AUTH_ROLE_VIEWER, AUTH_HEADER_BY, out.by);
-	else
+	if (out.status != 200) {
 		snprintf(head, sizeof(head),
 			 "X-Agentd-Auth-Code: %s\r\nX-Agentd-Auth-Error: %s\r\n%s", out.code,
 			 out.message,
 			 out.status == 401 ? "WWW-Authenticate: Bearer realm=\"agentd\"\r\n" : "");
-	request_reply_head(req, out.status, head);
+		request_reply_head(req, out.status, head);
+		return;
+	}
+	snprintf(head, sizeof(head), "%s: %s\r\n%s: %s\r\n%s: %s\r\n", AUTH_HEADER_IDENTITY,
+		 out.identity, AUTH_HEADER_ROLE, out.admin ? AUTH_ROLE_ADMIN : AUTH_ROLE_VIEWER,
+		 AUTH_HEADER_BY, out.by);
+	/* A read granted goes into nginx's cache of the door, keyed on every parameter above, for
+	 * out.reuse_secs (core/auth.h); everything else is asked again next time. */
+	if (out.reuse_secs > 0)
+		request_reply_head_reusable(req, 200, out.reuse_secs, head);
+	else
+		request_reply_head(req, 200, head);
 }
 
 /* The Set-Cookie line for token: HttpOnly (no script reads it), SameSite=Strict (no other site's

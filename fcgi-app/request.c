@@ -231,6 +231,17 @@ void request_reply_head(struct request *req, int status, const char *extra_heade
 		     status, request_reason(status), extra_headers ? extra_headers : "");
 }
 
+void request_reply_head_reusable(struct request *req, int status, int secs,
+				 const char *extra_headers)
+{
+	/* No Cache-Control: X-Accel-Expires alone says how long, whatever the order of headers. */
+	FCGX_FPrintF(req->fcgi->out,
+		     "Status: %d %s\r\n"
+		     "X-Accel-Expires: %d\r\n"
+		     "%s\r\n",
+		     status, request_reason(status), secs, extra_headers ? extra_headers : "");
+}
+
 void request_error(struct request *req, int status, const char *code, const char *fmt, ...)
 {
 	char msg[1024];

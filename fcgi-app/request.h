@@ -62,6 +62,12 @@ const char *request_param_value(const struct request *req, const char *name);
  * body: the answers nginx reads only the head of (auth_request, redirects). */
 void request_reply_head(struct request *req, int status, const char *extra_headers);
 
+/* As request_reply_head, for an answer nginx's cache may give again for secs (> 0) seconds:
+ * X-Accel-Expires instead of Cache-Control: no-store (nginx counts it in whole seconds of its
+ * clock, so the answer may live up to secs + 1 seconds). */
+void request_reply_head_reusable(struct request *req, int status, int secs,
+				 const char *extra_headers);
+
 /* Writes the error shape with status, code and a printf-formatted sentence. */
 void request_error(struct request *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

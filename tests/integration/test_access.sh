@@ -2,10 +2,16 @@
 # Access (issue 11): one door in nginx for every path. The matrix: every route x (no credentials,
 # a bad token, a revoked token, a read-only token, an admin token, Tailscale headers forged on
 # the loopback port, a Tailscale identity on the trusted socket with an allowed, a read-only, an
-# unlisted login, and a Funnel request) with the status each must get. Then: who did what ("by")
-# on /events for create, mode switch, prompt, permission answer and delete; a read-only
-# identity's keystrokes are dropped and its /stream requests refused; the cookie (GET /?token=,
-# POST /login); a broken token store refuses everyone; the first start makes and prints a token.
+# unlisted login, and a Funnel request) with the status each must get; what GET /whoami answers
+# each identity. Then: who did what ("by") on /events for create, mode switch, prompt, permission
+# answer and delete; a read-only identity's keystrokes are dropped and its /stream requests
+# refused; the cookie (GET /?token=, POST /login); a broken token store refuses everyone; the
+# first start makes and prints a token.
+# The door's cache (nginx keeps a granted read for the same credentials for less than 2 s): a
+# grant is never given to other credentials (another token or cookie, none, a bad actor, the
+# forged or Funnel Tailscale headers), a viewer's read grant never lets a change through nor an
+# admin's grant a viewer's keystrokes, a revoked token changes nothing at once and reads nothing
+# after the bound, and the cache's directory is nginx's workers' alone.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/structured/lib_structured.sh"
 source "$(dirname "$0")/terminal/lib_terminal.sh"
@@ -33,12 +39,20 @@ WS_HEADERS=(-H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-V
 req() {
 	local cls=$1 method=$2 path=$3 body=${4-} url=$BASE_URL
 	local args=(-q -s --path-as-is -o "$T/m.body" -D "$T/m.headers" -w '%{http_code}' -m 3 -X "$method")
+	[ "$method" == HEAD ] && args+=(-I) # no body to wait for
 	case $cls in
 	none) ;;
 	bad) args+=(-H "Authorization: Bearer $BAD") ;;
 	revoked) args+=(-H "Authorization: Bearer $REVOKED") ;;
 	viewer) args+=(-H "Authorization: Bearer $VIEWER") ;;
 	admin) args+=(-H "Authorization: Bearer $ADMIN") ;;
+	admin_actor) args+=(-H "Authorization: Bearer $ADMIN" -H "X-Agentd-Actor: bot") ;;
+	admin_bad_actor) args+=(-H "Authorization: Bearer $ADMIN" -H "X-Agentd-Actor: not allowed!") ;;
+	cookie_admin) args+=(-H "Cookie: agentd_token=$ADMIN") ;;
+	cookie_viewer) args+=(-H "Cookie: agentd_token=$VIEWER") ;;
+	cookie_bad) args+=(-H "Cookie: agentd_token=$BAD") ;;
+	cookie_revoked) args+=(-H "Cookie: agentd_token=$REVOKED") ;;
+	brief) args+=(-H "Authorization: Bearer $BRIEF") ;;
 	forged) args+=(-H "Tailscale-User-Login: alice@github" -H "Tailscale-User-Name: Alice") ;;
 	ts_admin) args+=(--unix-socket "$TS_SOCK" -H "Tailscale-User-Login: alice@github") ;;
 	ts_viewer) args+=(--unix-socket "$TS_SOCK" -H "Tailscale-User-Login: carol@github") ;;
@@ -63,6 +77,7 @@ ROUTES=(
 	"page|GET|/s/widgets-1||200"
 	"read|GET|/assets/app.css||200"
 	"read|GET|/healthz||200"
+	"read|GET|/whoami||200"
 	"read|GET|/sessions||200"
 	"read|GET|/sessions/widgets-1||200"
 	"read|GET|/worktrees||200"
@@ -136,6 +151,113 @@ api GET /sessions/widgets-1 -H "X-Agentd-By: mallory" -H "X-Agentd-Role: admin" 
 	-H "X-Agentd-Identity: mallory"
 assert_status "client-sent X-Agentd-* headers change nothing (GET with the admin token)" 200
 
+# --- GET /whoami: who the door says the request is (the web UI shows a viewer no changes) -----
+req admin GET /whoami >/dev/null
+assert_json "GET /whoami, admin token" . '{"identity":"itest","role":"admin","by":"itest"}' \
+	"$(cat "$T/m.body")"
+req viewer GET /whoami >/dev/null
+assert_json "GET /whoami, read-only token" . '{"identity":"viewer","role":"viewer","by":"viewer"}' \
+	"$(cat "$T/m.body")"
+req ts_admin GET /whoami >/dev/null
+assert_json "GET /whoami, an allowed Tailscale login" . \
+	'{"identity":"alice@github","role":"admin","by":"alice@github"}' "$(cat "$T/m.body")"
+req ts_viewer GET /whoami >/dev/null
+assert_json "GET /whoami, a read-only Tailscale login" . \
+	'{"identity":"carol@github","role":"viewer","by":"carol@github"}' "$(cat "$T/m.body")"
+code=$(curl -q -s -o "$T/m.body" -w '%{http_code}' -H "Authorization: Bearer $VIEWER" \
+	-H "X-Agentd-Role: admin" -H "X-Agentd-Identity: itest" -H "X-Agentd-Actor: bob" \
+	"$BASE_URL/whoami")
+assert_eq "GET /whoami with forged X-Agentd-* headers: 200" 200 "$code"
+assert_json "... still the viewer, the actor in by" . \
+	'{"identity":"viewer","role":"viewer","by":"viewer:bob"}' "$(cat "$T/m.body")"
+code=$(curl -q -s -o /dev/null -w '%{http_code}' -H "Cookie: agentd_token=$VIEWER" "$BASE_URL/whoami")
+assert_eq "GET /whoami with a read-only token's cookie: 200" 200 "$code"
+code=$(curl -q -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $ADMIN" \
+	"$BASE_URL/whoami")
+assert_eq "POST /whoami: 405" 405 "$code"
+
+# --- the door's cache: what it could get wrong ------------------------------------------------
+# nginx gives a granted read (GET, HEAD) again, without asking agentd-api, to requests with the
+# same credentials for less than REUSE_BOUND seconds (core/auth.h AUTH_REUSE_BOUND). Each
+# sequence below starts with a grant and follows it at once, well inside that time.
+REUSE_BOUND=2
+# seq_codes CLASS:METHOD:PATH...: the statuses, in order, as "CLASS:METHOD:PATH=STATUS ...".
+seq_codes() {
+	local step cls method path out=""
+	for step in "$@"; do
+		IFS=: read -r cls method path <<<"$step"
+		out+="$step=$(req "$cls" "$method" "$path") "
+	done
+	printf '%s' "${out% }"
+}
+want_codes() { # DESC WANT GOT
+	if [ "$2" == "$3" ]; then pass "$1: $3"; else fail "$1" "expected $2" "got      $3"; fi
+}
+G=/sessions/widgets-1
+got=$(seq_codes "admin:GET:$G" "bad:GET:$G" "revoked:GET:$G" "none:GET:$G" "forged:GET:$G" \
+	"cookie_bad:GET:$G" "admin_bad_actor:GET:$G")
+want_codes "an admin's read grant is no other credential's" \
+	"admin:GET:$G=200 bad:GET:$G=401 revoked:GET:$G=401 none:GET:$G=401 forged:GET:$G=401 cookie_bad:GET:$G=401 admin_bad_actor:GET:$G=403" \
+	"$got"
+got=$(seq_codes "cookie_admin:GET:$G" "cookie_revoked:GET:$G" "cookie_bad:GET:$G" "none:GET:$G" \
+	"admin_actor:GET:$G" "admin_bad_actor:GET:$G")
+want_codes "a cookie's read grant is no other credential's" \
+	"cookie_admin:GET:$G=200 cookie_revoked:GET:$G=401 cookie_bad:GET:$G=401 none:GET:$G=401 admin_actor:GET:$G=200 admin_bad_actor:GET:$G=403" \
+	"$got"
+got=$(seq_codes "ts_admin:GET:$G" "forged:GET:$G" "ts_funnel:GET:$G" "ts_unlisted:GET:$G" \
+	"ts_viewer:GET:$G" "ts_viewer:DELETE:$G")
+want_codes "a Tailscale login's read grant is not the forged headers' on the TCP port, nor a Funnel request's, nor another login's" \
+	"ts_admin:GET:$G=200 forged:GET:$G=401 ts_funnel:GET:$G=401 ts_unlisted:GET:$G=401 ts_viewer:GET:$G=200 ts_viewer:DELETE:$G=403" \
+	"$got"
+M=/sessions/widgets-1/mode
+got=$(seq_codes "viewer:GET:$G" "viewer:DELETE:$G" "viewer:POST:$M" "cookie_viewer:GET:$G" \
+	"cookie_viewer:DELETE:$G" "viewer:HEAD:/sessions" "viewer:DELETE:$G")
+want_codes "a viewer's read grant never lets a change through" \
+	"viewer:GET:$G=200 viewer:DELETE:$G=403 viewer:POST:$M=403 cookie_viewer:GET:$G=200 cookie_viewer:DELETE:$G=403 viewer:HEAD:/sessions=200 viewer:DELETE:$G=403" \
+	"$got"
+check "widgets-1 is still there (no refused change went through)" tmux_has widgets-1
+
+# A token revoked: a change is refused at once (changes are never reused), a read after the
+# bound at the latest, and never let in again.
+BRIEF=$("$API_BIN" token add brief)
+code=$(req brief POST /sessions/nosuch-1/mode '{"mode":"terminal"}')
+assert_eq "a fresh token may change state (404 for an unknown session)" 404 "$code"
+code=$(req brief GET "$G")
+assert_eq "... and read (its grant is kept)" 200 "$code"
+"$API_BIN" token revoke brief 2>/dev/null
+t0=$(date +%s%N)
+code=$(req brief POST /sessions/nosuch-1/mode '{"mode":"terminal"}')
+assert_eq "the same change with the token just revoked is refused at once: 401" 401 "$code"
+admitted=0
+while code=$(req brief GET "$G") && [ "$code" == 200 ] &&
+	[ $(($(date +%s%N) - t0)) -lt $(((REUSE_BOUND + 3) * 1000000000)) ]; do
+	admitted=$((admitted + 1))
+	sleep 0.05
+done
+elapsed_ms=$((($(date +%s%N) - t0) / 1000000))
+log "the revoked token's reads were let in $admitted more time(s), refused after ${elapsed_ms} ms"
+assert_eq "a revoked token's reads are refused: 401" 401 "$code"
+if [ "$code" == 401 ] && [ "$elapsed_ms" -le $((REUSE_BOUND * 1000 + 500)) ]; then
+	pass "... within the bound (${elapsed_ms} ms <= ${REUSE_BOUND} s and 500 ms for the requests)"
+else
+	fail "a revoked token's reads are refused within ${REUSE_BOUND} s" "refused after ${elapsed_ms} ms (status $code)"
+fi
+never=$(for _ in 1 2 3 4 5; do req brief GET "$G"; echo; done | sort -u | tr '\n' ' ')
+assert_eq "... and never let in again" "401 " "$never"
+
+# The cache holds credentials: its directory is for nginx's workers alone.
+# (The setgid bit of the runtime dir comes along; it grants nothing.)
+CACHE_DIR=$T/run/auth-cache
+mode=$(stat -c '%a' "$CACHE_DIR" 2>/dev/null || echo 777)
+owner=$(stat -c '%U' "$CACHE_DIR" 2>/dev/null)
+if [ "$(id -u)" -eq 0 ] && id -u www-data >/dev/null 2>&1; then
+	assert_eq "the door's cache is nginx's workers' alone (rwx for www-data, nothing for others)" \
+		"700 www-data" "$(printf '%o' $((8#$mode & 8#777))) $owner"
+else
+	assert_eq "the door's cache is nginx's workers' alone (rwx for them, nothing for others)" 700 \
+		"$(printf '%o' $((8#$mode & 8#777)))"
+fi
+
 # --- by: who did what, on /events -----------------------------------------------------------
 sse_start ev GET /events
 sse_wait_event ev '.event == "snapshot"' 10 # the create comes after it, as an event
@@ -181,18 +303,27 @@ assert_sse_event "/events: deleted, by itest:cleanup" ev \
 	'.event == "session" and (.data | fromjson | .change == "deleted" and .session.id == "widgets-2" and .session.by == "itest:cleanup")' 20
 
 # --- a viewer watches a terminal: its keystrokes and resizes are dropped ------------------------
+# Viewer, admin, viewer, one after the other: each gets its own role, not the grant nginx keeps
+# for the one before (the door's cache).
 start_client tv /sessions/widgets-1/terminal --header "Authorization: Bearer $VIEWER"
-wait_line tv '^open' 10
 start_client ta /sessions/widgets-1/terminal
+start_client tv2 /sessions/widgets-1/terminal --header "Authorization: Bearer $VIEWER"
+wait_line tv '^open' 10
 wait_line ta '^open' 10
+wait_line tv2 '^open' 10
 client_cmd tv 'send "viewer typed this\r"'
+client_cmd tv2 'send "second viewer typed\r"'
 client_cmd ta 'send "admin typed this\r"'
 if pane_has widgets-1 'admin typed this' 10; then pass "an admin's keystrokes reach the pane"; else
 	fail "an admin's keystrokes reach the pane"; fi
-if pane_has widgets-1 'viewer typed this' 2; then fail "a viewer's keystrokes are dropped"; else
-	pass "a viewer's keystrokes are dropped"; fi
+if pane_has widgets-1 'viewer typed this|second viewer typed' 2; then
+	fail "a viewer's keystrokes are dropped (also right after an admin's grant)"
+else
+	pass "a viewer's keystrokes are dropped (also right after an admin's grant)"
+fi
 check "the viewer's terminal stays open" client_alive tv
 stop_client tv
+stop_client tv2
 stop_client ta
 
 # --- the browser's cookie ----------------------------------------------------------------------
@@ -233,10 +364,17 @@ check "token list: itest was used" grep -qE '^itest +admin +[0-9TZ:-]+ +[0-9]{4}
 # --- a broken store refuses everyone ----------------------------------------------------------------
 cp "$T/state/tokens.json" "$T/tokens.good"
 printf '{"tokens": [' >"$T/state/tokens.json"
-code=$(req admin GET /sessions)
-assert_eq "a corrupt token store: the admin token gets 401" 401 "$code"
+# A read granted just before may be given again for the bound (the door's cache).
+deadline=$((SECONDS + REUSE_BOUND + 1))
+while code=$(req admin GET /sessions) && [ "$code" == 200 ] && [ $SECONDS -lt $deadline ]; do
+	sleep 0.1
+done
+assert_eq "a corrupt token store: the admin token gets 401 (within ${REUSE_BOUND} s)" 401 "$code"
 assert_json "... credentials_unavailable" .code '"credentials_unavailable"' "$(cat "$T/m.body")"
-code=$(req ts_admin GET /sessions)
+deadline=$((SECONDS + REUSE_BOUND + 1))
+while code=$(req ts_admin GET /sessions) && [ "$code" == 200 ] && [ $SECONDS -lt $deadline ]; do
+	sleep 0.1
+done
 assert_eq "... and so does alice on the trusted socket" 401 "$code"
 check "agentd-api says so in its log" grep -q "every request is refused" "$T/logs/up.log"
 cp "$T/tokens.good" "$T/state/tokens.json"

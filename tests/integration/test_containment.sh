@@ -141,6 +141,8 @@ assert_eq "the agent cannot open deploy/up's lock (holding it would keep deploy/
 	EACCES "$(probe open "$T/run/up.lock" r)"
 assert_eq "the agent cannot make a file in the runtime dir" EACCES \
 	"$(probe open "$T/run/agent-was-here" create)"
+assert_eq "the agent cannot add to the door's cache (nginx's workers' alone)" EACCES \
+	"$(probe open "$T/run/auth-cache/agent-grant" create)"
 assert_eq "the agent cannot read nginx's access log" EACCES \
 	"$(probe open "$T/run/nginx/logs/access.log" r)"
 

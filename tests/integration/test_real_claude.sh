@@ -127,7 +127,7 @@ assert_eq "structured: the pane runs this build's agentd-host" "$(readlink -f "$
 assert_eq "structured: claude is agentd-host's child" "${HOST_PID:-none}" \
 	"$(ps -o ppid= -p "${S_CLAUDE:-0}" 2>/dev/null | tr -d ' ')"
 assert_match "structured: claude runs stream-json with --resume=<agentSessionId>" \
-	"^$(re "$CLAUDE") -p --input-format stream-json --output-format stream-json --verbose --permission-prompt-tool stdio --resume=$UUID $" \
+	"^$(re "$CLAUDE") -p --input-format stream-json --output-format stream-json --verbose --replay-user-messages --permission-prompt-tool stdio --resume=$UUID $" \
 	"$(tr '\0' ' ' <"/proc/${S_CLAUDE:-0}/cmdline" 2>/dev/null)"
 
 PROMPT="please RUNBASH touch real-claude-was-here"
@@ -168,6 +168,12 @@ assert_eq "the last SSE event is the result" "event: result" \
 	"$(grep '^event: ' "$T/sse.out" | tail -n 1 | tr -d '\r')"
 assert_match "the SSE carries the whole turn in order" \
 	'(^| )system .*assistant .*permission .*user .*assistant .*result $' "$(sse_events)"
+# --replay-user-messages: claude echoes the prompt right after its init, before its answer.
+assert_match "claude replays the prompt right after its init" '(^| )system user assistant ' \
+	"$(sse_events)"
+assert_jq "the replay is the prompt as sent, with isReplay" \
+	".isReplay == true and .message == {role: \"user\", content: $(jq -cn --arg p "$PROMPT" '$p')}" \
+	"$(sse_data user)"
 RESULT=$(sse_data result)
 assert_json "system/init carries agentSessionId" .session_id "\"$UUID\"" "$(sse_data system)"
 assert_json "the result is a success saying Done." '[.subtype, .is_error, .result, .session_id]' \

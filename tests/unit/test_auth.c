@@ -110,6 +110,52 @@ Test(auth, read_only_may_only_read)
 	cr_assert_eq(decide(&in, &out), 403);
 }
 
+/* nginx keeps a grant marked reusable (the door's cache): only reads, never a change, never a
+ * refusal, so a revoked token and a viewer's cached read can never let a change through. */
+Test(auth, only_granted_reads_are_reusable)
+{
+	char hdr[80];
+	struct auth_input in = {.authorization = hdr, .method = "GET"};
+	struct auth_result out;
+
+	snprintf(hdr, sizeof(hdr), "Bearer %s", admin_tok);
+	cr_assert_eq(decide(&in, &out), 200);
+	cr_assert_eq(out.reuse_secs, AUTH_REUSE_SECS);
+	cr_assert_gt(AUTH_REUSE_SECS, 0);
+	in.method = "HEAD";
+	cr_assert_eq(decide(&in, &out), 200);
+	cr_assert_eq(out.reuse_secs, AUTH_REUSE_SECS);
+	in.method = "POST";
+	cr_assert_eq(decide(&in, &out), 200);
+	cr_assert_eq(out.reuse_secs, 0, "an admin's change is decided each time");
+	in.method = "DELETE";
+	cr_assert_eq(decide(&in, &out), 200);
+	cr_assert_eq(out.reuse_secs, 0);
+	in.method = "get";
+	cr_assert_eq(decide(&in, &out), 200);
+	cr_assert_eq(out.reuse_secs, 0, "methods compare exactly");
+	in.method = "GET";
+	snprintf(hdr, sizeof(hdr), "Bearer %s", viewer_tok);
+	cr_assert_eq(decide(&in, &out), 200);
+	cr_assert_eq(out.reuse_secs, AUTH_REUSE_SECS, "a viewer's read");
+	in.method = "POST";
+	cr_assert_eq(decide(&in, &out), 403);
+	cr_assert_eq(out.reuse_secs, 0, "a refusal is never reused");
+	in.method = "GET";
+	snprintf(hdr, sizeof(hdr), "Bearer agentd_%043d", 0);
+	cr_assert_eq(decide(&in, &out), 401);
+	cr_assert_eq(out.reuse_secs, 0);
+	in.authorization = NULL;
+	cr_assert_eq(decide(&in, &out), 401);
+	cr_assert_eq(out.reuse_secs, 0);
+	in.cookie = admin_tok;
+	in.actor = "a b";
+	cr_assert_eq(decide(&in, &out), 403);
+	cr_assert_eq(out.reuse_secs, 0);
+	cr_assert_eq(auth_decide(&in, NULL, &policy, &out), 401);
+	cr_assert_eq(out.reuse_secs, 0, "nor is an unreadable store's refusal");
+}
+
 Test(auth, actor_narrows_by_and_is_checked)
 {
 	struct auth_input in = {.cookie = viewer_tok, .actor = "12345"};

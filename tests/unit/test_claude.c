@@ -357,13 +357,27 @@ Test(claude, structured_first_launch_with_prompt)
 	snprintf(id, sizeof(id), "--session-id=%s", s.agent_session_id);
 	cr_assert_eq(claude_structured_argv(&cfg, &s, "/usr/bin/agentd-host", false, prompt, &out),
 		     0);
-	expect_argv(&out,
-		    (const char *[]){
-			"/usr/bin/agentd-host", "--set", "AGENTD_RUNTIME_DIR=/run/agentd", "--set",
-			"AGENTD_PERMISSION_TIMEOUT=600", "--prompt", prompt, s.id, "--", "claude",
-			"-p", "--input-format", "stream-json", "--output-format", "stream-json",
-			"--verbose", "--permission-prompt-tool", "stdio", id},
-		    19);
+	const char *want[] = {"/usr/bin/agentd-host",
+			      "--set",
+			      "AGENTD_RUNTIME_DIR=/run/agentd",
+			      "--set",
+			      "AGENTD_PERMISSION_TIMEOUT=600",
+			      "--prompt",
+			      prompt,
+			      s.id,
+			      "--",
+			      "claude",
+			      "-p",
+			      "--input-format",
+			      "stream-json",
+			      "--output-format",
+			      "stream-json",
+			      "--verbose",
+			      "--replay-user-messages",
+			      "--permission-prompt-tool",
+			      "stdio",
+			      id};
+	expect_argv(&out, want, sizeof(want) / sizeof(want[0]));
 }
 
 Test(claude, structured_resume_without_prompt)
@@ -382,11 +396,11 @@ Test(claude, structured_resume_without_prompt)
 		    (const char *[]){"agentd-host", "--set", "AGENTD_RUNTIME_DIR=/run/agentd",
 				     "--set", "AGENTD_PERMISSION_TIMEOUT=600", s.id, "--", "claude",
 				     "-p", "--input-format", "stream-json", "--output-format",
-				     "stream-json", "--verbose", "--permission-prompt-tool",
-				     "stdio", id, "--model=x"},
-		    18);
+				     "stream-json", "--verbose", "--replay-user-messages",
+				     "--permission-prompt-tool", "stdio", id, "--model=x"},
+		    19);
 	cr_assert_eq(claude_structured_argv(&cfg, &s, "agentd-host", true, NULL, &out), 0);
-	cr_assert_eq(argv_count(out.argv), 18);
+	cr_assert_eq(argv_count(out.argv), 19);
 }
 
 /* Issue 8, point 4: a prompt that reads as an option stays the prompt. */
@@ -415,9 +429,9 @@ Test(claude, option_like_prompt_follows_double_dash)
 		cr_assert_str_eq(out.argv[7], s.id);
 		cr_assert_str_eq(out.argv[8], "--");
 		/* claude's words are those it gets without a prompt. */
-		cr_assert_eq(argv_count(out.argv), 20);
+		cr_assert_eq(argv_count(out.argv), 21);
 		cr_assert_str_eq(out.argv[9], "claude");
-		cr_assert_str_eq(out.argv[19], "--model=x");
+		cr_assert_str_eq(out.argv[20], "--model=x");
 	}
 }
 
