@@ -228,13 +228,19 @@ int tmux_init(struct tmux *t, const struct config *cfg)
 int tmux_write_conf(const struct tmux *t, struct cause *cause)
 {
 	char tmp[CONFIG_PATH_MAX + 8];
-	char text[512];
+	char text[1024];
 	int fd, n, r = 0;
 
 	/* remain-on-exit keeps a dead agent's last screen; exit-empty off keeps the server (and so
 	 * the socket the bridge attaches to) alive with zero sessions; the hooks tell agentd-api
-	 * at once when an agent dies or a session goes (tmux_wait). */
+	 * at once when an agent dies or a session goes (tmux_wait). No prefix key and no key
+	 * bindings: the server runs as root, and a terminal client's C-b c would open a root shell
+	 * (or C-b : run any tmux command); every key goes to the agent. */
 	n = snprintf(text, sizeof(text),
+		     "set -g prefix None\n"
+		     "set -g prefix2 None\n"
+		     "unbind-key -a -T prefix\n"
+		     "unbind-key -a -T root\n"
 		     "set -g remain-on-exit on\n"
 		     "set -g status off\n"
 		     "set -g history-limit %d\n"
@@ -245,6 +251,8 @@ int tmux_write_conf(const struct tmux *t, struct cause *cause)
 		     "set-hook -g session-created \"%s\"\n"
 		     "set-hook -g session-closed \"%s\"\n",
 		     TMUX_HISTORY_LIMIT, TMUX_HOOK_COMMAND, TMUX_HOOK_COMMAND, TMUX_HOOK_COMMAND);
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return cause_fail(cause, ENAMETOOLONG, "tmux config too long");
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", t->conf) >= (int)sizeof(tmp))
 		return cause_fail(cause, ENAMETOOLONG, "tmux config path too long");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);

@@ -313,6 +313,17 @@ Test(tmux, write_conf_and_start_server)
 	cr_assert_str_eq(out, "on");
 	tmux_cmd(out, sizeof(out), "show-options", "-gv", "exit-empty", NULL);
 	cr_assert_str_eq(out, "off");
+	/* No prefix key and no binding: a terminal client cannot open a (root) shell with C-b c. */
+	tmux_cmd(out, sizeof(out), "show-options", "-gv", "prefix", NULL);
+	cr_assert_str_eq(out, "None");
+	{
+		static char keys[64 * 1024];
+
+		tmux_cmd(keys, sizeof(keys), "list-keys", NULL);
+		cr_assert_null(strstr(keys, "-T prefix "), "prefix bindings left");
+		cr_assert_null(strstr(keys, "-T root "), "root bindings left");
+		cr_assert_not_null(strstr(keys, "-T copy-mode "), "list-keys lists the tables");
+	}
 	/* Starting again is harmless. */
 	cr_assert_eq(tmux_start_server(&tm, &c), 0, "%s", c.msg);
 }
