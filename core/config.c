@@ -51,6 +51,14 @@ static const struct config_key config_keys[] = {
     INT_KEY("AGENTD_PERMISSION_TIMEOUT", permission_timeout, 1, 86400),
     STR_KEY("AGENTD_TMUX", tmux),
     STR_KEY("AGENTD_HOST_BIN", host),
+    STR_KEY("AGENTD_URL", url),
+    STR_KEY("AGENTD_TOKEN", token),
+    STR_KEY("AGENTD_TELEGRAM_TOKEN", telegram_token),
+    STR_KEY("AGENTD_TELEGRAM_TOKEN_FILE", telegram_token_file),
+    STR_KEY("AGENTD_TELEGRAM_API", telegram_api),
+    STR_KEY("AGENTD_TELEGRAM_USERS", telegram_users),
+    STR_KEY("AGENTD_TELEGRAM_STATE", telegram_state),
+    STR_KEY("AGENTD_TELEGRAM_WEB_URL", telegram_web_url),
 };
 
 void config_defaults(struct config *cfg)
@@ -67,6 +75,7 @@ void config_defaults(struct config *cfg)
 	cfg->max_sessions = 16;
 	cfg->permission_timeout = 600;
 	snprintf(cfg->tmux, sizeof(cfg->tmux), "tmux");
+	snprintf(cfg->telegram_api, sizeof(cfg->telegram_api), "https://api.telegram.org");
 }
 
 static const struct config_key *config_find(const char *key)

@@ -33,6 +33,16 @@ struct config {
 	int permission_timeout;                 /* AGENTD_PERMISSION_TIMEOUT, seconds */
 	char tmux[CONFIG_PATH_MAX];             /* AGENTD_TMUX: the tmux executable */
 	char host[CONFIG_PATH_MAX]; /* AGENTD_HOST_BIN: agentd-host ("" = beside agentd-api) */
+	/* What clients of agent-daemon read (agentd-telegram): in the one file like the rest, so
+	 * that every program accepts the same file. */
+	char url[CONFIG_VALUE_MAX]; /* AGENTD_URL: agent-daemon for clients ("" = AGENTD_LISTEN) */
+	char token[CONFIG_VALUE_MAX]; /* AGENTD_TOKEN: a client's access token ("" = none) */
+	char telegram_token[CONFIG_VALUE_MAX];     /* AGENTD_TELEGRAM_TOKEN: the bot's token */
+	char telegram_token_file[CONFIG_PATH_MAX]; /* AGENTD_TELEGRAM_TOKEN_FILE: or read from it */
+	char telegram_api[CONFIG_VALUE_MAX];       /* AGENTD_TELEGRAM_API: the Bot API base URL */
+	char telegram_users[CONFIG_VALUE_MAX];     /* AGENTD_TELEGRAM_USERS: user ids served */
+	char telegram_state[CONFIG_PATH_MAX];      /* AGENTD_TELEGRAM_STATE ("" = the default) */
+	char telegram_web_url[CONFIG_VALUE_MAX];   /* AGENTD_TELEGRAM_WEB_URL ("" = AGENTD_URL) */
 };
 
 /*
