@@ -562,6 +562,7 @@ struct state_approval *state_approval_add(struct state *st, int64_t chat, const 
 					  const char *text, const char *suggestions)
 {
 	struct state_approval *p;
+	char key[STATE_KEY_MAX + 1];
 	char *t = strdup(text), *s = suggestions != NULL ? strdup(suggestions) : NULL;
 
 	if (t == NULL || (suggestions != NULL && s == NULL)) {
@@ -571,9 +572,10 @@ struct state_approval *state_approval_add(struct state *st, int64_t chat, const 
 	}
 	if (st->napprovals == STATE_APPROVALS_MAX)
 		state_approval_remove(st, &st->approvals[0]);
+	state_new_key(st, key); /* before the entry exists: it must not find itself */
 	p = &st->approvals[st->napprovals++];
 	memset(p, 0, sizeof(*p));
-	state_new_key(st, p->key);
+	memcpy(p->key, key, sizeof(key));
 	p->chat = chat;
 	snprintf(p->session, sizeof(p->session), "%s", session);
 	snprintf(p->request_id, sizeof(p->request_id), "%s", request_id);
