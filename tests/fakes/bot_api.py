@@ -25,7 +25,9 @@ Test control (no token, for the test scripts):
        default); answers {"update_id", "message_id"}
   POST /test/press {"user", "chat", "message_id", "button"}  the user presses the inline button
        whose text is "button" on that message as it is now (404 when the message has none);
-       answers {"update_id", "callback_query_id", "data"}
+       answers {"update_id", "callback_query_id", "data"}; with "data" instead of "button", a
+       button with that callback_data the message may no longer show (a client that had not
+       refreshed it)
   POST /test/fault {"method", "status", ["retry_after"], ["count"]}  the next count (1) calls of
        method answer status (429 with retry_after, 500, ...)
   GET /test/messages[?chat=N]  every message the bot sent, as it is now: {"message_id", "chat",
@@ -313,8 +315,8 @@ class Fake:
             markup = msg["reply_markup"]
             if isinstance(markup, str):
                 markup = json.loads(markup)
-            data = None
-            for row in (markup or {}).get("inline_keyboard", []):
+            data = p.get("data") if isinstance(p.get("data"), str) else None
+            for row in (markup or {}).get("inline_keyboard", []) if data is None else []:
                 for b in row:
                     if b.get("text") == button:
                         data = b.get("callback_data")
