@@ -268,12 +268,28 @@ static json_object *outbox_params(const struct outbox_op *op)
 	return p;
 }
 
-/* Whether an earlier call to the same chat is still queued or running (order per chat). */
-static bool outbox_chat_busy(const struct outbox *ob, const struct outbox_op *op)
+/*
+ * Whether op must wait for another call to its chat. New messages (sends, deletes) go in the
+ * order they were queued, and before any edit that waits: a reply or a permission request is not
+ * held up behind the edits of answers being streamed (an answer has one call at a time, so its
+ * own order needs nothing here). Edits go in their order.
+ */
+static bool outbox_blocked(const struct outbox *ob, const struct outbox_op *op)
 {
-	for (const struct outbox_op *o = ob->head; o != op; o = o->next)
-		if (o->kind != OUTBOX_ANSWER && o->chat == op->chat)
+	bool before = true;
+
+	for (const struct outbox_op *o = ob->head; o != NULL; o = o->next) {
+		if (o == op) {
+			if (op->kind != OUTBOX_EDIT)
+				return false;
+			before = false;
+			continue;
+		}
+		if (o->kind == OUTBOX_ANSWER || o->chat != op->chat || o->running)
+			continue;
+		if (o->kind != OUTBOX_EDIT || (before && op->kind == OUTBOX_EDIT))
 			return true;
+	}
 	return false;
 }
 
@@ -286,8 +302,8 @@ int64_t outbox_tick(struct outbox *ob, int64_t now)
 
 		if (op->running)
 			continue;
-		if (op->kind != OUTBOX_ANSWER && outbox_chat_busy(ob, op))
-			continue; /* it goes when the earlier one is done, which ticks again */
+		if (op->kind != OUTBOX_ANSWER && outbox_blocked(ob, op))
+			continue; /* it goes when the other is done, which ticks again */
 		wait = op->not_before > now ? op->not_before - now : 0;
 		if (wait == 0)
 			wait = ratelimit_wait(ob->rl, op->chat, outbox_rl_kind(op), now);

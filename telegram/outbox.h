@@ -1,7 +1,8 @@
 /*
  * Everything the bot says to Telegram goes through here: a queue of sendMessage,
  * editMessageText, deleteMessage and answerCallbackQuery calls, started as the rate limiter
- * allows (ratelimit.h), in order per chat and one at a time per chat. A 429 holds the chat (or
+ * allows (ratelimit.h), one at a time per chat: new messages in their order and before waiting
+ * edits (a reply is not held up by streamed answers), edits in theirs. A 429 holds the chat (or
  * everything) back for its retry_after and the call is made again; a network failure or a 5xx is
  * retried with a growing delay (1 s doubling up to 30 s), for as long as it takes; any other
  * refusal ends the call, and its callback says so. "message is not modified" counts as done.
