@@ -205,6 +205,9 @@ struct bot *bot_create(const struct settings *set, struct cause *cause)
 		 "%u answers being streamed",
 		 set->state_path, b->st->offset, b->st->events_id, b->st->nchats, b->st->napprovals,
 		 b->st->nturns);
+	/* The process before this one may have called Telegram a moment ago (a crash and a quick
+	 * restart): the first calls wait for any gap it started. */
+	ratelimit_pause(b->rl, 0, outbox_now() + RATELIMIT_EDIT_GAP_MS);
 	turns_resume(b);
 	return b;
 fail:

@@ -108,6 +108,7 @@ char *state_to_json(const struct state *st)
 		json_object_object_add(e, "message", json_object_new_int64(t->message));
 		json_object_object_add(e, "after", json_object_new_uint64(t->after));
 		json_object_object_add(e, "ended", json_object_new_boolean(t->ended));
+		json_object_object_add(e, "shown", json_object_new_uint64(t->shown));
 		json_object_object_add(e, "text", json_object_new_string(t->text ? t->text : ""));
 		json_object_array_add(a, e);
 	}
@@ -326,6 +327,10 @@ static int st_turns(struct state *st, json_object *a, struct cause *cause)
 		if (v == NULL)
 			return r;
 		t->ended = json_object_get_boolean(v);
+		v = st_get(e, "shown", json_type_int, false, "turns", cause, &r);
+		if (r < 0)
+			return r;
+		t->shown = v != NULL ? json_object_get_uint64(v) : 0;
 	}
 	return 0;
 }

@@ -55,6 +55,7 @@ struct state_turn {
 	int64_t message; /* the message showing text's start; 0 until it is sent */
 	uint64_t after;  /* the last session event rendered into text */
 	bool ended;      /* text holds the turn's end: only its showing is left */
+	uint64_t shown;  /* a hash of what the message shows (0: not known), to spare an edit */
 	char *text;      /* the answer's text not yet in finished messages (owned) */
 };
 

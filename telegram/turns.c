@@ -21,22 +21,33 @@ struct turn {
 	int64_t chat;
 	int64_t user;
 	struct agentc_stream *s;
-	struct buf text;  /* the answer's text not yet in finished messages */
-	uint64_t last_id; /* the last session event rendered into text */
-	int64_t message;  /* the message showing text's start (0: none yet) */
-	char *shown;      /* what that message shows now */
-	bool op;          /* a call of ours is queued or running */
-	bool started;     /* the stream brought an event */
-	bool ended;       /* its result (or end) is in text */
-	bool detached;    /* a newer turn of the chat and session owns the state entry */
-	bool cut;         /* text reached TURN_TEXT_MAX once: the rest was dropped */
-	int64_t retry_at; /* when a broken stream is taken up again (0: not broken) */
+	struct buf text;     /* the answer's text not yet in finished messages */
+	uint64_t last_id;    /* the last session event rendered into text */
+	int64_t message;     /* the message showing text's start (0: none yet) */
+	char *shown;         /* what that message shows now */
+	uint64_t shown_hash; /* after a restart, a hash of it (shown is not kept) */
+	bool op;             /* a call of ours is queued or running */
+	bool started;        /* the stream brought an event */
+	bool ended;          /* its result (or end) is in text */
+	bool detached;       /* a newer turn of the chat and session owns the state entry */
+	bool cut;            /* text reached TURN_TEXT_MAX once: the rest was dropped */
+	int64_t retry_at;    /* when a broken stream is taken up again (0: not broken) */
 	int64_t backoff;
 	char pending[SPLIT_MAX * 4 + 1]; /* the text of the call running (a part, or all) */
 	size_t pending_cut;              /* > 0: the call finishes a part of this many bytes */
 };
 
 static void turn_flush(struct turn *t);
+
+/* FNV-1a: what a message shows, remembered in the state in eight bytes. Never 0. */
+static uint64_t turn_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h != 0 ? h : 1;
+}
 
 static void turn_header(struct buf *text, const char *session, bool continued)
 {
@@ -93,6 +104,7 @@ static void turn_persist(struct turn *t)
 	st->message = t->message;
 	st->after = t->last_id;
 	st->ended = t->ended;
+	st->shown = t->shown != NULL ? turn_hash(t->shown) : t->shown_hash;
 	if (state_turn_set_text(st, buf_str(&t->text)) < 0)
 		log_error("out of memory keeping a turn's text");
 	bot_changed(t->b);
@@ -149,6 +161,7 @@ static void turn_op_done(void *arg, const struct outbox_result *r)
 		t->message = 0;
 		free(t->shown);
 		t->shown = NULL;
+		t->shown_hash = 0;
 		t->pending_cut = 0;
 	} else {
 		free(t->shown);
@@ -176,7 +189,9 @@ static void turn_flush(struct turn *t)
 	} else {
 		memcpy(t->pending, text, len + 1);
 	}
-	if (cut == 0 && t->message != 0 && t->shown != NULL && strcmp(t->shown, t->pending) == 0) {
+	if (cut == 0 && t->message != 0 &&
+	    (t->shown != NULL ? strcmp(t->shown, t->pending) == 0
+			      : t->shown_hash == turn_hash(t->pending))) {
 		if (t->ended)
 			turn_finish(t);
 		return;
@@ -395,11 +410,12 @@ void turns_resume(struct bot *b)
 		t->last_id = s->after;
 		t->ended = s->ended;
 		t->started = true;
+		t->shown_hash = s->shown;
 		log_info("taking up the answer of %s in chat %" PRId64 " after event %" PRIu64,
 			 t->session, t->chat, t->last_id);
 		if (!t->ended)
 			turn_reopen(t);
-		/* What the message shows is not known: one edit makes sure. */
+		/* An edit only if the message does not show the text already. */
 		turn_flush(t);
 	}
 }
