@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fake Telegram Bot API for testing agentd-telegram offline (stdlib only).
 
-    bot_api.py --token TOKEN --port 0 [--port-file FILE] [--log FILE]
+    bot_api.py --token TOKEN --port 0 [--port-file FILE] [--log FILE] [--first-update N]
 
 Listens on 127.0.0.1 only. With --port 0 it picks a free port and prints it (one line on stdout),
 or writes it to --port-file (a temp file renamed, so a reader never sees a partial number).
@@ -38,6 +38,8 @@ Test control (no token, for the test scripts):
        yet confirmed), "polling" (a getUpdates waits now)}
 
 --log FILE appends one JSON line per Bot API request: {"time", "method", "body", "status"}.
+--first-update N numbers updates from N (a fake started again goes on where the last one was,
+as Telegram's ids do).
 """
 
 import argparse
@@ -65,12 +67,12 @@ def utf16_len(s):
 
 
 class Fake:
-    def __init__(self, token, log_path):
+    def __init__(self, token, log_path, first_update=1):
         self.token = token
         self.log_path = log_path
         self.cv = threading.Condition()
         self.updates = []          # unconfirmed updates, in order
-        self.next_update = 1
+        self.next_update = first_update
         self.confirmed = 0         # every update below this id is confirmed
         self.poll_gen = 0          # bumped by each getUpdates: an older waiter ends with 409
         self.polling = False
@@ -434,11 +436,12 @@ def main():
     ap.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: a free one)")
     ap.add_argument("--port-file", help="write the port here instead of printing it")
     ap.add_argument("--log", help="append one JSON line per Bot API request to this file")
+    ap.add_argument("--first-update", type=int, default=1, help="the first update's id")
     args = ap.parse_args()
 
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
-    server.fake = Fake(args.token, args.log)
+    server.fake = Fake(args.token, args.log, args.first_update)
     port = server.server_address[1]
     if args.port_file:
         tmp = args.port_file + ".tmp"

@@ -183,3 +183,42 @@ assert_json "no 429 from the fake Bot API" .rejected_429 0 "$STATS"
 assert_json "no 400 either" .rejected_400 0 "$STATS"
 assert_jq "every press was answered" \
 	"(.requests.answerCallbackQuery // 0) >= 3" "$STATS"
+
+# --- Telegram says 429, then fails, then is gone -------------------------------------------------------------
+curl -s -X POST -H 'Content-Type: application/json' "$TG/test/fault" \
+	--data '{"method":"sendMessage","status":429,"retry_after":3,"count":1}' >/dev/null
+LAST=$(tg_messages "$U" | jq 'map(.message_id) | max')
+tg_write "$U" "/help"
+assert_tg "after a 429 the message still arrives" "$U" \
+	"select(.message_id > $LAST and (.text | test(\"^/sessions: every session\")))" 30
+assert_jq "it was sent again only after retry_after (3 s)" \
+	'[.[] | select(.method == "sendMessage")] | .[-2:] | .[0].status == 429 and .[1].status == 200 and
+	 .[1].time - .[0].time >= 3' "$(jq -s -c . "$BOT_LOG")"
+curl -s -X POST -H 'Content-Type: application/json' "$TG/test/fault" \
+	--data '{"method":"sendMessage","status":502,"count":2}' >/dev/null
+tg_write "$U" "/sessions"
+assert_tg "after two 502s the message still arrives" "$U" \
+	"select(.message_id > $LAST and (.text | test(\"^No sessions\")))" 30
+assert_jq "retried after 1 s, then 2 s" \
+	'[.[] | select(.method == "sendMessage")] | .[-3:] | map(.status) == [502, 502, 200] and
+	 (.[1].time - .[0].time >= 1) and (.[2].time - .[1].time >= 2)' "$(jq -s -c . "$BOT_LOG")"
+# The Bot API goes away: the bot backs off (no busy loop), and comes back with it.
+BOT_PID_NOW=$(telegram_pid)
+NEXT_UPDATE=$(($(tg_stats | jq .offset) + 10))
+stop_fake_bot
+cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+C0=$(cpu "$BOT_PID_NOW")
+sleep 8
+C1=$(cpu "$BOT_PID_NOW")
+log "CPU of agentd-telegram over 8 s without Telegram: $((C1 - C0)) ticks"
+assert_match "without Telegram it waits, it does not spin (under 1 s of CPU in 8 s)" '^[0-9]{1,2}$' \
+	"$((C1 - C0))"
+check "its log shows the growing delay" grep -q 'getUpdates failed .*again in 4000 ms' "$T/logs/up.log"
+python3 "$FAKE_BOT" --token "$TG_TOKEN" --port "$BOT_PORT" --log "$BOT_LOG" \
+	--first-update "$NEXT_UPDATE" >>"$T/logs/fake-bot.log" 2>&1 &
+BOT_PID=$!
+tg_wait_up() { curl -s -m 2 "$TG/test/stats" >/dev/null; }
+for _ in $(seq 50); do tg_wait_up && break; sleep 0.1; done
+tg_write "$U" "/help"
+# A new fake: its message ids start again at 1, and it holds only what came after.
+assert_tg "with Telegram back, the bot answers again" "$U" 'select(.text | test("^/sessions: every session"))' 40
