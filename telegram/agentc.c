@@ -130,6 +130,7 @@ static void agentc_parse(const struct xfer_result *res, struct agentc_answer *a,
 	if (res->curl_code != CURLE_OK || res->status == 0) {
 		a->status = 0;
 		a->transient = true;
+		a->aborted = res->curl_code == CURLE_ABORTED_BY_CALLBACK;
 		snprintf(a->err, sizeof(a->err), "agent-daemon does not answer: %s",
 			 res->error[0] != '\0' ? res->error : "no answer");
 		return;

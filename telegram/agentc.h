@@ -34,6 +34,7 @@ struct agentc_stream;
 struct agentc_answer {
 	long status;                /* 0: no answer (err says why) */
 	bool transient;             /* no answer or 502/503/504: worth trying again later */
+	bool aborted;               /* ended by xfer_loop_finish (shutdown): nothing to report */
 	json_object *body;          /* the JSON answer, or NULL; borrowed for the callback */
 	char err[AGENTC_ERROR_MAX]; /* the "error" sentence of a 4xx/5xx, or curl's */
 	char code[64];              /* the "code" of an error answer */

@@ -336,6 +336,10 @@ static void ap_press_done(void *arg, const struct agentc_answer *r)
 	struct state_approval *a = state_approval_by_key(b->st, p->key);
 	char decision[RENDER_DECISION_MAX + AGENTC_ERROR_MAX];
 
+	if (r->aborted) {
+		free(p);
+		return;
+	}
 	if (r->status == 200) {
 		ap_answer(b, p->callback_id,
 			  p->action == 'd'   ? "Denied"

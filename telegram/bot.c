@@ -103,6 +103,8 @@ static void bot_poll_done(void *arg, const struct botapi_answer *a)
 	json_object *list = a->result;
 
 	b->poll = NULL;
+	if (a->aborted)
+		return;
 	if (!a->ok || !json_object_is_type(list, json_type_array)) {
 		int64_t wait = b->poll_backoff;
 
@@ -219,6 +221,9 @@ void bot_destroy(struct bot *b)
 {
 	if (b == NULL)
 		return;
+	/* Every transfer's owner lets go of it first (the outbox keeps its calls queued). */
+	if (b->loop != NULL)
+		xfer_loop_finish(b->loop);
 	if (b->st != NULL && b->set != NULL)
 		bot_save(b);
 	turns_destroy_all(b);

@@ -62,6 +62,7 @@ void botapi_parse_answer(const struct xfer_result *res, struct botapi_answer *a,
 	a->status = res->status;
 	if (res->curl_code != CURLE_OK || res->status == 0) {
 		a->transient = true;
+		a->aborted = res->curl_code == CURLE_ABORTED_BY_CALLBACK;
 		a->error_code = 0;
 		snprintf(a->description, sizeof(a->description), "%s",
 			 res->error[0] != '\0' ? res->error : "no answer");

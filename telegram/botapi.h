@@ -25,6 +25,7 @@ struct botapi;
 struct botapi_answer {
 	bool ok;
 	bool transient;  /* no answer, a timeout or a 5xx: the same call may succeed later */
+	bool aborted;    /* ended by xfer_loop_finish (shutdown): nothing to report */
 	long status;     /* HTTP status (0: none) */
 	int error_code;  /* Telegram's error_code when !ok (else the HTTP status) */
 	int retry_after; /* seconds: parameters.retry_after of a 429, else 0 */

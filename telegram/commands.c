@@ -143,6 +143,10 @@ static void cmd_sessions_done(void *arg, const struct agentc_answer *a)
 	struct state_chat *chat = state_chat(c->b->st, c->chat, false);
 	struct buf out;
 
+	if (a->aborted) {
+		free(c);
+		return;
+	}
 	if (a->status != 200 || a->body == NULL) {
 		char msg[COMMANDS_MSG_MAX];
 
@@ -167,6 +171,10 @@ static void cmd_new_done(void *arg, const struct agentc_answer *a)
 	const char *id = cmd_str(a->body, "id"), *state = cmd_str(a->body, "state");
 	const char *mode = cmd_str(a->body, "mode");
 
+	if (a->aborted) {
+		free(c);
+		return;
+	}
 	if ((a->status == 201 || a->status == 200) && id != NULL && session_id_valid(id)) {
 		cmd_choose(c->b, c->chat, id);
 		snprintf(msg, sizeof(msg), "%s %s (%s, %s mode). It is this chat's session now: %s",
@@ -236,6 +244,10 @@ static void cmd_use_done(void *arg, const struct agentc_answer *a)
 	struct cmd_call *c = arg;
 	char msg[COMMANDS_MSG_MAX];
 
+	if (a->aborted) {
+		free(c);
+		return;
+	}
 	if (a->status == 200) {
 		const char *mode = cmd_str(a->body, "mode"), *act = cmd_str(a->body, "activity");
 
@@ -280,6 +292,10 @@ static void cmd_mode_done(void *arg, const struct agentc_answer *a)
 	struct cmd_call *c = arg;
 	char msg[COMMANDS_MSG_MAX];
 
+	if (a->aborted) {
+		free(c);
+		return;
+	}
 	if (a->status == 200)
 		snprintf(msg, sizeof(msg), "%s is in %s mode now.%s", c->session, c->extra,
 			 strcmp(c->extra, "structured") == 0 ? " Write to prompt it." : "");
@@ -320,6 +336,10 @@ static void cmd_stop_done(void *arg, const struct agentc_answer *a)
 	char msg[COMMANDS_MSG_MAX];
 	json_object *v;
 
+	if (a->aborted) {
+		free(c);
+		return;
+	}
 	if (a->status != 200) {
 		snprintf(msg, sizeof(msg), "%s was not stopped: %s", c->session, a->err);
 		bot_say(c->b, c->chat, msg);
@@ -383,6 +403,10 @@ static void cmd_interrupt_done(void *arg, const struct agentc_answer *a)
 	struct cmd_call *c = arg;
 	char msg[COMMANDS_MSG_MAX];
 
+	if (a->aborted) {
+		free(c);
+		return;
+	}
 	if (a->status == 200)
 		snprintf(msg, sizeof(msg), "%s: interrupted; its turn ends now.", c->session);
 	else

@@ -224,6 +224,8 @@ static void feed_end(void *arg, const struct agentc_answer *a)
 	struct feed *f = arg;
 
 	f->s = NULL;
+	if (a->aborted)
+		return;
 	if (f->got_events)
 		f->backoff = BOT_BACKOFF_MS;
 	if (a->status == 401 || a->status == 403) {

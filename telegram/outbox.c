@@ -208,6 +208,8 @@ static void outbox_done(void *arg, const struct botapi_answer *a)
 	}
 	op->running = false;
 	ratelimit_end(ob->rl, op->chat, outbox_rl_kind(op), now);
+	if (a->aborted)
+		return; /* shutting down: it stays queued, and goes with the outbox */
 	if (!a->ok && a->transient) {
 		if (a->error_code == 429) {
 			log_warn("telegram: %s: 429, retrying after %d s", outbox_methods[op->kind],

@@ -299,7 +299,7 @@ static void turn_end(void *arg, const struct agentc_answer *a)
 	struct turn *t = arg;
 
 	t->s = NULL;
-	if (t->ended)
+	if (t->ended || a->aborted)
 		return;
 	if (t->last_id == 0) {
 		/* Nothing of this turn was shown: a refusal, or a stream that brought nothing. */

@@ -30,6 +30,8 @@ struct xfer_loop {
 	unsigned count;
 };
 
+static void xfer_reap(struct xfer_loop *l);
+
 struct xfer_loop *xfer_loop_create(void)
 {
 	struct xfer_loop *l = calloc(1, sizeof(*l));
@@ -65,6 +67,31 @@ static void xfer_drop(struct xfer *x)
 		*pp = x->next;
 	x->loop->count--;
 	xfer_free(x);
+}
+
+void xfer_loop_finish(struct xfer_loop *l)
+{
+	/* A callback may start another transfer: a few passes end those too. */
+	for (int pass = 0; pass < 4; pass++) {
+		struct xfer *x;
+		bool any = false;
+
+		for (x = l->all; x != NULL; x = x->next) {
+			struct xfer_result res = {.curl_code = CURLE_ABORTED_BY_CALLBACK,
+						  .error = "shutting down",
+						  .body = ""};
+
+			if (x->cancelled)
+				continue;
+			any = true;
+			xfer_cancel(x);
+			if (x->on_done != NULL)
+				x->on_done(x->arg, &res);
+		}
+		xfer_reap(l);
+		if (!any)
+			break;
+	}
 }
 
 void xfer_loop_destroy(struct xfer_loop *l)

@@ -50,7 +50,11 @@ struct xfer_req {
  * first. */
 struct xfer_loop *xfer_loop_create(void);
 
-/* Ends every transfer (no callback) and frees the loop. NULL-safe. */
+/* Ends every transfer: each one's done callback is called with curl_code CURLE_ABORTED_BY_CALLBACK
+ * and no status, so that its owner lets go of what it holds (shutdown). */
+void xfer_loop_finish(struct xfer_loop *l);
+
+/* Ends every transfer left (no callback) and frees the loop. NULL-safe. */
 void xfer_loop_destroy(struct xfer_loop *l);
 
 /* Starts a transfer (it begins in the next round). Returns it, or NULL with errno (ENOMEM). */
