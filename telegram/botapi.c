@@ -74,6 +74,8 @@ void botapi_parse_answer(const struct xfer_result *res, struct botapi_answer *a,
 		json_object_put(o);
 		a->transient = res->status >= 500 || res->status == 429;
 		a->error_code = (int)res->status;
+		if (res->status == 429)
+			a->retry_after = 1; /* no retry_after readable: a second, not at once */
 		snprintf(a->description, sizeof(a->description), "HTTP %ld: %s", res->status,
 			 res->too_large ? "the answer is too large" : "the answer is not JSON");
 		return;

@@ -1,6 +1,7 @@
 #include "sseread.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 /* A field name and the colon are short; the limit of a line is the data limit plus room. */
@@ -45,7 +46,7 @@ static int sseread_dispatch(struct sseread *r, sseread_fn fn, void *arg)
 
 	if (!r->have_event)
 		return 0;
-	memcpy(ev.name, r->name[0] != '\0' ? r->name : "message", sizeof(ev.name));
+	snprintf(ev.name, sizeof(ev.name), "%s", r->name[0] != '\0' ? r->name : "message");
 	ev.oversize = r->data_over;
 	ev.data = r->data_over ? "" : buf_str(&r->data);
 	ev.data_len = r->data_over ? 0 : r->data.len;
