@@ -150,7 +150,14 @@ static unsigned feed_handle(struct feed *f, struct feed_item *it)
 		    session_id_valid(id)) {
 			state_unfollow_all(f->b->st, id);
 			bot_changed(f->b);
+			return 0;
 		}
+		/* A terminal session that starts waiting: its requests (the permission events
+		 * come first and say more; a request they brought already has its message). */
+		if (feed_str(s, "mode") != NULL && strcmp(feed_str(s, "mode"), "terminal") == 0 &&
+		    feed_str(s, "activity") != NULL &&
+		    strcmp(feed_str(s, "activity"), "waiting") == 0)
+			return approvals_pending(f->b, s, feed_op_done, f);
 		return 0;
 	}
 	if (session == NULL || !session_id_valid(session))

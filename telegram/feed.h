@@ -5,7 +5,8 @@
  * stream is reopened with that id (Last-Event-ID) after a break or a restart, so no event is
  * lost and none acted on twice; when agent-daemon cannot replay from it, a snapshot comes first
  * and the approvals are reconciled with what is pending now. A session deleted is no longer
- * followed. Reconnects back off from 1 s to 30 s.
+ * followed; a terminal-mode session that starts waiting gets a message for each request it lists
+ * that has none yet (with a link to its terminal). Reconnects back off from 1 s to 30 s.
  */
 #ifndef AGENTD_TG_FEED_H
 #define AGENTD_TG_FEED_H
