@@ -5,7 +5,9 @@
 # Bash tool use arrives as a message with buttons; the bot is killed with -9 between that message
 # and the press, and after its restart the press still works (answered once, the message says who
 # allowed it), the command runs, the answer goes on in the same message to its result, and no
-# message was sent twice; a user not in AGENTD_TELEGRAM_USERS is refused once.
+# message was sent twice; a user not in AGENTD_TELEGRAM_USERS is refused once; ten sessions of
+# the real CLI answering at once into one chat cause no 429 (test_telegram_load does the same
+# with longer answers from the fake claude).
 # The CLI and the fake Messages API are set up as in test_real_claude.sh.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/real_claude/lib_real_claude.sh"
@@ -104,11 +106,44 @@ for _ in $(seq 50); do
 done
 assert_jq "the session is idle, nothing pending" '.activity == "idle" and .pending == []' "$BODY"
 
+# --- ten sessions answering at once ------------------------------------------------------------------
+IDS=("$SID")
+# shellcheck disable=SC2046 # one word per worktree
+seed_home "$WORKTREE" $(for i in $(seq 11 19); do printf '%s ' "$T/code/w$i-issue-1"; done)
+for i in $(seq 11 19); do
+	make_remote acme "w$i" || exit 1
+	api POST /sessions "$(jq -cn --arg n "w$i" \
+		'{repo: {owner: "acme", name: $n}, issue: 1, mode: "structured", prompt: "say hello BOOT"}')"
+	[ "$STATUS" == 201 ] || fail "session w$i-1 is created" "$STATUS $BODY"
+	IDS+=("w$i-1")
+done
+for id in "${IDS[@]}"; do
+	wait_state "$id" running 90 || fail "$id runs" "${BODY:0:300}"
+	deadline=$((SECONDS + TURN_WAIT))
+	until grep -q '"event":"result"' "$T/run/sessions/$id/events.log" 2>/dev/null ||
+		[ $SECONDS -ge $deadline ]; do sleep 0.2; done
+done
+pass "ten structured sessions of the real CLI run, their bootstrap turns done"
+for id in "${IDS[@]}"; do
+	tg_write "$U" "/use $id"
+	tg_wait "$U" "select(.text | test(\"^This chat.s session is $id \"))" 60 >/dev/null ||
+		fail "/use $id is answered"
+	tg_write "$U" "say hello R${id//-/}"
+done
+for id in "${IDS[@]}"; do
+	assert_tg "$id: its answer arrives with its result" "$U" \
+		"select(.text | test(\"^💬 $id\\n\") and test(\"\\\\(R${id//-/}\\\\)\") and test(\"✅ done\"))"
+done
+
 STATS=$(tg_stats)
+log "fake Bot API: $(jq -c '{requests, rejected_429, rejected_400}' <<<"$STATS")"
 assert_json "no 429 from the fake Bot API" .rejected_429 0 "$STATS"
 assert_json "no 400 either" .rejected_400 0 "$STATS"
 
-api DELETE "/sessions/$SID?force=true"
+for id in "${IDS[@]}"; do
+	api DELETE "/sessions/$id?force=true"
+	[ "$STATUS" == 200 ] || fail "DELETE $id" "$STATUS $BODY"
+done
 assert_status "DELETE ?force=true answers 200" 200
 deadline=$((SECONDS + 10))
 while [ -n "$(test_claudes)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
