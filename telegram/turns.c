@@ -213,20 +213,19 @@ static void turn_flush(struct turn *t)
 static void turn_render(struct turn *t, const char *name, json_object *data)
 {
 	struct buf frag;
-	size_t room;
+	size_t room, ctx = t->text.len < 2 ? t->text.len : 2;
 
 	if (t->cut && !render_turn_ends(name))
 		return;
 	buf_init(&frag, 0);
-	/* Rendered against the text's end so that paragraphs are separated as in one buffer. */
-	if (t->text.len > 0)
-		buf_add(&frag, t->text.p + t->text.len - 1, 1);
+	/* Rendered after the text's last two bytes, which decide how a paragraph or a line is
+	 * separated from what comes before (as in one buffer), then without them. */
+	buf_add(&frag, t->text.p != NULL ? t->text.p + t->text.len - ctx : "", ctx);
 	if (render_turn_event(&frag, name, data) < 0) {
 		buf_free(&frag);
 		return;
 	}
-	if (frag.len > 0 && t->text.len > 0)
-		buf_consume(&frag, 1);
+	buf_consume(&frag, ctx);
 	room = TURN_TEXT_MAX > t->text.len ? TURN_TEXT_MAX - t->text.len : 0;
 	if (frag.len > room && !render_turn_ends(name)) {
 		buf_add(&t->text, frag.p, split_prefix(frag.p, frag.len, room / 4));

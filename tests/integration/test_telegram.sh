@@ -73,8 +73,8 @@ for _ in $(seq 50); do [ -e "$WT/tg-allowed" ] && break; sleep 0.1; done
 check "the allowed command ran" test -e "$WT/tg-allowed"
 assert_jq "the press was answered (answerCallbackQuery)" \
 	"any(.[]; .callback_query_id == \"$QID\" and .text == \"Allowed\")" "$(tg_answers)"
-assert_tg "the answer ends with the result" "$U" \
-	'select(.text | test("🔧 Bash: touch tg-allowed") and test("✅ done"))'
+assert_tg "the answer reads: the tool use, the wait, the text, the result" "$U" \
+	'select(.text | test("^💬 widgets-1\n🔧 Bash: touch tg-allowed\n⏸ Bash waits for approval\n\nDone.\n\n✅ done · 2 turns · \\$0.0001 · 0.0 s$"))'
 
 # --- Deny -------------------------------------------------------------------------------------------------
 tg_write "$U" "RUNBASH touch tg-denied"
