@@ -92,7 +92,7 @@ void botapi_parse_answer(const struct xfer_result *res, struct botapi_answer *a,
 		? json_object_get_int(v)
 		: (int)res->status;
 	if (json_object_object_get_ex(o, "description", &v) &&
-	    json_object_is_type(v, json_type_string))
+	    json_object_is_type(v, json_type_string) && json_object_get_string_len(v) > 0)
 		snprintf(a->description, sizeof(a->description), "%s", json_object_get_string(v));
 	else
 		snprintf(a->description, sizeof(a->description), "HTTP %ld", res->status);
