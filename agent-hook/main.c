@@ -2,8 +2,10 @@
  * agentd-hook: the command claude runs for its hooks in a terminal-mode session (as the agent's
  * user). It reports the hook event to agentd-bridge and, for PermissionRequest, waits for an answer
  * given from elsewhere (the web UI, Telegram) while the TUI's own dialog is shown: claude ends this
- * process with SIGTERM when the dialog is answered first. It must never harm the agent: whatever
- * goes wrong, it exits 0 with no output, which leaves claude as if there were no hook.
+ * process with SIGTERM when the dialog is answered "No" or with Escape in the TUI; after "Yes" it
+ * leaves it running, and the bridge tells it there is no decision once claude reports the tool's
+ * use (docs/claude-hooks.md). It must never harm the agent: whatever goes wrong, it exits 0 with
+ * no output, which leaves claude as if there were no hook.
  */
 #include "hookproto.h"
 #include "jsontext.h"
@@ -23,6 +25,8 @@
 #define HOOK_ACK_MS         2000 /* an ordinary report waits this long for the bridge */
 #define HOOK_WAIT_DEFAULT_S 3600 /* PermissionRequest: longest wait for an answer */
 #define HOOK_WAIT_MAX_S     86400
+#define HOOK_WAIT_GRACE_S   5   /* the bridge ends the wait; this is only the backstop */
+#define HOOK_RETRY_MS       250 /* between two asks while the bridge restarts */
 #define HOOK_PAYLOAD_DEPTH  64
 
 static const char usage[] =
@@ -32,7 +36,8 @@ static const char usage[] =
     "PermissionRequest, PostToolUse, PostToolUseFailure, Notification, Stop, SessionEnd) with\n"
     "the hook's JSON on stdin. Reports it to agentd-bridge on PATH. For PermissionRequest it\n"
     "waits up to SECONDS (default 3600) for an answer given from a client and prints it for\n"
-    "claude. Always exits 0 unless the arguments are wrong (exit 1).\n";
+    "claude; it asks again if the bridge restarts meanwhile. Always exits 0 unless the arguments\n"
+    "are wrong (exit 1).\n";
 
 struct hook_args {
 	const char *socket;
@@ -147,19 +152,22 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-/* Reads one answer line (newline excluded) into buf until deadline. Returns its length, or
- * -ETIMEDOUT, -EPIPE (closed first), -EMSGSIZE, -errno. */
-static ssize_t read_line(int fd, char *buf, size_t cap, uint64_t deadline)
+/* Reads until buf (holding *have bytes already) has a whole line, or the deadline. Returns the
+ * line's length (its newline at buf[len]), or -ETIMEDOUT, -EPIPE (closed first), -EMSGSIZE,
+ * -errno. */
+static ssize_t read_line(int fd, char *buf, size_t cap, size_t *have, uint64_t deadline)
 {
-	size_t got = 0;
-
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
+		char *nl = memchr(buf, '\n', *have);
 		uint64_t now = now_ms();
-		char *nl;
 		ssize_t n;
 		int r;
 
+		if (nl != NULL)
+			return nl - buf;
+		if (*have == cap)
+			return -EMSGSIZE;
 		if (now >= deadline)
 			return -ETIMEDOUT;
 		r = poll(&p, 1, (int)(deadline - now > 60000 ? 60000 : deadline - now));
@@ -169,55 +177,93 @@ static ssize_t read_line(int fd, char *buf, size_t cap, uint64_t deadline)
 			return -errno;
 		if (r == 0)
 			continue;
-		if (got == cap)
-			return -EMSGSIZE;
-		n = read(fd, buf + got, cap - got);
+		n = read(fd, buf + *have, cap - *have);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
 			return -EPIPE;
-		nl = memchr(buf + got, '\n', (size_t)n);
-		got += (size_t)n;
-		if (nl != NULL)
-			return nl - buf;
+		*have += (size_t)n;
 	}
 }
 
-/* Sends the report and, when there is one, prints the decision for claude. */
+/*
+ * One exchange with the bridge: sends the report (with the request id of an earlier ask, if
+ * any) and reads answer lines until the decision. Returns 0 with *decision (NULL: none), or
+ * -errno when the connection failed or broke first (request_id then holds the id an interim
+ * line gave, for asking again).
+ */
+static int exchange(const struct hook_args *a, json_object *payload, uint64_t deadline,
+		    char request_id[HOSTPROTO_REQUEST_ID_MAX + 1], json_object **decision)
+{
+	char *line = hookproto_report_encode(a->event, payload, request_id), *answer = NULL;
+	struct cause cause = {{0}};
+	int fd = -1, r;
+
+	*decision = NULL;
+	answer = malloc(HOOKPROTO_ANSWER_MAX + 1);
+	if (line == NULL || answer == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	fd = r = connect_to(a->socket);
+	if (r < 0 || (r = write_all(fd, line, strlen(line))) < 0)
+		goto out;
+	for (size_t have = 0;;) {
+		char rid[HOSTPROTO_REQUEST_ID_MAX + 1];
+		ssize_t n = read_line(fd, answer, HOOKPROTO_ANSWER_MAX + 1, &have, deadline);
+
+		if (n < 0) {
+			r = (int)n;
+			goto out;
+		}
+		r = hookproto_answer_decode(answer, (size_t)n, decision, rid, &cause);
+		if (r < 0)
+			goto out; /* not the bridge we know: no second try */
+		if (r == 0)
+			goto out;
+		/* Interim: the request is pending under rid; the decision follows on this
+		 * connection. What came after the newline is read on the next turn. */
+		memcpy(request_id, rid, sizeof(rid));
+		have -= (size_t)n + 1;
+		memmove(answer, answer + n + 1, have);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(answer);
+	free(line);
+	return r < 0 ? r : 0;
+}
+
+/* Sends the report and, when there is one, prints the decision for claude. A PermissionRequest
+ * whose connection breaks before its decision (the bridge restarts) asks again, with the id it
+ * was given, until its wait ends. */
 static void report(const struct hook_args *a, json_object *payload)
 {
-	char *line = hookproto_report_encode(a->event, payload), *answer = NULL, *out = NULL;
+	char request_id[HOSTPROTO_REQUEST_ID_MAX + 1] = "";
 	bool asks = a->event == HOOK_PERMISSION_REQUEST;
-	uint64_t deadline = now_ms() + (asks ? (uint64_t)a->wait_s * 1000 : HOOK_ACK_MS);
+	uint64_t deadline =
+	    now_ms() + (asks ? ((uint64_t)a->wait_s + HOOK_WAIT_GRACE_S) * 1000 : HOOK_ACK_MS);
 	json_object *decision = NULL;
-	struct cause cause = {{0}};
-	int fd = -1;
-	ssize_t n;
+	char *out = NULL;
 
-	if (line == NULL)
-		goto out;
-	fd = connect_to(a->socket);
-	if (fd < 0 || write_all(fd, line, strlen(line)) < 0)
-		goto out;
-	answer = malloc(HOOKPROTO_ANSWER_MAX + 1);
-	if (answer == NULL)
-		goto out;
-	n = read_line(fd, answer, HOOKPROTO_ANSWER_MAX + 1, deadline);
-	if (n < 0 || hookproto_answer_decode(answer, (size_t)n, &decision, &cause) < 0)
-		goto out;
+	for (;;) {
+		int r = exchange(a, payload, deadline, request_id, &decision);
+		struct timespec pause = {0, HOOK_RETRY_MS * 1000000L};
+
+		if (r == 0 || !asks || r == -ETIMEDOUT || r == -EINVAL || r == -ENOMEM ||
+		    now_ms() + HOOK_RETRY_MS >= deadline)
+			break;
+		nanosleep(&pause, NULL);
+	}
 	if (decision != NULL && asks)
 		out = hookproto_claude_output(decision);
 	if (out != NULL)
 		fputs(out, stdout);
-out:
-	if (fd >= 0)
-		close(fd);
 	json_object_put(decision);
 	free(out);
-	free(answer);
-	free(line);
 }
 
 int main(int argc, char **argv)

@@ -1,8 +1,14 @@
 #include "claude.h"
 
+#include "hookproto.h"
+
 #include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* What a terminal program needs, when AGENTD_AGENT_ENV does not give it. */
@@ -57,7 +63,8 @@ static int claude_push_extra(struct claude_builder *b, const char *args)
 	return 0;
 }
 
-int claude_terminal_argv(const struct config *cfg, const struct session *s, struct claude_argv *out)
+int claude_terminal_argv(const struct config *cfg, const struct session *s, const char *settings,
+			 struct claude_argv *out)
 {
 	struct claude_builder b = {out, 0, 0};
 	int r;
@@ -69,7 +76,8 @@ int claude_terminal_argv(const struct config *cfg, const struct session *s, stru
 		r = claude_pushf(&b, "--resume=", s->agent_session_id);
 	else
 		r = claude_pushf(&b, "--session-id=", s->agent_session_id);
-	if (r < 0 || (r = claude_push_extra(&b, cfg->claude_args)) < 0)
+	if (r < 0 || (settings != NULL && (r = claude_pushf(&b, "--settings=", settings)) < 0) ||
+	    (r = claude_push_extra(&b, cfg->claude_args)) < 0)
 		return r;
 	/* "--" ends the options: a prompt such as "--dangerously-skip-permissions" stays a prompt.
 	 */
@@ -89,6 +97,7 @@ int claude_structured_argv(const struct config *cfg, const struct session *s, co
 					    "--output-format",
 					    "stream-json",
 					    "--verbose",
+					    "--replay-user-messages",
 					    "--permission-prompt-tool",
 					    "stdio"};
 	struct claude_builder b = {out, 0, 0};
@@ -198,4 +207,146 @@ int claude_env(const struct config *cfg, char *const *from, struct claude_env *o
 			return r;
 	}
 	return 0;
+}
+
+/* The hook events of the settings, and whether each is a PermissionRequest (which waits). */
+static const enum hook_event claude_hook_events[] = {
+    HOOK_SESSION_START, HOOK_USER_PROMPT_SUBMIT,    HOOK_PRE_TOOL_USE, HOOK_PERMISSION_REQUEST,
+    HOOK_POST_TOOL_USE, HOOK_POST_TOOL_USE_FAILURE, HOOK_NOTIFICATION, HOOK_STOP,
+    HOOK_SESSION_END,
+};
+
+/* {"matcher":"*","hooks":[{"type":"command","command":…,"timeout":…}]} */
+static json_object *claude_hook_entry(const char *command, int timeout)
+{
+	json_object *entry = json_object_new_object(), *hooks = json_object_new_array();
+	json_object *hook = json_object_new_object();
+
+	if (entry == NULL || hooks == NULL || hook == NULL) {
+		json_object_put(entry);
+		json_object_put(hooks);
+		json_object_put(hook);
+		return NULL;
+	}
+	json_object_object_add(hook, "type", json_object_new_string("command"));
+	json_object_object_add(hook, "command", json_object_new_string(command));
+	json_object_object_add(hook, "timeout", json_object_new_int(timeout));
+	json_object_array_add(hooks, hook);
+	json_object_object_add(entry, "matcher", json_object_new_string("*"));
+	json_object_object_add(entry, "hooks", hooks);
+	return entry;
+}
+
+char *claude_hook_settings(const struct config *cfg, const char *hook_bin, struct cause *cause)
+{
+	char sock[CONFIG_PATH_MAX], command[CONFIG_PATH_MAX * 2 + 128];
+	json_object *root = NULL, *hooks = NULL;
+	char *text = NULL;
+
+	if (!config_path_plain(hook_bin)) {
+		cause_set(cause, "agentd-hook's path %s is not a plain absolute path", hook_bin);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (config_runtime_path(cfg, HOOKPROTO_SOCKET_NAME, sock, sizeof(sock)) < 0 ||
+	    !config_path_plain(sock)) {
+		cause_set(cause,
+			  "the hook socket %s/%s is not a plain absolute path (AGENTD_RUNTIME_DIR)",
+			  cfg->runtime_dir, HOOKPROTO_SOCKET_NAME);
+		errno = EINVAL;
+		return NULL;
+	}
+	root = json_object_new_object();
+	hooks = json_object_new_object();
+	if (root == NULL || hooks == NULL)
+		goto fail;
+	json_object_object_add(root, "hooks", hooks);
+	for (size_t i = 0; i < sizeof(claude_hook_events) / sizeof(claude_hook_events[0]); i++) {
+		enum hook_event e = claude_hook_events[i];
+		const char *name = hookproto_event_name(e);
+		json_object *list, *entry;
+		int timeout = CLAUDE_HOOK_TIMEOUT_S;
+
+		if (e == HOOK_PERMISSION_REQUEST) {
+			/* Without a wait no client can answer: the TUI's dialog asks alone. */
+			if (cfg->terminal_permission_wait == 0)
+				continue;
+			snprintf(command, sizeof(command), "%s --socket %s --wait %d %s", hook_bin,
+				 sock, cfg->terminal_permission_wait, name);
+			timeout = cfg->terminal_permission_wait + CLAUDE_HOOK_GRACE_S;
+		} else {
+			snprintf(command, sizeof(command), "%s --socket %s %s", hook_bin, sock,
+				 name);
+		}
+		list = json_object_new_array();
+		entry = claude_hook_entry(command, timeout);
+		if (list == NULL || entry == NULL) {
+			json_object_put(list);
+			json_object_put(entry);
+			goto fail;
+		}
+		json_object_array_add(list, entry);
+		json_object_object_add(hooks, name, list);
+	}
+	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
+	if (text == NULL)
+		goto fail;
+	json_object_put(root);
+	return text;
+fail:
+	json_object_put(root);
+	if (hooks != NULL && root == NULL)
+		json_object_put(hooks);
+	cause_set(cause, "out of memory");
+	errno = ENOMEM;
+	return NULL;
+}
+
+int claude_hook_settings_write(const struct config *cfg, const char *hook_bin, char *path,
+			       size_t pathlen, struct cause *cause)
+{
+	char *text = claude_hook_settings(cfg, hook_bin, cause);
+	char tmp[CONFIG_PATH_MAX + 16];
+	size_t len, done = 0;
+	int fd = -1, r = 0;
+
+	if (text == NULL)
+		return -errno;
+	if (config_runtime_path(cfg, CLAUDE_SETTINGS_NAME, path, pathlen) < 0 ||
+	    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp)) {
+		r = cause_fail(cause, ENAMETOOLONG, "the runtime directory's path is too long");
+		goto out;
+	}
+	/* A temp file of its own: two creation workers may write at once. */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		r = cause_fail(cause, errno, "cannot create %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	len = strlen(text);
+	while (done < len) {
+		ssize_t n = write(fd, text + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = cause_fail(cause, errno, "cannot write %s: %s", tmp, strerror(errno));
+			goto out;
+		}
+		done += (size_t)n;
+	}
+	/* claude reads it as the agent's user, which may be another one. */
+	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0 || rename(tmp, path) < 0) {
+		r = cause_fail(cause, errno, "cannot write %s: %s", path, strerror(errno));
+		goto out;
+	}
+out:
+	if (fd >= 0) {
+		close(fd);
+		if (r < 0)
+			unlink(tmp);
+	}
+	free(text);
+	return r;
 }

@@ -16,7 +16,11 @@
 	"HOME PATH LANG ANTHROPIC_API_KEY ANTHROPIC_BASE_URL CLAUDE_CONFIG_DIR GH_TOKEN "          \
 	"GITHUB_TOKEN"
 
-enum config_kind { CONFIG_STR, CONFIG_INT };
+enum config_kind {
+	CONFIG_STR,
+	CONFIG_INT,
+	CONFIG_PLAIN_PATH, /* a string: empty, or an absolute path config_path_plain accepts */
+};
 
 struct config_key {
 	const char *name;
@@ -29,6 +33,11 @@ struct config_key {
 #define STR_KEY(n, f)                                                                              \
 	{                                                                                          \
 		n, CONFIG_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f), 0      \
+	}
+#define PATH_KEY(n, f)                                                                             \
+	{                                                                                          \
+		n, CONFIG_PLAIN_PATH, offsetof(struct config, f), sizeof(((struct config *)0)->f), \
+		    0                                                                              \
 	}
 #define INT_KEY(n, f, lo, hi)                                                                      \
 	{                                                                                          \
@@ -59,6 +68,11 @@ static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_TELEGRAM_USERS", telegram_users),
     STR_KEY("AGENTD_TELEGRAM_STATE", telegram_state),
     STR_KEY("AGENTD_TELEGRAM_WEB_URL", telegram_web_url),
+    STR_KEY("AGENTD_TAILSCALE_USERS", tailscale_users),
+    STR_KEY("AGENTD_TAILSCALE_VIEWERS", tailscale_viewers),
+    STR_KEY("AGENTD_TAILSCALE_SOCKET", tailscale_socket),
+    PATH_KEY("AGENTD_HOOK", hook),
+    INT_KEY("AGENTD_TERMINAL_PERMISSION_WAIT", terminal_permission_wait, 0, 86400),
 };
 
 void config_defaults(struct config *cfg)
@@ -74,8 +88,31 @@ void config_defaults(struct config *cfg)
 	snprintf(cfg->agent_env, sizeof(cfg->agent_env), "%s", CONFIG_DEFAULT_AGENT_ENV);
 	cfg->max_sessions = 16;
 	cfg->permission_timeout = 600;
+	cfg->terminal_permission_wait = 600;
 	snprintf(cfg->tmux, sizeof(cfg->tmux), "tmux");
 	snprintf(cfg->telegram_api, sizeof(cfg->telegram_api), "https://api.telegram.org");
+	snprintf(cfg->tailscale_socket, sizeof(cfg->tailscale_socket),
+		 "/run/agentd-tailscale/nginx.sock");
+}
+
+bool config_path_plain(const char *path)
+{
+	const char *p;
+
+	if (path[0] != '/')
+		return false;
+	for (p = path; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr("._/+@~-", *p) != NULL))
+			return false;
+	/* No "." or ".." component: the path says plainly where the file is. */
+	for (p = path; (p = strchr(p, '/')) != NULL; p++) {
+		size_t len = strcspn(p + 1, "/");
+
+		if ((len == 1 && p[1] == '.') || (len == 2 && p[1] == '.' && p[2] == '.'))
+			return false;
+	}
+	return true;
 }
 
 static const struct config_key *config_find(const char *key)
@@ -95,7 +132,13 @@ int config_set(struct config *cfg, const char *key, const char *value, struct ca
 	if (k == NULL)
 		return cause_fail(cause, EINVAL, "unknown configuration key %s", key);
 	field = (char *)cfg + k->offset;
-	if (k->kind == CONFIG_STR) {
+	if (k->kind == CONFIG_PLAIN_PATH && value[0] != '\0' && !config_path_plain(value))
+		return cause_fail(
+		    cause, EINVAL,
+		    "%s must be an absolute path of letters, digits and ._/+@~- only, "
+		    "not '%s'",
+		    key, value);
+	if (k->kind != CONFIG_INT) {
 		if (strlen(value) >= k->size)
 			return cause_fail(cause, ENAMETOOLONG, "%s is longer than %zu bytes", key,
 					  k->size - 1);

@@ -43,6 +43,13 @@ struct config {
 	char telegram_users[CONFIG_VALUE_MAX];     /* AGENTD_TELEGRAM_USERS: user ids served */
 	char telegram_state[CONFIG_PATH_MAX];      /* AGENTD_TELEGRAM_STATE ("" = the default) */
 	char telegram_web_url[CONFIG_VALUE_MAX];   /* AGENTD_TELEGRAM_WEB_URL ("" = AGENTD_URL) */
+	/* Tailscale logins admitted without a token on the trusted path (core/auth.h): blank- or
+	 * comma-separated, "*" for any identified tailnet user. */
+	char tailscale_users[CONFIG_VALUE_MAX];   /* AGENTD_TAILSCALE_USERS: admins */
+	char tailscale_viewers[CONFIG_VALUE_MAX]; /* AGENTD_TAILSCALE_VIEWERS: read-only */
+	char tailscale_socket[CONFIG_PATH_MAX]; /* AGENTD_TAILSCALE_SOCKET: for nginx (deploy/up) */
+	char hook[CONFIG_PATH_MAX];   /* AGENTD_HOOK: agentd-hook ("" = beside agentd-api) */
+	int terminal_permission_wait; /* AGENTD_TERMINAL_PERMISSION_WAIT, seconds (0: none) */
 };
 
 /*
@@ -54,9 +61,17 @@ int config_load(struct config *cfg, struct cause *cause);
 
 /*
  * Applies one KEY=value setting (used by config_load for file lines and the environment).
- * Unknown AGENTD_* keys are -EINVAL so typos are noticed.
+ * Unknown AGENTD_* keys are -EINVAL so typos are noticed, and so is an AGENTD_HOOK that is not
+ * empty or a plain absolute path (config_path_plain).
  */
 int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause);
+
+/*
+ * True when path is absolute and "plain": only [A-Za-z0-9._/+@~-], no "." or ".." component, so
+ * that it can go into a command line a shell reads (claude runs its hook commands with one)
+ * without quoting.
+ */
+bool config_path_plain(const char *path);
 
 /* Fills cfg with the built-in defaults only. */
 void config_defaults(struct config *cfg);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,12 +107,14 @@ static char *line_of(json_object *obj)
 	return line;
 }
 
-char *hookproto_report_encode(enum hook_event e, json_object *payload)
+char *hookproto_report_encode(enum hook_event e, json_object *payload, const char *request_id)
 {
+	bool has_id = request_id != NULL && request_id[0] != '\0';
 	json_object *obj = NULL, *fit = NULL;
 	char *line = NULL;
 
-	if ((unsigned)e >= HOOK_EVENT_COUNT || !json_object_is_type(payload, json_type_object)) {
+	if ((unsigned)e >= HOOK_EVENT_COUNT || !json_object_is_type(payload, json_type_object) ||
+	    (has_id && (e != HOOK_PERMISSION_REQUEST || !hostproto_request_id_valid(request_id)))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -122,6 +125,8 @@ char *hookproto_report_encode(enum hook_event e, json_object *payload)
 	json_object_object_add(obj, "event", json_object_new_string(hook_event_names[e]));
 	json_object_object_add(obj, "payload", fit);
 	fit = NULL;
+	if (has_id)
+		json_object_object_add(obj, "requestId", json_object_new_string(request_id));
 	line = line_of(obj);
 out:
 	json_object_put(fit);
@@ -150,11 +155,12 @@ static bool only_keys(json_object *obj, const char *const *keys)
 int hookproto_report_decode(const char *line, size_t len, struct hook_report *out,
 			    struct cause *cause)
 {
-	static const char *const keys[] = {"event", "payload", NULL};
-	json_object *obj, *ev, *payload;
+	static const char *const keys[] = {"event", "payload", "requestId", NULL};
+	json_object *obj, *ev, *payload, *rid;
 	int e, r = -EINVAL;
 
 	out->payload = NULL;
+	out->request_id[0] = '\0';
 	if (len > HOOKPROTO_LINE_MAX)
 		return cause_fail(cause, EINVAL, "report over %d bytes", HOOKPROTO_LINE_MAX);
 	obj = jsontext_parse(line, len, HOOKPROTO_DEPTH, cause);
@@ -172,6 +178,15 @@ int hookproto_report_decode(const char *line, size_t len, struct hook_report *ou
 	if (e < 0) {
 		cause_set(cause, "unknown hook event");
 		goto out;
+	}
+	if (json_object_object_get_ex(obj, "requestId", &rid)) {
+		if (e != HOOK_PERMISSION_REQUEST || !json_object_is_type(rid, json_type_string) ||
+		    !hostproto_request_id_valid(json_object_get_string(rid))) {
+			cause_set(cause, "requestId is a request id, only with PermissionRequest");
+			goto out;
+		}
+		memcpy(out->request_id, json_object_get_string(rid),
+		       (size_t)json_object_get_string_len(rid) + 1);
 	}
 	out->event = (enum hook_event)e;
 	out->payload = json_object_get(payload);
@@ -211,14 +226,14 @@ static int check_permissions(json_object *perms, struct cause *cause)
 
 int hookproto_decision_check(json_object *decision, struct cause *cause)
 {
-	static const char *const keys[] = {"behavior", "message", "updatedInput",
-					   "updatedPermissions", NULL};
+	static const char *const keys[] = {
+	    "behavior", "message", "interrupt", "updatedInput", "updatedPermissions", NULL};
 	json_object *behavior, *v;
 	bool allow;
 
 	if (!json_object_is_type(decision, json_type_object) || !only_keys(decision, keys))
 		return cause_fail(cause, EINVAL,
-				  "a decision has behavior, message, updatedInput, "
+				  "a decision has behavior, message, interrupt, updatedInput, "
 				  "updatedPermissions");
 	if (!json_object_object_get_ex(decision, "behavior", &behavior) ||
 	    !json_object_is_type(behavior, json_type_string))
@@ -236,6 +251,12 @@ int hookproto_decision_check(json_object *decision, struct cause *cause)
 		    json_object_get_string_len(v) > HOOKPROTO_MESSAGE_MAX)
 			return cause_fail(cause, EINVAL, "message is a string of at most %d bytes",
 					  HOOKPROTO_MESSAGE_MAX);
+	}
+	if (json_object_object_get_ex(decision, "interrupt", &v)) {
+		if (allow)
+			return cause_fail(cause, EINVAL, "interrupt goes only with deny");
+		if (!json_object_is_type(v, json_type_boolean))
+			return cause_fail(cause, EINVAL, "interrupt must be a boolean");
 	}
 	if (json_object_object_get_ex(decision, "updatedInput", &v)) {
 		if (!allow)
@@ -264,22 +285,44 @@ char *hookproto_answer_encode(json_object *decision)
 	return line;
 }
 
+int hookproto_interim_encode(const char *request_id, char out[HOOKPROTO_INTERIM_MAX])
+{
+	/* A valid id needs no JSON escaping: [A-Za-z0-9._:-] only. */
+	if (!hostproto_request_id_valid(request_id))
+		return -EINVAL;
+	return snprintf(out, HOOKPROTO_INTERIM_MAX, "{\"requestId\":\"%s\"}\n", request_id);
+}
+
 int hookproto_answer_decode(const char *line, size_t len, json_object **decision,
-			    struct cause *cause)
+			    char request_id[HOSTPROTO_REQUEST_ID_MAX + 1], struct cause *cause)
 {
 	static const char *const keys[] = {"decision", NULL};
+	static const char *const interim[] = {"requestId", NULL};
 	json_object *obj, *d;
 	int r = -EINVAL;
 
 	*decision = NULL;
+	request_id[0] = '\0';
 	if (len > HOOKPROTO_ANSWER_MAX)
 		return cause_fail(cause, EINVAL, "answer over %d bytes", HOOKPROTO_ANSWER_MAX);
 	obj = jsontext_parse(line, len, HOOKPROTO_DEPTH, cause);
 	if (obj == NULL)
 		return -EINVAL;
+	if (json_object_is_type(obj, json_type_object) && only_keys(obj, interim) &&
+	    json_object_object_get_ex(obj, "requestId", &d)) {
+		if (!json_object_is_type(d, json_type_string) ||
+		    !hostproto_request_id_valid(json_object_get_string(d))) {
+			cause_set(cause, "requestId must be a request id");
+			goto out;
+		}
+		memcpy(request_id, json_object_get_string(d),
+		       (size_t)json_object_get_string_len(d) + 1);
+		r = 1;
+		goto out;
+	}
 	if (!json_object_is_type(obj, json_type_object) || !only_keys(obj, keys) ||
 	    !json_object_object_get_ex(obj, "decision", &d)) {
-		cause_set(cause, "an answer is {\"decision\":null|{…}}");
+		cause_set(cause, "an answer is {\"decision\":null|{…}} or {\"requestId\":\"…\"}");
 		goto out;
 	}
 	if (d != NULL) {

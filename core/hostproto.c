@@ -1,5 +1,6 @@
 #include "hostproto.h"
 
+#include "auth.h"
 #include "jsontext.h"
 
 #include <errno.h>
@@ -153,6 +154,9 @@ char *hostproto_request_format(const struct hostproto_request *req, size_t *len)
 	case HOSTPROTO_INTERRUPT:
 		break;
 	}
+	if ((req->kind == HOSTPROTO_PROMPT || req->kind == HOSTPROTO_PERMISSION) &&
+	    req->by != NULL && auth_by_valid(req->by))
+		json_object_object_add(o, "by", json_object_new_string(req->by));
 	text = json_object_to_json_string_ext(o, HOSTPROTO_JSON_OUT);
 	*len = strlen(text) + 1;
 	line = malloc(*len + 1);
@@ -231,6 +235,10 @@ int hostproto_request_parse(const char *line, size_t len, struct hostproto_reque
 		*why = "unknown request type";
 		goto bad;
 	}
+	v = hostproto_member(obj, "by");
+	if (req->kind != HOSTPROTO_SUBSCRIBE && json_object_is_type(v, json_type_string) &&
+	    auth_by_valid(json_object_get_string(v)))
+		req->by = json_object_get_string(v);
 	return 0;
 bad:
 	json_object_put(obj);

@@ -10,11 +10,11 @@
  *   {"type":"subscribe","after":N}
  *       replays every event with id > N, then every pending permission request (again, even if
  *       its id <= N), then streams live events until either side closes.
- *   {"type":"prompt","prompt":"text"}
+ *   {"type":"prompt","prompt":"text","by":"alice"}
  *       answers {"type":"accepted","after":N} and then streams the turn's events (ids > N) until
  *       the turn's "result" event, then closes; or {"type":"error",...} when a turn is running.
  *   {"type":"permission","requestId":"…","behavior":"allow"|"deny","message":"…",
- *    "updatedInput":{…},"interrupt":true,"updatedPermissions":[{…}]}
+ *    "updatedInput":{…},"interrupt":true,"updatedPermissions":[{…}],"by":"alice"}
  *       (updatedPermissions only with allow: passed to claude in its control_response)
  *   {"type":"interrupt"}
  *       answer {"type":"ok"} or an error, then close.
@@ -76,6 +76,9 @@ struct hostproto_request {
 	json_object *updated_permissions; /* NULL, or (allow only) 1..HOSTPROTO_PERMISSION_UPDATES
 					     objects each with a string "type" */
 	bool interrupt;
+	/* PROMPT, PERMISSION: who sends it (nginx's X-Agentd-By, core/auth.h), or NULL; the host
+	 * names it in permission_resolved ("client" without it). A malformed one reads as NULL. */
+	const char *by;
 	json_object *owner; /* holds what the members above point into (put by _release) */
 };
 

@@ -177,6 +177,32 @@ out:
 	return r;
 }
 
+int proc_start(char *const argv[], const struct proc_opts *opts, int *out_fd, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	int pipefd[2], r;
+
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	r = proc_setup(&fa, &at, opts, pipefd[1]);
+	if (r < 0)
+		goto fail;
+	r = -posix_spawnp(pid, argv[0], &fa, &at, argv,
+			  opts != NULL && opts->envp != NULL ? opts->envp : environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (r < 0)
+		goto fail;
+	close(pipefd[1]);
+	*out_fd = pipefd[0];
+	return 0;
+fail:
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return r;
+}
+
 char **proc_env_edit(char *const *env, const char *const *drop, size_t ndrop, const char *add)
 {
 	size_t n = 0, k = 0, name_len = add != NULL ? strcspn(add, "=") + 1 : 0;

@@ -29,6 +29,13 @@ struct proc_opts {
 int proc_run(char *const argv[], const struct proc_opts *opts, char *out, size_t outlen,
 	     int *status);
 
+/*
+ * Starts argv[0] (searched on PATH) as proc_run does, without waiting: its stdout and stderr go
+ * to a pipe whose read end (non-blocking, close-on-exec) is *out_fd; *pid is the child, which the
+ * caller reaps. Returns 0 or -errno (nothing started).
+ */
+int proc_start(char *const argv[], const struct proc_opts *opts, int *out_fd, pid_t *pid);
+
 /* Resolves prog on PATH (or checks it when it contains '/'); writes the path into out.
  * Returns 0, -ENOENT, -EACCES or -ENAMETOOLONG. */
 int proc_which(const char *prog, char *out, size_t outlen);

@@ -390,6 +390,10 @@ static int session_parse_time(const char *s, int64_t *out)
 	if (end == NULL || *end != '\0')
 		return -EINVAL;
 	*out = (int64_t)timegm(&tm);
+	/* Only times that format back to the same 20 characters (a 4-digit year, not before 1970).
+	 */
+	if (*out < 0 || *out > SESSION_TIME_LAST)
+		return -EINVAL;
 	return 0;
 }
 
@@ -470,6 +474,8 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	json_object_object_add(o, "pending", session_pending_json(s, for_disk));
 	if (s->state == SESSION_FAILED || s->state == SESSION_LOST)
 		session_add_str(o, "error", s->error);
+	if (s->by[0] != '\0')
+		session_add_str(o, "by", s->by);
 	if (s->state == SESSION_EXITED) {
 		json_object_object_add(o, "exitStatus", json_object_new_int(s->exit_status));
 		if (s->exit_signal[0] != '\0')
@@ -709,6 +715,9 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	}
 	if (json_object_object_get_ex(obj, "error", &v) &&
 	    (r = session_copy_str(obj, "error", s->error, sizeof(s->error), cause)) < 0)
+		return r;
+	if (json_object_object_get_ex(obj, "by", &v) &&
+	    (r = session_copy_str(obj, "by", s->by, sizeof(s->by), cause)) < 0)
 		return r;
 	if ((r = session_get_time(obj, "createdAt", &s->created_at, cause)) < 0 ||
 	    (r = session_get_time(obj, "updatedAt", &s->updated_at, cause)) < 0 ||

@@ -23,8 +23,10 @@
 #define SESSION_ERROR_MAX  512
 #define SESSION_UUID_LEN   36
 #define SESSION_RECORD_MAX (64 * 1024)
-#define SESSION_EXIT_MAX   255 /* exitStatus: an exit code, or 128 + a signal number */
-#define SESSION_SIGNAL_MAX 16  /* "SIGKILL", "SIGRTMIN+15", ... */
+#define SESSION_EXIT_MAX   255            /* exitStatus: an exit code, or 128 + a signal number */
+#define SESSION_SIGNAL_MAX 16             /* "SIGKILL", "SIGRTMIN+15", ... */
+#define SESSION_TIME_LAST  253402300799LL /* 9999-12-31T23:59:59Z: times are 1970..9999 */
+#define SESSION_BY_MAX     193            /* = AUTH_BY_MAX (core/auth.h): identity[:actor] */
 
 enum session_state {
 	SESSION_CREATING,
@@ -76,6 +78,9 @@ struct session {
 	char prompt[SESSION_PROMPT_MAX + 1];
 	char error[SESSION_ERROR_MAX];
 	int64_t created_at, updated_at, last_activity; /* unix seconds */
+	/* Who asked for the last change a person makes (create or restart, mode switch, delete):
+	 * nginx's X-Agentd-By (core/auth.h), "" for a record made otherwise (recovery). */
+	char by[SESSION_BY_MAX + 1];
 	/* EXITED only: the pane process's exit code, or 128 + N when signal N ended it (the shell's
 	 * convention; exit_signal then names it, e.g. "SIGKILL", else it is ""), and when. */
 	int exit_status;

@@ -439,15 +439,73 @@ int store_write(const struct store *st, struct session *s, struct cause *cause)
 	return 0;
 }
 
-int store_remove(const struct store *st, const char *id)
+/* <dir>/.gone/<id>.json: outside the records (no reader lists it), one file per deleted id. */
+static int store_gone_path(const struct store *st, const char *id, char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/" STORE_GONE_DIR "/%s.json", st->dir, id);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+int store_read_gone(const struct store *st, const char *id, struct session *out,
+		    struct cause *cause)
 {
 	char path[SESSION_PATH_MAX];
+	int r = session_id_valid(id) ? store_gone_path(st, id, path, sizeof(path)) : -EINVAL;
+
+	if (r < 0)
+		return cause_fail(cause, -r, "invalid session id");
+	r = store_read_path(path, out, cause);
+	if (r == 0 && strcmp(out->id, id) != 0)
+		return cause_fail(cause, EINVAL, "record %s holds id %s", path, out->id);
+	return r;
+}
+
+void store_forget_gone(const struct store *st, const char *id)
+{
+	char path[SESSION_PATH_MAX];
+
+	if (session_id_valid(id) && store_gone_path(st, id, path, sizeof(path)) == 0)
+		(void)unlink(path);
+}
+
+void store_gone_each(const struct store *st, void (*fn)(void *ctx, const char *id), void *ctx)
+{
+	char dir[SESSION_PATH_MAX], id[SESSION_ID_MAX + 1];
+	struct dirent *de;
+	DIR *d;
+	int n = snprintf(dir, sizeof(dir), "%s/" STORE_GONE_DIR, st->dir);
+
+	if (n < 0 || (size_t)n >= sizeof(dir) || (d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+
+		if (len <= 5 || len - 5 > SESSION_ID_MAX ||
+		    strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		memcpy(id, de->d_name, len - 5);
+		id[len - 5] = '\0';
+		if (session_id_valid(id))
+			fn(ctx, id);
+	}
+	closedir(d);
+}
+
+int store_remove(const struct store *st, const char *id)
+{
+	char path[SESSION_PATH_MAX], gone[SESSION_PATH_MAX], dir[SESSION_PATH_MAX];
+	int n;
 	int r = session_id_valid(id) ? store_path(st, id, ".json", path, sizeof(path)) : -EINVAL;
 
 	if (r < 0)
 		return r;
-	if (unlink(path) < 0)
-		return -errno;
+	n = snprintf(dir, sizeof(dir), "%s/" STORE_GONE_DIR, st->dir);
+	if (n < 0 || (size_t)n >= sizeof(dir) || (mkdir(dir, 0750) < 0 && errno != EEXIST) ||
+	    store_gone_path(st, id, gone, sizeof(gone)) < 0 || rename(path, gone) < 0) {
+		if (unlink(path) < 0)
+			return -errno;
+	}
 	store_view_patch(st, id);
 	/* Last: from here on another process may take a new lock of id (see store_lock_id). */
 	store_unlink_lock(st, id);

@@ -62,11 +62,27 @@ int store_read(const struct store *st, const char *id, struct session *out, stru
  * -errno with cause (a failed view update is not an error: the next rebuild repairs it). */
 int store_write(const struct store *st, struct session *s, struct cause *cause);
 
+/* The records of deleted sessions, one per id (store_remove). */
+#define STORE_GONE_DIR ".gone"
+
 /*
  * Removes the record of id and its lock file. The caller holds the lock of id and releases it
- * right after, without touching the record again. Returns 0 or -ENOENT.
+ * right after, without touching the record again. Returns 0 or -ENOENT. The record is not
+ * unlinked but renamed to <dir>/.gone/<id>.json (one rename: readers see it whole or not at
+ * all), which tells the bridge's /events who deleted the session (its "by") after the fact; the
+ * next delete of the same id replaces it.
  */
 int store_remove(const struct store *st, const char *id);
+
+/* Reads the last record of a deleted session (.gone/<id>.json). Returns 0, -ENOENT, -EINVAL. */
+int store_read_gone(const struct store *st, const char *id, struct session *out,
+		    struct cause *cause);
+
+/* The bridge has published the deletion of id: its .gone record is removed (absent is fine). */
+void store_forget_gone(const struct store *st, const char *id);
+
+/* Calls fn(ctx, id) for each id with a .gone record (ids that are not valid are skipped). */
+void store_gone_each(const struct store *st, void (*fn)(void *ctx, const char *id), void *ctx);
 
 /*
  * Reads every record, sorted by id. *out is allocated (caller frees) and *n set. Corrupt records

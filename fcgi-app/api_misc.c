@@ -1,5 +1,7 @@
-/* The small resources: /healthz (the git ones are in api_worktrees.c). */
+/* The small resources: /healthz and /whoami (the git ones are in api_worktrees.c). */
 #include "router.h"
+
+#include "auth.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -31,7 +33,29 @@ static void api_healthz(const struct app *app, struct request *req,
 	request_reply(req, problem ? 503 : 200, o, NULL);
 }
 
+/* GET /whoami: who nginx's door says the request is (docs/API.md, Access), so that a client such
+ * as the web UI shows a read-only identity no button that would fail. The identity and role come
+ * from the decision nginx passed (AGENTD_IDENTITY, AGENTD_ROLE, AGENTD_BY); without one (not
+ * through nginx) the sender is a viewer with no identity, as every daemon treats it. */
+static void api_whoami(const struct app *app, struct request *req,
+		       const char *const args[ROUTER_MAX_ARGS])
+{
+	json_object *o = json_object_new_object();
+	const char *identity = request_param_value(req, "AGENTD_IDENTITY");
+	struct auth_who who;
+
+	auth_who_from_headers(&who, request_param_value(req, "AGENTD_ROLE"), req->by);
+	json_object_object_add(
+	    o, "identity",
+	    identity != NULL && auth_by_valid(identity) ? json_object_new_string(identity) : NULL);
+	json_object_object_add(
+	    o, "role", json_object_new_string(who.admin ? AUTH_ROLE_ADMIN : AUTH_ROLE_VIEWER));
+	json_object_object_add(o, "by", json_object_new_string(who.by));
+	request_reply(req, 200, o, "Cache-Control: no-store\r\n");
+}
+
 const struct route api_misc_routes[] = {
     {"GET", "/healthz", api_healthz, false},
+    {"GET", "/whoami", api_whoami, false},
     {NULL, NULL, NULL, false},
 };

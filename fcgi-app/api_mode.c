@@ -4,11 +4,11 @@
  * the old process is gone before the answer, so two claude processes never run for one session.
  */
 #include "create.h"
-#include "jsontext.h"
 #include "log.h"
 #include "router.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,21 +27,8 @@ static void api_mode_post(const struct app *app, struct request *req,
 		request_error(req, 400, "invalid_id", "'%.120s' is not a session id", args[0]);
 		return;
 	}
-	if (!request_is_json(req)) {
-		request_error(req, 415, "unsupported_media_type",
-			      "send the body with Content-Type: application/json (charset utf-8)");
+	if ((root = request_json_body(req, APP_BODY_MAX, MODE_JSON_DEPTH)) == NULL)
 		return;
-	}
-	if ((r = request_read_body(req, APP_BODY_MAX)) < 0) {
-		request_error(req, r == -EFBIG ? 413 : 400, "bad_body",
-			      "the body could not be read");
-		return;
-	}
-	root = jsontext_parse(req->body, req->body_len, MODE_JSON_DEPTH, &cause);
-	if (root == NULL) {
-		request_error(req, 400, "invalid_request", "%s", cause.msg);
-		goto out;
-	}
 	if (!json_object_object_get_ex(root, "mode", &v) ||
 	    !json_object_is_type(v, json_type_string) ||
 	    session_mode_parse(json_object_get_string(v), &mode) < 0) {
@@ -71,6 +58,8 @@ static void api_mode_post(const struct app *app, struct request *req,
 			      session_state_name(s->state));
 		goto out;
 	}
+	if (s->mode != mode)
+		snprintf(s->by, sizeof(s->by), "%s", req->by);
 	if (s->mode != mode && ((r = create_respawn(app, s, mode, &cause)) < 0 ||
 				(r = store_write(&app->store, s, &cause)) < 0)) {
 		if (r == -EPERM)

@@ -2,7 +2,6 @@
 #include "api_worktrees.h"
 #include "create.h"
 #include "gitrepo.h"
-#include "jsontext.h"
 #include "log.h"
 #include "router.h"
 #include "worktree.h"
@@ -13,11 +12,6 @@
 #include <string.h>
 
 #define API_JSON_DEPTH 8
-
-static json_object *api_parse_body(struct request *req, struct cause *cause)
-{
-	return jsontext_parse(req->body, req->body_len, API_JSON_DEPTH, cause);
-}
 
 /* Counts sessions that hold a slot (a failed or lost session holds none). */
 static int api_count_active(const struct app *app, size_t *count)
@@ -65,6 +59,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 	if (r == 0 && old.state == SESSION_EXITED) {
 		/* Its tmux session and worktree are there: only claude starts again. It keeps the
 		 * slot it holds, so the limit is not checked. */
+		snprintf(old.by, sizeof(old.by), "%s", req->by);
 		if (create_respawn(app, &old, old.mode, &cause) < 0) {
 			request_error(req, 500, "restart_failed", "cannot restart %s: %s", old.id,
 				      cause.msg);
@@ -96,6 +91,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 		}
 		s->created_at = old.created_at;
 	}
+	snprintf(s->by, sizeof(s->by), "%s", req->by);
 	if ((r = api_count_active(app, &active)) < 0) {
 		request_error(req, 500, "store_error", "cannot list sessions: %s", strerror(-r));
 		return;
@@ -127,24 +123,11 @@ static void api_sessions_create(const struct app *app, struct request *req,
 	struct session_create in;
 	struct session *s = NULL;
 	json_object *root = NULL;
-	int r, all_fd = -1, fd = -1;
+	int all_fd = -1, fd = -1;
 
-	if (!request_is_json(req)) {
-		request_error(req, 415, "unsupported_media_type",
-			      "send the body with Content-Type: application/json (charset utf-8)");
+	if ((root = request_json_body(req, APP_BODY_MAX, API_JSON_DEPTH)) == NULL)
 		return;
-	}
-	r = request_read_body(req, APP_BODY_MAX);
-	if (r == -EFBIG) {
-		request_error(req, 413, "body_too_large", "request body is larger than 64 KiB");
-		return;
-	}
-	if (r < 0) {
-		request_error(req, 400, "bad_body", "the body could not be read");
-		return;
-	}
-	root = api_parse_body(req, &cause);
-	if (root == NULL || session_parse_create(root, &in, &cause) < 0) {
+	if (session_parse_create(root, &in, &cause) < 0) {
 		request_error(req, 400, "invalid_request", "%s", cause.msg);
 		goto out;
 	}
@@ -284,6 +267,7 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 		goto out;
 	}
 	s->state = SESSION_STOPPING;
+	snprintf(s->by, sizeof(s->by), "%s", req->by);
 	store_write(&app->store, s, NULL);
 	/* A tmux session of that name that carries another session's id is not this session's:
 	 * it is left alone, and this session is deleted as one whose tmux session is gone. */

@@ -5,6 +5,7 @@
 #ifndef AGENTD_APP_H
 #define AGENTD_APP_H
 
+#include "authcache.h"
 #include "config.h"
 #include "store.h"
 #include "tmux.h"
@@ -21,6 +22,9 @@ struct app {
 	struct tmux tmux;
 	char self_exe[CONFIG_PATH_MAX]; /* this program, re-run as the creation worker */
 	char host_bin[CONFIG_PATH_MAX]; /* agentd-host: AGENTD_HOST_BIN, or found beside us */
+	struct authcache *auth;         /* the token store as the request threads see it */
+	char
+	    hook_bin[CONFIG_PATH_MAX]; /* agentd-hook: AGENTD_HOOK, or found beside us ("": none) */
 };
 
 /* Fills app from cfg: store dir, tmux paths, own executable path. Returns 0 or -errno with cause.

@@ -100,10 +100,26 @@ out:
 	return r;
 }
 
+/*
+ * A terminal launch's --settings file (the hooks that report to the bridge), written anew so it
+ * says what today's configuration says. Returns 0 or -errno with cause.
+ */
+static int create_settings(const struct app *app, char *path, size_t pathlen, struct cause *cause)
+{
+	if (app->hook_bin[0] == '\0')
+		return cause_fail(cause, ENOENT,
+				  "agentd-hook was not found beside agentd-api; build it or set "
+				  "AGENTD_HOOK");
+	if (access(app->hook_bin, X_OK) < 0)
+		return cause_fail(cause, errno, "agentd-hook (%s) cannot be run: %s", app->hook_bin,
+				  strerror(errno));
+	return claude_hook_settings_write(app->cfg, app->hook_bin, path, pathlen, cause);
+}
+
 int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
 {
 	extern char **environ;
-	char path[CONFIG_PATH_MAX];
+	char path[CONFIG_PATH_MAX], settings[CONFIG_PATH_MAX];
 	struct claude_env *env = NULL;
 	struct claude_argv *cargv = NULL;
 	struct tmux_meta *meta = NULL;
@@ -131,11 +147,14 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 			  app->host_bin, strerror(-r));
 		goto out;
 	}
+	if (s->mode == SESSION_TERMINAL &&
+	    (r = create_settings(app, settings, sizeof(settings), cause)) < 0)
+		goto out;
 	/* Structured: the bootstrap prompt becomes the first user message (agentd-host --prompt).
 	 */
 	r = s->mode == SESSION_STRUCTURED
 		? claude_structured_argv(app->cfg, s, app->host_bin, false, s->prompt, cargv)
-		: claude_terminal_argv(app->cfg, s, cargv);
+		: claude_terminal_argv(app->cfg, s, settings, cargv);
 	if (r < 0) {
 		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
 		goto out;
@@ -190,7 +209,7 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 		   struct cause *cause)
 {
 	extern char **environ;
-	char path[CONFIG_PATH_MAX];
+	char path[CONFIG_PATH_MAX], settings[CONFIG_PATH_MAX];
 	struct claude_argv *argv = malloc(sizeof(*argv));
 	struct claude_env *env = malloc(sizeof(*env));
 	struct session *copy = malloc(sizeof(*copy));
@@ -211,12 +230,15 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 		cause_set(cause, "agentd-host (%s) was not found: %s", app->host_bin, strerror(-r));
 		goto out;
 	}
+	if (mode == SESSION_TERMINAL &&
+	    (r = create_settings(app, settings, sizeof(settings), cause)) < 0)
+		goto out;
 	*copy = *s;
 	copy->mode = mode;
 	copy->launched = claude_has_transcript(s, getenv("HOME"), getenv("CLAUDE_CONFIG_DIR"));
 	r = mode == SESSION_STRUCTURED
 		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched, NULL, argv)
-		: claude_terminal_argv(app->cfg, copy, argv);
+		: claude_terminal_argv(app->cfg, copy, settings, argv);
 	if (r < 0) {
 		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
 		goto out;

@@ -22,9 +22,10 @@ static const char usage[] =
     "  --init       write $AGENTD_RUNTIME_DIR/tmux.conf, start the tmux server unless it runs,\n"
     "               recover session records from tmux, and exit\n"
     "  --create ID  (internal) the detached worker that finishes creating session ID\n"
-    "  token add NAME [--read-only] | token list | token revoke NAME\n"
+    "  token add NAME [--read-only] | token list | token revoke NAME | token init NAME\n"
     "               manage the bearer tokens in $AGENTD_STATE_DIR/tokens.json (a new token is\n"
-    "               printed once; only its SHA-256 is kept)\n"
+    "               printed once; only its SHA-256 is kept; init adds an admin token only to\n"
+    "               an empty store, as deploy/up does at the first start)\n"
     "\n"
     "Configuration: defaults, then $AGENTD_CONFIG (default /etc/agentd/agentd.conf, KEY=value\n"
     "lines), then AGENTD_* environment variables; see README.md.\n";
@@ -43,6 +44,7 @@ static int prepare(const struct app *app, struct cause *cause)
 int main(int argc, char **argv)
 {
 	struct cause cause = {{0}};
+	struct authcache auth;
 	struct config cfg;
 	struct app app;
 	int r;
@@ -67,6 +69,11 @@ int main(int argc, char **argv)
 		log_error("%s", cause.msg);
 		return 1;
 	}
+	if (authcache_init(&auth, &cfg) < 0) {
+		log_error("AGENTD_STATE_DIR is too long");
+		return 1;
+	}
+	app.auth = &auth;
 	/* The worker gets --no-tmux-start after its id when the API has it. */
 	app.tmux.no_start = argc > 1 && strcmp(argv[argc - 1], APP_NO_TMUX_START) == 0;
 	if (app.tmux.no_start)

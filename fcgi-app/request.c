@@ -1,5 +1,6 @@
 #include "request.h"
 
+#include "auth.h"
 #include "jsontext.h"
 
 #include <errno.h>
@@ -46,6 +47,8 @@ void request_init(struct request *req, FCGX_Request *fcgi)
 	req->host = (v = request_param(fcgi, "AGENTD_HOST")) ? v : request_param(fcgi, "HTTP_HOST");
 	req->scheme = (v = request_param(fcgi, "AGENTD_SCHEME")) ? v : "http";
 	req->content_type = request_param(fcgi, "CONTENT_TYPE");
+	req->by =
+	    (v = request_param(fcgi, "AGENTD_BY")) != NULL && auth_by_valid(v) ? v : "unknown";
 }
 
 void request_finish(struct request *req)
@@ -89,6 +92,32 @@ bool request_is_json(const struct request *req)
 	return jsontext_content_type_ok(req->content_type);
 }
 
+json_object *request_json_body(struct request *req, size_t max, int depth)
+{
+	struct cause cause = {{0}};
+	json_object *root;
+	int r;
+
+	if (!request_is_json(req)) {
+		request_error(req, 415, "unsupported_media_type",
+			      "send the body with Content-Type: application/json (charset utf-8)");
+		return NULL;
+	}
+	if ((r = request_read_body(req, max)) == -EFBIG) {
+		request_error(req, 413, "body_too_large", "request body is larger than %zu KiB",
+			      max / 1024);
+		return NULL;
+	}
+	if (r < 0) {
+		request_error(req, 400, "bad_body", "the body could not be read");
+		return NULL;
+	}
+	root = jsontext_parse(req->body, req->body_len, depth, &cause);
+	if (root == NULL)
+		request_error(req, 400, "invalid_request", "%s", cause.msg);
+	return root;
+}
+
 const char *request_query(const struct request *req, const char *key, char *out, size_t outlen)
 {
 	size_t klen = strlen(key);
@@ -127,6 +156,10 @@ static const char *request_reason(int status)
 		return "Created";
 	case 204:
 		return "No Content";
+	case 303:
+		return "See Other";
+	case 401:
+		return "Unauthorized";
 	case 400:
 		return "Bad Request";
 	case 403:
@@ -182,6 +215,31 @@ void request_reply(struct request *req, int status, json_object *body, const cha
 	}
 	free(scrubbed);
 	json_object_put(body);
+}
+
+const char *request_param_value(const struct request *req, const char *name)
+{
+	return request_param(req->fcgi, name);
+}
+
+void request_reply_head(struct request *req, int status, const char *extra_headers)
+{
+	FCGX_FPrintF(req->fcgi->out,
+		     "Status: %d %s\r\n"
+		     "Cache-Control: no-store\r\n"
+		     "%s\r\n",
+		     status, request_reason(status), extra_headers ? extra_headers : "");
+}
+
+void request_reply_head_reusable(struct request *req, int status, int secs,
+				 const char *extra_headers)
+{
+	/* No Cache-Control: X-Accel-Expires alone says how long, whatever the order of headers. */
+	FCGX_FPrintF(req->fcgi->out,
+		     "Status: %d %s\r\n"
+		     "X-Accel-Expires: %d\r\n"
+		     "%s\r\n",
+		     status, request_reason(status), secs, extra_headers ? extra_headers : "");
 }
 
 void request_error(struct request *req, int status, const char *code, const char *fmt, ...)

@@ -5,8 +5,8 @@
 
 #include <string.h>
 
-static const struct route *const router_tables[] = {api_sessions_routes, api_mode_routes,
-						    api_worktrees_routes, api_misc_routes};
+static const struct route *const router_tables[] = {
+    api_auth_routes, api_sessions_routes, api_mode_routes, api_worktrees_routes, api_misc_routes};
 
 void router_dispatch(const struct app *app, struct request *req)
 {

@@ -27,6 +27,7 @@ extern const struct route api_sessions_routes[];
 extern const struct route api_misc_routes[];
 extern const struct route api_mode_routes[];
 extern const struct route api_worktrees_routes[];
+extern const struct route api_auth_routes[];
 
 /* Answers req. */
 void router_dispatch(const struct app *app, struct request *req);

@@ -16,7 +16,9 @@
 static const char tokencmd_usage[] =
     "usage: agentd-api token add NAME [--read-only]   make a token, print it once\n"
     "       agentd-api token list                     names, rights, created, last used\n"
-    "       agentd-api token revoke NAME              the token stops working\n";
+    "       agentd-api token revoke NAME              the token stops working\n"
+    "       agentd-api token init NAME                an admin token NAME, printed, only when\n"
+    "                                                 the store holds no token (first start)\n";
 
 /* Creates the state directory (private) and takes the store's lock. Returns the fd or -1. */
 static int tokencmd_lock(const struct config *cfg, char *store, size_t storelen)
@@ -62,17 +64,18 @@ int tokencmd_main(const struct config *cfg, int argc, char **argv)
 	char store[CONFIG_PATH_MAX], text[TOKEN_TEXT_LEN + 1];
 	struct cause cause = {{0}};
 	struct tokens t = {0};
-	bool add, list, revoke, read_only = false;
+	bool add, list, revoke, init, read_only = false;
 	int fd, r, status = 1;
 
 	add = argc >= 3 && strcmp(argv[1], "add") == 0;
 	list = argc == 2 && strcmp(argv[1], "list") == 0;
 	revoke = argc == 3 && strcmp(argv[1], "revoke") == 0;
+	init = argc == 3 && strcmp(argv[1], "init") == 0;
 	if (add && argc == 4 && strcmp(argv[3], "--read-only") == 0)
 		read_only = true;
 	else if (add && argc != 3)
 		add = false;
-	if (!add && !list && !revoke) {
+	if (!add && !list && !revoke && !init) {
 		fputs(tokencmd_usage, stderr);
 		return 2;
 	}
@@ -97,6 +100,11 @@ int tokencmd_main(const struct config *cfg, int argc, char **argv)
 		status = 0;
 		goto out;
 	}
+	if (init && t.n > 0) {
+		status = 0; /* not the first start: nothing to print */
+		goto out;
+	}
+	add = add || init;
 	if (revoke) {
 		if (tokens_revoke(&t, argv[2]) < 0) {
 			fprintf(stderr, "agentd-api: no token named %s\n", argv[2]);

@@ -49,7 +49,7 @@ static void perms_drop(struct perms *perms, struct pending *p, const char *behav
 
 	snprintf(a->request_id, sizeof(a->request_id), "%s", p->request_id);
 	a->behavior = behavior;
-	a->by = by;
+	snprintf(a->by, sizeof(a->by), "%s", by);
 	perms->answered_next = (perms->answered_next + 1) % PERMS_ANSWERED_MAX;
 	p->request_id[0] = '\0';
 	uv_timer_stop(&p->timer);
@@ -167,7 +167,8 @@ int perms_answer(struct host *h, const struct hostproto_request *req, const stru
 	perms_decide(h, p, req->allow,
 		     req->allow ? NULL
 				: (req->message != NULL ? req->message : "Denied by the user."),
-		     req->updated_input, req->updated_permissions, req->interrupt, "client");
+		     req->updated_input, req->updated_permissions, req->interrupt,
+		     req->by != NULL ? req->by : "client");
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #define AGENTD_HOST_PERMS_H
 
 #include "hostproto.h"
+#include "session.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -35,8 +36,8 @@ struct pending {
 /* A request no longer pending, and how it ended (for the 409 of a later answer). */
 struct answered {
 	char request_id[HOSTPROTO_REQUEST_ID_MAX + 1];
-	const char *behavior; /* "allow", "deny", "withdrawn" (static strings) */
-	const char *by;       /* "client", "timeout", "claude" */
+	const char *behavior;        /* "allow", "deny", "withdrawn" (static strings) */
+	char by[SESSION_BY_MAX + 1]; /* who answered ("client" when unknown), "timeout", "claude" */
 };
 
 struct perms {

@@ -46,9 +46,12 @@ void transcript_event(const char *name, json_object *obj)
 {
 	json_object *msg = transcript_get(obj, "message");
 
+	/* A user line with isReplay is claude's echo of a prompt (--replay-user-messages): the
+	 * host printed the prompt when it sent it. */
 	if (strcmp(name, "assistant") == 0)
 		transcript_content(transcript_get(msg, "content"), "claude");
-	else if (strcmp(name, "user") == 0)
+	else if (strcmp(name, "user") == 0 &&
+		 !json_object_get_boolean(transcript_get(obj, "isReplay")))
 		transcript_content(transcript_get(msg, "content"), "user");
 	else if (strcmp(name, "result") == 0)
 		printf("-- turn finished: %s\n",

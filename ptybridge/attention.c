@@ -35,6 +35,7 @@ struct att_request {
 	uint64_t orphan_until; /* orphans only: when it is given up */
 	json_object *decision; /* an orphan's answer, for its hook when it asks again */
 	char decided_by[ATT_BY_MAX];
+	json_object *input; /* terminal: the tool's input, to know its PostToolUse */
 };
 
 struct att_answered {
@@ -59,6 +60,9 @@ struct att_session {
 	struct att_host *host; /* structured and running: the subscription */
 	uint64_t retry_at;     /* when to try the host again (0: not waiting to) */
 	bool seen;             /* found in the last pass over the records */
+	/* Terminal: the TUI shows a dialog no client can answer (claude's Notification said so,
+	 * or the wait of a hook's request ran out): waiting until claude reports again. */
+	bool tui_asks;
 };
 
 /* A subscription to a structured session's agentd-host. */
@@ -125,7 +129,7 @@ static void att_write(struct att_session *s)
  * changed or force. */
 static void att_set(struct att_session *s, enum session_activity act, bool force)
 {
-	if (att_pending_count(s) > 0)
+	if (att_pending_count(s) > 0 || s->tui_asks)
 		act = SESSION_WAITING;
 	else if (act == SESSION_WAITING)
 		act = SESSION_WORKING; /* nothing left to wait for: the turn goes on */
@@ -201,6 +205,7 @@ static void att_drop(struct att_session *s, struct att_request *q, const char *b
 	session_copy_cut(a->by, sizeof(a->by), by);
 	s->answered_next = (s->answered_next + 1) % ATT_ANSWERED_MAX;
 	json_object_put(q->decision);
+	json_object_put(q->input);
 	memset(q, 0, sizeof(*q));
 }
 
@@ -516,8 +521,10 @@ static struct att_session *att_session_new(struct attention *a, const struct ses
 static void att_session_free(struct att_session *s)
 {
 	att_host_close(s, false);
-	for (size_t i = 0; i < ATT_PENDING_MAX; i++)
+	for (size_t i = 0; i < ATT_PENDING_MAX; i++) {
 		json_object_put(s->req[i].decision);
+		json_object_put(s->req[i].input);
+	}
 	LIST_REMOVE(s, link);
 	free(s);
 }
@@ -629,6 +636,60 @@ static struct att_session *att_terminal(struct attention *a, const char *id)
 	return s;
 }
 
+/* q was answered in the TUI: claude moved on without ending its hook (a "Yes" leaves it
+ * running) or the hook is away. The hook learns there is nothing more to wait for, and /events
+ * says who answered. */
+static void att_answered_in_terminal(struct att_session *s, struct att_request *q)
+{
+	attention_decided_fn fn = q->fn;
+	void *arg = q->arg;
+	json_object *ev = json_object_new_object();
+
+	if (ev != NULL) {
+		json_object_object_add(ev, "requestId", json_object_new_string(q->request_id));
+		json_object_object_add(ev, "by", json_object_new_string("terminal"));
+	}
+	att_drop(s, q, "terminal");
+	if (fn != NULL)
+		fn(arg, NULL);
+	att_publish(s, "permission_resolved", ev);
+}
+
+/* Every request of s still pending (claude's turn went on or ended: each was answered in the
+ * TUI), or only those of the tool use that payload reports (PostToolUse: same tool, same input).
+ */
+static void att_terminal_moved_on(struct att_session *s, json_object *payload)
+{
+	const char *tool = payload != NULL ? att_str(payload, "tool_name") : NULL;
+	json_object *input = NULL;
+
+	if (payload != NULL &&
+	    (tool == NULL || !json_object_object_get_ex(payload, "tool_input", &input)))
+		return;
+	for (size_t i = 0; i < ATT_PENDING_MAX; i++) {
+		struct att_request *q = &s->req[i];
+
+		if (!q->used || q->decision != NULL)
+			continue;
+		if (payload != NULL &&
+		    (strcmp(q->tool_name, tool) != 0 || !json_object_equal(q->input, input)))
+			continue;
+		att_answered_in_terminal(s, q);
+	}
+}
+
+/* A Notification's kind that means the TUI shows something only a person there can answer. */
+static bool att_notification_asks(const char *kind)
+{
+	static const char *const kinds[] = {"permission_prompt", "agent_needs_input",
+					    "elicitation_dialog"};
+
+	for (size_t i = 0; kind != NULL && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(kind, kinds[i]) == 0)
+			return true;
+	return false;
+}
+
 void attention_hook_report(struct attention *a, const char *id, enum hook_event ev,
 			   json_object *payload)
 {
@@ -639,21 +700,41 @@ void attention_hook_report(struct attention *a, const char *id, enum hook_event 
 		return;
 	switch (ev) {
 	case HOOK_USER_PROMPT_SUBMIT:
+		/* A new turn: whatever the last one asked was settled in the TUI. */
+		s->tui_asks = false;
+		att_terminal_moved_on(s, NULL);
+		att_set(s, SESSION_WORKING, false);
+		break;
 	case HOOK_PRE_TOOL_USE:
+		att_set(s, SESSION_WORKING, false);
+		break;
 	case HOOK_POST_TOOL_USE:
 	case HOOK_POST_TOOL_USE_FAILURE:
+		/* The tool ran: its request was allowed, in the TUI when its hook still waits. */
+		s->tui_asks = false;
+		att_terminal_moved_on(s, payload);
 		att_set(s, SESSION_WORKING, false);
 		break;
 	case HOOK_NOTIFICATION:
 		kind = att_str(payload, "notification_type");
-		if (kind != NULL && strcmp(kind, "idle_prompt") == 0)
+		if (kind != NULL && strcmp(kind, "idle_prompt") == 0) {
+			s->tui_asks = false;
 			att_set(s, SESSION_IDLE, false);
+		} else if (att_notification_asks(kind)) {
+			/* e.g. auto mode's dialog when its safety check cannot run: no
+			 * PermissionRequest hook is asked for it. */
+			s->tui_asks = true;
+			att_set(s, SESSION_WAITING, false);
+		}
 		break;
 	case HOOK_STOP:
 	case HOOK_SESSION_START:
+		s->tui_asks = false;
+		att_terminal_moved_on(s, NULL);
 		att_set(s, SESSION_IDLE, false);
 		break;
 	case HOOK_SESSION_END:
+		s->tui_asks = false;
 		att_withdraw_all(s, "exit");
 		att_set(s, SESSION_IDLE, true);
 		break;
@@ -711,6 +792,10 @@ int attention_hook_ask(struct attention *a, const char *id, json_object *payload
 		return -ENOSPC;
 	q->fn = fn;
 	q->arg = arg;
+	if (json_object_object_get_ex(payload, "tool_input", &q->input))
+		json_object_get(q->input);
+	else
+		q->input = NULL;
 	att_set(s, SESSION_WAITING, true);
 	ev = json_object_new_object();
 	if (ev != NULL) {
@@ -733,6 +818,22 @@ void attention_hook_gone(struct attention *a, const char *id, const char *reques
 {
 	struct att_session *s = att_session_find(a, id);
 	struct att_request *q = s != NULL ? att_find(s, request_id) : NULL;
+
+	if (q == NULL)
+		return;
+	q->fn = NULL; /* gone: nothing to tell it */
+	att_answered_in_terminal(s, q);
+	/* claude 2.1.328 ends the hook when the dialog is answered "No" or with Escape: either
+	 * interrupts the turn and no Stop follows ("Yes" leaves the hook running; the tool's
+	 * PostToolUse says working). */
+	s->tui_asks = false;
+	att_set(s, SESSION_IDLE, true);
+}
+
+void attention_hook_expired(struct attention *a, const char *id, const char *request_id)
+{
+	struct att_session *s = att_session_find(a, id);
+	struct att_request *q = s != NULL ? att_find(s, request_id) : NULL;
 	json_object *ev;
 
 	if (q == NULL)
@@ -740,10 +841,12 @@ void attention_hook_gone(struct attention *a, const char *id, const char *reques
 	ev = json_object_new_object();
 	if (ev != NULL) {
 		json_object_object_add(ev, "requestId", json_object_new_string(q->request_id));
-		json_object_object_add(ev, "by", json_object_new_string("terminal"));
+		json_object_object_add(ev, "by", json_object_new_string("timeout"));
 	}
-	att_drop(s, q, "terminal");
-	att_set(s, SESSION_WORKING, true);
+	att_drop(s, q, "timeout");
+	/* The dialog still shows: a person at the terminal answers it now. */
+	s->tui_asks = true;
+	att_set(s, SESSION_WAITING, true);
 	att_publish(s, "permission_resolved", ev);
 }
 
@@ -783,6 +886,8 @@ int attention_answer(struct attention *a, const char *id, const char *request_id
 	}
 	fn = q->fn;
 	arg = q->arg;
+	/* A decision through the hook closes the TUI's dialog. */
+	s->tui_asks = false;
 	if (fn == NULL) {
 		/* Its hook is reconnecting: the decision waits for it. */
 		q->decision = json_object_get(decision);

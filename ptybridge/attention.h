@@ -11,8 +11,14 @@
  *   terminal    reports of claude's own hooks (hooks.c: agentd-hook over the hook socket, the
  *               session found from the peer's credentials): UserPromptSubmit / PreToolUse /
  *               PostToolUse → working, PermissionRequest → waiting (a pending request that a
- *               client may answer while the TUI's dialog shows), Stop / Notification idle_prompt
- *               → idle, SessionEnd → exited.
+ *               client may answer while the TUI's dialog shows), Notification permission_prompt
+ *               / agent_needs_input / elicitation_dialog → waiting with nothing a client can
+ *               answer (a dialog no hook was asked for), Stop / Notification idle_prompt →
+ *               idle, SessionEnd → exited. A request whose dialog was answered in the TUI ends
+ *               as answered by "terminal": when its hook goes (claude ends it on "No" and
+ *               Escape, which interrupt the turn: idle), or when claude reports past it (its
+ *               tool's PostToolUse, the turn's Stop, the next prompt: claude 2.1.328 leaves
+ *               the hook running after "Yes").
  */
 #ifndef AGENTD_BRIDGE_ATTENTION_H
 #define AGENTD_BRIDGE_ATTENTION_H
@@ -60,11 +66,18 @@ int attention_hook_ask(struct attention *a, const char *id, json_object *payload
 		       char request_id[HOSTPROTO_REQUEST_ID_MAX + 1]);
 
 /*
- * The hook that asked request_id will wait no more (its connection ended without a decision: the
- * TUI's dialog was answered first, claude ended it, or its wait ran out); fn is not called after.
- * The request is resolved as answered in the terminal.
+ * The hook that asked request_id will wait no more (its connection ended without a decision:
+ * claude ended it because the TUI's dialog was answered "No" or with Escape); fn is not called
+ * after. The request is resolved as answered in the terminal, and the session is idle.
  */
 void attention_hook_gone(struct attention *a, const char *id, const char *request_id);
+
+/*
+ * The wait of the hook that asked request_id ran out (AGENTD_TERMINAL_PERMISSION_WAIT) before any
+ * client answered: the request leaves `pending` (resolved by "timeout"; fn is not called), and the
+ * session stays waiting, the TUI's dialog asking alone, until claude reports again.
+ */
+void attention_hook_expired(struct attention *a, const char *id, const char *request_id);
 
 /*
  * A client's answer (POST /sessions/<id>/permissions/<requestId> of a terminal session): a

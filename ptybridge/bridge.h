@@ -57,6 +57,7 @@ struct conn_set {
 struct bridge;
 struct events;
 struct attention;
+struct hooks;
 struct http_request;
 
 /*
@@ -88,6 +89,7 @@ struct bridge {
 	struct roster *roster;
 	struct events *events;             /* GET /events and its log (events.h) */
 	struct attention *attention;       /* activity and pending requests (attention.h) */
+	struct hooks *hooks;               /* claude's hooks in terminal mode (hooks.h) */
 	char tmux_bin[CONFIG_PATH_MAX];    /* absolute path of the tmux executable */
 	char tmux_socket[CONFIG_PATH_MAX]; /* <runtime>/tmux.sock */
 	char tmux_conf[CONFIG_PATH_MAX];   /* <runtime>/tmux.conf */

@@ -755,6 +755,8 @@ void *conn_open(size_t size, size_t offset, uv_loop_t *loop, int fd, struct conn
 	}
 	conn_start(c, set, ops);
 	c->req = req;
+	auth_who_from_headers(&c->who, http_request_header(req, AUTH_HEADER_ROLE, NULL),
+			      http_request_header(req, AUTH_HEADER_BY, NULL));
 	return obj;
 }
 

@@ -13,6 +13,7 @@
 #ifndef AGENTD_BRIDGE_CONN_H
 #define AGENTD_BRIDGE_CONN_H
 
+#include "auth.h"
 #include "bridge.h"
 #include "session.h"
 
@@ -89,6 +90,7 @@ struct conn {
 	void *data;                  /* the service's connection */
 	char id[SESSION_ID_MAX + 1]; /* the session's, once the service knows it (logs, watch) */
 	struct http_request *req;    /* the request being served (the service frees it when done) */
+	struct auth_who who;         /* the sender, from the headers nginx set (core/auth.h) */
 	struct ws *ws;               /* once upgraded; destroyed by conn_release */
 	uint64_t deadline; /* of the phase (FINISH: 0 for none); the service's in CONN_SERVICE */
 	/* Output last moved, or found nothing queued: stalls count from here. */

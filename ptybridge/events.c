@@ -273,10 +273,35 @@ static void events_record_gone(struct events *ev, const char *id)
 
 	if (ev->b->attention != NULL)
 		attention_session_changed(ev->b->attention, id, NULL);
-	if (!json_object_object_get_ex(ev->known, id, &last))
+	struct cause cause = {{0}};
+	struct session gone;
+	json_object *obj;
+
+	if (!json_object_object_get_ex(ev->known, id, &last)) {
+		store_forget_gone(&ev->b->store, id);
 		return;
-	events_publish_session(ev, "deleted", json_object_get(last));
+	}
+	/* A DELETE leaves the record as it ended (stopping, with who deleted it) as <id>.gone:
+	 * published rather than the last one seen, which may be older. */
+	obj = store_read_gone(&ev->b->store, id, &gone, &cause) == 0 ? session_to_json(&gone, false)
+								     : NULL;
+	events_publish_session(ev, "deleted", obj != NULL ? obj : json_object_get(last));
 	json_object_object_del(ev->known, id);
+	/* Published: the .gone record has served (it would otherwise stay for every id ever). */
+	store_forget_gone(&ev->b->store, id);
+}
+
+/* A .gone record of a session this bridge never knew (created and deleted while no bridge ran):
+ * nothing to publish. */
+static void events_stale_gone(void *ctx, const char *id)
+{
+	struct events *ev = ctx;
+	struct cause cause = {{0}};
+	struct session s;
+
+	if (!json_object_object_get_ex(ev->known, id, NULL) &&
+	    store_read(&ev->b->store, id, &s, &cause) == -ENOENT)
+		store_forget_gone(&ev->b->store, id);
 }
 
 /* Reads the record of id again (a notification named it). */
@@ -328,6 +353,7 @@ static int events_rescan(struct events *ev)
 			    ev, json_object_get_string(json_object_array_get_idx(gone, i)));
 		json_object_put(gone);
 	}
+	store_gone_each(&ev->b->store, events_stale_gone, ev);
 	json_object_put(seen);
 	free(all);
 	return 0;

@@ -3,6 +3,7 @@
 #include "attention.h"
 
 #include "conn.h"
+#include "events.h"
 #include "hostproto.h"
 #include "http.h"
 #include "jsontext.h"
@@ -187,9 +188,9 @@ static json_object *relay_member(json_object *obj, const char *key)
 }
 
 char *relay_host_request(enum relay_kind kind, json_object *msg, const char *request_id,
-			 size_t *len, const char **why)
+			 const char *by, size_t *len, const char **why)
 {
-	struct hostproto_request req = {0};
+	struct hostproto_request req = {.by = by};
 	char *line;
 
 	switch (kind) {
@@ -483,6 +484,18 @@ static const char *relay_host_string(json_object *obj, const char *key, const ch
 	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : dflt;
 }
 
+/* A prompt the host took: who sent it goes on /events (event `prompt`, {"session","by"}). */
+static void relay_note_prompt(struct relay *r)
+{
+	json_object *data;
+
+	if (r->b->events == NULL || (data = json_object_new_object()) == NULL)
+		return;
+	json_object_object_add(data, "session", json_object_new_string(r->c.id));
+	json_object_object_add(data, "by", json_object_new_string(r->c.who.by));
+	events_publish(r->b->events, "prompt", data);
+}
+
 /* The first line on a client's own connection: the answer to its request. */
 static void relay_host_answer(struct relay *r, const char *line, size_t len)
 {
@@ -493,9 +506,10 @@ static void relay_host_answer(struct relay *r, const char *line, size_t len)
 			      NULL);
 		return;
 	}
-	if (answer.type == HOSTPROTO_ACCEPTED && r->kind == RELAY_PROMPT)
+	if (answer.type == HOSTPROTO_ACCEPTED && r->kind == RELAY_PROMPT) {
+		relay_note_prompt(r);
 		relay_start_stream(r);
-	else if (answer.type == HOSTPROTO_OK && r->kind != RELAY_PROMPT)
+	} else if (answer.type == HOSTPROTO_OK && r->kind != RELAY_PROMPT)
 		relay_respond_ok(r);
 	else if (answer.type == HOSTPROTO_ERROR)
 		relay_respond(
@@ -544,6 +558,8 @@ static void relay_side_answer(struct relay *r, struct relay_host *h, const char 
 			       "the agent host gave an unexpected answer");
 		return;
 	}
+	if (answer.type == HOSTPROTO_ACCEPTED && h->kind == RELAY_PROMPT)
+		relay_note_prompt(r);
 	json_object_object_add(answer.obj, "request",
 			       json_object_new_string(relay_kind_names[h->kind]));
 	if (h->request_id[0] != '\0')
@@ -798,6 +814,13 @@ static void relay_on_message(void *data, const uint8_t *msg, size_t len)
 			       "expected a JSON object with type prompt, permission or interrupt");
 		goto out;
 	}
+	/* A read-only identity may watch the stream; each request it sends is refused as the HTTP
+	 * request would be at the door. */
+	if (!r->c.who.admin) {
+		relay_ws_error(r, kind, relay_host_string(obj, "requestId", ""), 403, "read_only",
+			       "this identity is read-only: it may not change anything");
+		goto out;
+	}
 	if (kind == RELAY_PERMISSION) {
 		rid = relay_host_string(obj, "requestId", "");
 		if (!relay_request_id_valid(rid)) {
@@ -811,7 +834,7 @@ static void relay_on_message(void *data, const uint8_t *msg, size_t len)
 			       "too many requests of this connection are waiting for an answer");
 		goto out;
 	}
-	line = relay_host_request(kind, obj, rid, &line_len, &why);
+	line = relay_host_request(kind, obj, rid, r->c.who.by, &line_len, &why);
 	if (line == NULL) {
 		relay_ws_error(r, kind, rid, 400, "invalid_request", why);
 		goto out;
@@ -941,7 +964,7 @@ static void relay_answer_terminal(struct relay *r)
 		return;
 	}
 	rc = r->b->attention != NULL ? attention_answer(r->b->attention, r->c.id, r->request_id,
-							decision, "client", &by)
+							decision, r->c.who.by, &by)
 				     : -ENOENT;
 	json_object_put(decision);
 	switch (rc) {
@@ -1022,7 +1045,8 @@ static void relay_body_done(struct relay *r)
 			return;
 		}
 	}
-	r->host_req = relay_host_request(r->kind, obj, r->request_id, &r->host_req_len, &why);
+	r->host_req =
+	    relay_host_request(r->kind, obj, r->request_id, r->c.who.by, &r->host_req_len, &why);
 	if (r->kind == RELAY_PERMISSION)
 		r->answer = json_object_get(obj);
 	json_object_put(obj);

@@ -86,12 +86,12 @@ json_object *relay_parse_object(const char *text, size_t len);
  * {"behavior":"allow"|"deny"} with optional "message" (string), "updatedInput" (object),
  * "interrupt" (boolean) and, with allow only, "updatedPermissions" (1..RELAY_PERMISSION_UPDATES_MAX
  * objects with a string "type", passed to claude as they are), for the request request_id; for
- * RELAY_INTERRUPT anything (msg may be NULL). Other members are ignored. Returns the line (caller
- * frees) with *len set, or NULL with *why set to a sentence for a 400 answer (or errno ENOMEM: *why
- * says so).
+ * RELAY_INTERRUPT anything (msg may be NULL). Other members are ignored. by (NULL: none) is who
+ * sends a prompt or permission answer (hostproto's "by"). Returns the line (caller frees) with
+ * *len set, or NULL with *why set to a sentence for a 400 answer (or errno ENOMEM: *why says so).
  */
 char *relay_host_request(enum relay_kind kind, json_object *msg, const char *request_id,
-			 size_t *len, const char **why);
+			 const char *by, size_t *len, const char **why);
 
 /* Connects a non-blocking socket to session id's host.sock (a long path through its
  * directory's fd). Returns the fd, or -errno (-ENOENT, -ECONNREFUSED, -EAGAIN: not listening

@@ -3,8 +3,10 @@
 #include "attention.h"
 #include "conn.h"
 #include "events.h"
+#include "hooks.h"
 #include "http.h"
 #include "log.h"
+#include "panes.h"
 #include "proc.h"
 #include "ptyproc.h"
 #include "relay.h"
@@ -54,6 +56,10 @@ struct server {
 	uv_timer_t tick;
 	uint64_t stop_deadline;
 	char socket_path[CONFIG_PATH_MAX];
+	char hooks_path[CONFIG_PATH_MAX];
+	char *panes_argv[9]; /* tmux -u -S <socket> list-panes -a -F <format> */
+	struct hooks_options hooks_opt;
+	struct hooks_sink hooks_sink;
 };
 
 void server_options_defaults(struct bridge_options *opt)
@@ -213,6 +219,69 @@ static int front_accept(struct bridge *b, int fd)
 	return 0;
 }
 
+/* ---- claude's hooks: their reports go to the attention hub ------------------------------ */
+
+static void server_hook_report(void *arg, const char *id, enum hook_event ev, json_object *payload)
+{
+	struct bridge *b = arg;
+
+	if (b->attention != NULL)
+		attention_hook_report(b->attention, id, ev, payload);
+}
+
+static int server_hook_ask(void *arg, const char *id, json_object *payload, attention_decided_fn fn,
+			   void *fn_arg, char request_id[HOSTPROTO_REQUEST_ID_MAX + 1])
+{
+	struct bridge *b = arg;
+
+	if (b->attention == NULL)
+		return -ENOENT;
+	return attention_hook_ask(b->attention, id, payload, fn, fn_arg, request_id);
+}
+
+static void server_hook_gone(void *arg, const char *id, const char *request_id)
+{
+	struct bridge *b = arg;
+
+	if (b->attention != NULL)
+		attention_hook_gone(b->attention, id, request_id);
+}
+
+static void server_hook_expired(void *arg, const char *id, const char *request_id)
+{
+	struct bridge *b = arg;
+
+	if (b->attention != NULL)
+		attention_hook_expired(b->attention, id, request_id);
+}
+
+static int server_hooks_open(struct server *s, struct cause *cause)
+{
+	struct bridge *b = &s->b;
+	char *const argv[] = {b->tmux_bin,  "-u", "-S", b->tmux_socket,
+			      "list-panes", "-a", "-F", PANES_TMUX_FORMAT,
+			      NULL};
+	int r;
+
+	r = config_runtime_path(b->cfg, HOOKPROTO_SOCKET_NAME, s->hooks_path,
+				sizeof(s->hooks_path));
+	if (r < 0)
+		return cause_fail(cause, -r, "runtime directory path is too long");
+	memcpy(s->panes_argv, argv, sizeof(argv));
+	s->hooks_sink = (struct hooks_sink){server_hook_report, server_hook_ask, server_hook_gone,
+					    server_hook_expired, b};
+	s->hooks_opt = (struct hooks_options){
+	    .socket_path = s->hooks_path,
+	    .panes_argv = s->panes_argv,
+	    .panes_env = b->child_env,
+	    .proc_root = PANES_PROC_ROOT,
+	    .wait_ms = (unsigned)b->cfg->terminal_permission_wait * 1000U,
+	    .sink = &s->hooks_sink,
+	};
+	b->hooks = hooks_open(b->loop, &s->hooks_opt, cause);
+	return b->hooks != NULL ? 0 : -EIO;
+}
+
 /* ---- the process ------------------------------------------------------------------------- */
 
 static void server_on_accept(uv_poll_t *handle, int status, int events)
@@ -258,6 +327,8 @@ static void server_on_sigchld(uv_signal_t *handle, int signum)
 	int status;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (hooks_child_exited(s->b.hooks, pid))
+			continue;
 		for (size_t i = 0; i < SERVER_NSERVICES; i++)
 			if (server_services[i]->child_exited != NULL &&
 			    server_services[i]->child_exited(&s->b, pid))
@@ -282,6 +353,10 @@ static void server_stop(struct server *s)
 		unlink(s->socket_path);
 		s->listening = false;
 	}
+	/* The hooks first: their waiting hooks ask the next bridge, and the hub then calls none of
+	 * them. */
+	hooks_close(s->b.hooks);
+	s->b.hooks = NULL;
 	attention_close(&s->b);
 	conn_set_stop(&s->b.conns);
 }
@@ -389,6 +464,9 @@ static int server_setup(struct server *s, const struct config *cfg,
 	r = attention_open(b, cause);
 	if (r < 0)
 		return r;
+	r = server_hooks_open(s, cause);
+	if (r < 0)
+		return r;
 	r = events_open(b, cause);
 	if (r < 0)
 		return r;
@@ -453,6 +531,9 @@ int server_run(const struct config *cfg, const struct bridge_options *opt, struc
 			close(s->listen_fd);
 			unlink(s->socket_path);
 		}
+		hooks_close(s->b.hooks);
+		s->b.hooks = NULL;
+		attention_close(&s->b);
 		events_close(&s->b);
 		uv_walk(&s->loop, server_walk_close, NULL);
 		uv_run(&s->loop, UV_RUN_DEFAULT);

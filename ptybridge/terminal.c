@@ -20,7 +20,7 @@
 
 #define TERMINAL_PATH_PREFIX "/sessions/"
 #define TERMINAL_PATH_SUFFIX "/terminal"
-#define TERMINAL_ARGV_MAX    20
+#define TERMINAL_ARGV_MAX    24
 #define TERMINAL_RESIZE_SAT  100000 /* digits beyond this only need to read as "too large" */
 
 struct terminal {
@@ -191,6 +191,10 @@ static void terminal_on_message(void *data, const uint8_t *msg, size_t len)
 
 	if (c->phase != CONN_WS || t->pty == NULL)
 		return;
+	/* A read-only identity watches: its keystrokes and resizes are dropped, not refused (the
+	 * terminal stays open). */
+	if (!c->who.admin)
+		return;
 	r = terminal_parse_resize(msg, len, &cols, &rows);
 	if (r > 0) {
 		ptyproc_resize(t->pty, cols, rows);
@@ -276,6 +280,8 @@ static void terminal_attach(struct terminal *t)
 	    "-t",
 	    t->tmux_name,
 	    NULL,
+	    NULL,
+	    NULL,
 	};
 	struct ptyproc_spec spec = {
 	    .path = b->tmux_bin,
@@ -289,6 +295,14 @@ static void terminal_attach(struct terminal *t)
 	size_t n;
 	int r;
 
+	/* A read-only identity's client is read-only to tmux too, and its size never shrinks the
+	 * window the others see (its keys are dropped before they reach the PTY anyway). */
+	if (!t->c.who.admin) {
+		argv[16] = "-f";
+		argv[17] = "read-only,ignore-size";
+		argv[18] = "-t";
+		argv[19] = t->tmux_name;
+	}
 	conn_unwatch_record(&t->c); /* the wait is over; restarted below for the exit */
 	t->waiting = false;
 	if (conn_ws_accept(&t->c, &ws_cb, &t->c, head, &n, &why) < 0) {

@@ -13,6 +13,11 @@ deny / deny+interrupt, interrupt, EOF exit codes). Prompts choose the scenario:
   contains DRIP N MS -> a turn of N assistant lines "drip <i>", one every MS milliseconds (an
                         answer that streams for a while)
   anything else      -> "Hello!" text turn
+
+With --replay-user-messages (and stream-json in and out, as the real CLI requires) each user
+message is echoed after the turn's system/init and before the reply, as the real CLI 2.1.328
+does: {"type":"user","message":<the message as sent>,"session_id",
+"parent_tool_use_id":null,"uuid":<the line's uuid or a new one>,"timestamp","isReplay":true}.
 """
 import json
 import os
@@ -21,6 +26,7 @@ import sys
 import threading
 import time
 import uuid
+from datetime import datetime, timezone
 
 MODEL = "claude-sonnet-4-5-20250929"
 out_lock = threading.Lock()
@@ -38,14 +44,15 @@ def U():
 
 
 class Fake:
-    def __init__(self, sid, mode):
+    def __init__(self, sid, mode, replay):
         self.sid = sid
         self.mode = mode
+        self.replay = replay    # --replay-user-messages
         self.cv = threading.Condition()
         self.answers = {}       # request_id -> response dict
         self.pending = {}       # request_id -> tool_use_id
         self.interrupted = False
-        self.turns = []         # queued user messages
+        self.turns = []         # queued user lines (parsed)
         self.eof = False
         self.last_error = False
         self.num = 0
@@ -57,6 +64,12 @@ class Fake:
               "permissionMode": self.mode, "slash_commands": [], "apiKeySource": "none",
               "claude_code_version": "2.1.328", "output_style": "default", "agents": [],
               "skills": [], "plugins": [], "uuid": U()})
+
+    def replayed(self, line):
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        emit({"type": "user", "message": line["message"], "session_id": self.sid,
+              "parent_tool_use_id": None, "uuid": line.get("uuid") or U(), "timestamp": stamp,
+              "isReplay": True})
 
     def assistant(self, content, stop="end_turn"):
         self.num += 1
@@ -159,10 +172,16 @@ class Fake:
         self.assistant([{"type": "text", "text": text}])
         self.result(text, denials, turns=2)
 
-    def turn(self, text):
+    def turn(self, line):
+        content = line["message"].get("content")
+        if isinstance(content, list):
+            content = " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+        text = content or ""
         with self.cv:
             self.interrupted = False
         self.init()
+        if self.replay:
+            self.replayed(line)
         if "RUNBASH" in text:
             cmd = text.split("RUNBASH", 1)[1].strip() or "touch fake-bash-ran"
             self.tool_turn([("toolu_01", {"command": cmd, "description": "Run " + cmd})])
@@ -215,8 +234,8 @@ class Fake:
                     self.cv.wait()
                 if not self.turns:
                     break
-                text = self.turns.pop(0)
-            self.turn(text)
+                line = self.turns.pop(0)
+            self.turn(line)
         sys.exit(1 if self.last_error else 0)
 
     # ---- stdin ----------------------------------------------------------------------------
@@ -263,11 +282,8 @@ class Fake:
                     sys.stderr.write("Error: Expected message role 'user', got '%s'\n"
                                      % msg.get("message", {}).get("role"))
                     os._exit(1)
-                content = msg["message"].get("content")
-                if isinstance(content, list):
-                    content = " ".join(b.get("text", "") for b in content if isinstance(b, dict))
                 with self.cv:
-                    self.turns.append(content or "")
+                    self.turns.append(msg)
                     self.cv.notify_all()
             elif t == "control_request":
                 self.control(msg)
@@ -309,7 +325,9 @@ def main(argv):
     with open(tmp, "w") as f:
         json.dump(rec, f)
     os.rename(tmp, os.path.join(log_dir, "%d.json" % os.getpid()))
-    fake = Fake(sid, flag(argv, "--permission-mode") or "default")
+    replay = "--replay-user-messages" in argv and flag(argv, "--input-format") == "stream-json" \
+        and flag(argv, "--output-format") == "stream-json"
+    fake = Fake(sid, flag(argv, "--permission-mode") or "default", replay)
     threading.Thread(target=fake.reader, daemon=True).start()
     fake.worker()
 

@@ -12,6 +12,12 @@
 #   api POST /sessions '{"repo":...}'    -> $STATUS, $BODY, $HEADERS
 #   assert_status "create" 201
 #
+# Access (issue 11): nginx lets in only requests with credentials. Before the first start_stack
+# the harness makes an admin token `itest` in the stack's token store ($T/state, exported as
+# AGENTD_STATE_DIR) and every test client sends it: curl through $CURL_HOME/.curlrc (so a plain
+# `curl` of a test is the operator's; `curl -q` ignores it and sends none), the node and python
+# clients from $AGENTD_TEST_TOKEN (an explicit Authorization header of their caller wins).
+#
 # Environment: AGENTD_TEST_BUILD_DIR (default <repo>/build-asan), ITEST_KEEP=1 keeps $T,
 # ITEST_TMPDIR=<dir> where $T is made (default /tmp).
 # shellcheck shell=bash disable=SC2034
@@ -26,7 +32,10 @@ export LC_ALL=C.UTF-8
 T=$(mktemp -d "${ITEST_TMPDIR:-/tmp}/agentd-it.XXXXXX")
 # nginx workers may run as another user (www-data): they must reach the sockets under $T/run.
 chmod 0755 "$T"
-mkdir -p "$T/remotes" "$T/run" "$T/code" "$T/home" "$T/logs" "$T/san" "$T/work"
+mkdir -p "$T/remotes" "$T/run" "$T/code" "$T/home" "$T/logs" "$T/san" "$T/work" "$T/state"
+export AGENTD_STATE_DIR=$T/state
+export CURL_HOME=$T
+AGENTD_TEST_TOKEN=
 : >"$T/agentd.conf" # keeps a host /etc/agentd/agentd.conf out of the test
 TMUX_SOCK=$T/run/tmux.sock
 UP_PID=
@@ -182,6 +191,20 @@ s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])'
 }
 
+# provision_token: the admin token `itest` every test client sends (see the top of this file).
+# ITEST_FIRST_START=1 makes none (deploy/up's first start does; the test reads its ready line).
+provision_token() {
+	[ -n "$AGENTD_TEST_TOKEN" ] && return 0
+	[ "${ITEST_FIRST_START:-0}" == 1 ] && return 0
+	AGENTD_TEST_TOKEN=$("$BUILD_DIR/fcgi-app/agentd-api" token add itest 2>>"$T/logs/up.log") || {
+		fail "the harness's admin token is made (agentd-api token add itest)" \
+			"$(tail -n 5 "$T/logs/up.log")"
+		return 1
+	}
+	export AGENTD_TEST_TOKEN
+	printf 'header = "Authorization: Bearer %s"\n' "$AGENTD_TEST_TOKEN" >"$T/.curlrc"
+}
+
 # start_stack [VAR=value ...]: starts deploy/up (own process group) and waits for /healthz 200.
 # The extra variables are remembered for restart_stack. Returns non-zero (after a failed check)
 # when the stack does not come up.
@@ -195,6 +218,7 @@ start_stack() {
 		fail "agentd-api is built" "$BUILD_DIR/fcgi-app/agentd-api is missing (run tests/run)"
 		return 1
 	fi
+	provision_token || return 1
 	[ -n "$PORT" ] || PORT=$(free_port)
 	BASE_URL=http://127.0.0.1:$PORT
 	echo "=== start_stack $(date +%T) port $PORT ${STACK_ENV[*]}" >>"$T/logs/up.log"
@@ -228,6 +252,10 @@ wait_healthy() {
 		fi
 		code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$BASE_URL/healthz" 2>/dev/null)
 		[ "$code" == 200 ] && return 0
+		# Without a token of its own (ITEST_FIRST_START): up once the door decides, and
+		# deploy/up has printed its ready line.
+		[ -z "$AGENTD_TEST_TOKEN" ] && [ "$code" == 401 ] &&
+			grep -aq '^agentd ready: ' "$T/logs/up.log" && return 0
 		sleep 0.2
 	done
 	return 1
@@ -390,6 +418,27 @@ wait_state() {
 		st=$(printf '%s' "$BODY" | jq -r '.state? // empty' 2>/dev/null)
 		[ "$st" == "$want" ] && return 0
 		[ "$st" == failed ] && [ "$want" != failed ] && return 1
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.1
+	done
+}
+
+# wait_activity ID JQ SECONDS: polls GET /sessions/ID until JQ holds on it.
+wait_activity() {
+	local id=$1 expr=$2 deadline=$((SECONDS + $3))
+	while :; do
+		api GET "/sessions/$id"
+		[ "$STATUS" == 200 ] && jq -e "$expr" >/dev/null 2>&1 <<<"$BODY" && return 0
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.05
+	done
+}
+
+# wait_for DEADLINE_SECONDS COMMAND...: until COMMAND succeeds; 1 on timeout.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
 		[ $SECONDS -ge $deadline ] && return 1
 		sleep 0.1
 	done

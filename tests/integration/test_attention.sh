@@ -9,16 +9,6 @@ source "$(dirname "$0")/structured/lib_structured.sh"
 make_remote acme widgets
 start_stack || exit 1
 
-# wait_activity ID JQ SECONDS: polls GET /sessions/ID until JQ holds on it.
-wait_activity() {
-	local id=$1 expr=$2 deadline=$((SECONDS + $3))
-	while :; do
-		api GET "/sessions/$id"
-		[ "$STATUS" == 200 ] && jq -e "$expr" >/dev/null 2>&1 <<<"$BODY" && return 0
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.05
-	done
-}
 # assert_activity NAME ID JQ [SECONDS]
 assert_activity() {
 	if wait_activity "$2" "$3" "${4:-10}"; then
@@ -127,9 +117,10 @@ assert_jq "/events: the first client got a snapshot first" \
 	'map(select(.event != "ping"))[0].event == "snapshot"' "$(sse_events ev1 | jq -s -c .)"
 assert_jq "/events: the raced request's permission, with its session" \
 	"any(.[]; .event == \"permission\" and (.data | fromjson | .requestId == \"$RID\" and .session == \"$SID\"))" "$EV"
-assert_jq "/events: resolved once, allowed by a client" \
+# by: who answered (the harness's token, itest: docs/API.md Access).
+assert_jq "/events: resolved once, allowed by the client that won (itest)" \
 	"[.[] | select(.event == \"permission_resolved\") | .data | fromjson | select(.requestId == \"$RID\")] |
-	 length == 1 and .[0].behavior == \"allow\" and .[0].by == \"client\"" "$EV"
+	 length == 1 and .[0].behavior == \"allow\" and .[0].by == \"itest\"" "$EV"
 assert_jq "/events: turns' results, cut to 4 KiB, with usage" \
 	"any(.[]; .event == \"result\" and (.data | fromjson | .session == \"$SID\" and has(\"usage\") and (.result | length) <= 4096))" "$EV"
 assert_jq "/events: the session went waiting and idle" \

@@ -29,9 +29,10 @@ raw() {
 	RAW_BODY=${out#*$'\r\n\r\n'}
 }
 
-# upgrade PATH HEADERS: a WebSocket upgrade of PATH with extra HEADERS (\r\n-separated).
+# upgrade PATH HEADERS: a WebSocket upgrade of PATH with extra HEADERS (\r\n-separated), with
+# the harness's token (the door: without it every upgrade is 401 before the Origin check).
 upgrade() {
-	raw "GET $1 HTTP/1.1\r\n$2\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n$WS_KEY\r\n\r\n"
+	raw "GET $1 HTTP/1.1\r\n$2\r\nAuthorization: Bearer $AGENTD_TEST_TOKEN\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n$WS_KEY\r\n\r\n"
 }
 
 # refused421 DESC: the last api call got nginx's JSON 421.

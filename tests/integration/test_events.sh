@@ -158,9 +158,10 @@ kill -CONT "$UP_PID"
 NEW=$(bridge_answers 30 "$OLD")
 assert_ne "deploy/up starts a new bridge, which answers" "" "$NEW"
 sse_run s3 GET /events - --header "Last-Event-ID: $BEFORE" --stop-after 2 --timeout 10
+# The deleted session is the record its DELETE left (stopping, with who deleted it).
 assert_eq "after the restart: the missed changes" \
 	"created widgets-3 running
-deleted widgets-2 running" "$(ev_changes s3 | sort)"
+deleted widgets-2 stopping" "$(ev_changes s3 | sort)"
 assert_eq "... with the ids going on above the old ones" \
 	"[$((BEFORE + 1)),$((BEFORE + 2))]" "$(ev_ids s3)"
 sse_run s4 GET /events - --stop-after 1 --timeout 10

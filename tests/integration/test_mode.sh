@@ -128,11 +128,12 @@ assert_match "the pane runs agentd-host" 'agentd-host --set AGENTD_RUNTIME_DIR=[
 	"$(tr '\0' ' ' <"/proc/$PANE1/cmdline" 2>/dev/null)"
 one_claude "one claude in structured mode" widgets-7
 REC=$(pane_claude widgets-7)
-assert_json "structured claude argv" '.argv[0:8]' \
-	'["-p","--input-format","stream-json","--output-format","stream-json","--verbose","--permission-prompt-tool","stdio"]' \
+assert_json "structured claude argv" '.argv[0:9]' \
+	'["-p","--input-format","stream-json","--output-format","stream-json","--verbose","--replay-user-messages","--permission-prompt-tool","stdio"]' \
 	"${REC:-null}"
-assert_json "no transcript yet: --session-id=<uuid>" '.argv[8]' "\"--session-id=$ASID\"" "${REC:-null}"
-assert_eq "a prompt over host.sock runs a turn to its result" "system assistant result" \
+assert_json "no transcript yet: --session-id=<uuid>" '.argv[9]' "\"--session-id=$ASID\"" "${REC:-null}"
+# user: claude's replay of the prompt (--replay-user-messages), after its init.
+assert_eq "a prompt over host.sock runs a turn to its result" "system user assistant result" \
 	"$(host_turn widgets-7 'say hi' 2>&1 | grep -v '^accepted$' | tr '\n' ' ' | sed 's/ $//')"
 
 # --- structured -> terminal, now with a transcript: --resume ------------------------------------
@@ -146,14 +147,14 @@ check_not "agentd-host is gone" alive "$PANE1"
 assert_eq "no host socket is left" "" "$(ls "$T/run/sessions/widgets-7/host.sock" 2>/dev/null)"
 one_claude "one claude in terminal mode again" widgets-7
 REC=$(claude_record widgets-7 10)
-assert_json "terminal claude resumes: --resume=<uuid>, no prompt" '.argv' \
-	"[\"--resume=$ASID\"]" "${REC:-null}"
+assert_json "terminal claude resumes: --resume=<uuid>, the hooks' settings, no prompt" '.argv' \
+	"[\"--resume=$ASID\",\"--settings=<settings>\"]" "${REC:-null}"
 assert_eq "the tmux option says terminal" terminal \
 	"$(tmx show-options -v -t "=widgets-7:" @agentd_mode 2>&1)"
 
 api POST /sessions/widgets-7/mode '{"mode":"structured"}'
 REC=$(pane_claude widgets-7)
-assert_json "structured again with a transcript: --resume=<uuid>" '.argv[8]' \
+assert_json "structured again with a transcript: --resume=<uuid>" '.argv[9]' \
 	"\"--resume=$ASID\"" "${REC:-null}"
 one_claude "one claude after the second switch" widgets-7
 
@@ -176,6 +177,11 @@ assert_eq "the first turn ran to its result without any client" 1 \
 	"$(grep -c '"event":"result"' "$LOG9" 2>/dev/null)"
 assert_match "the pane shows the bootstrap prompt as the user's message" 'user: bootstrap: say hi' \
 	"$(tmx capture-pane -p -t "=widgets-9:" 2>&1)"
+assert_eq "... once (claude's replay of it is not printed again)" 1 \
+	"$(tmx capture-pane -p -t "=widgets-9:" 2>&1 | grep -c 'user: bootstrap: say hi')"
+assert_eq "the event log holds the bootstrap prompt, replayed by claude after its init" \
+	'["system","user"] "bootstrap: say hi" true' \
+	"$(jq -sc '[.[0:2][].event]' "$LOG9") $(jq -sc '.[1].data.message.content, .[1].data.isReplay' "$LOG9" | tr '\n' ' ' | sed 's/ $//')"
 one_claude "one claude in widgets-9" widgets-9
 
 # --- 409 when not running ---------------------------------------------------------------------------

@@ -99,8 +99,8 @@ fi
 assert_one_claude "terminal: one claude under the pane" "$TMUXNAME"
 TUI_CLAUDE=$ONE_CLAUDE
 assert_eq "terminal: claude is the pane's process" "$(pane_pid "$TMUXNAME")" "${TUI_CLAUDE:-none}"
-assert_match "terminal: claude --session-id=<agentSessionId> -- 'say hello TURNONE'" \
-	"^$(re "$CLAUDE") --session-id=$UUID -- say hello TURNONE $" \
+assert_match "terminal: claude --session-id=<agentSessionId> --settings=<hooks> -- 'say hello TURNONE'" \
+	"^$(re "$CLAUDE") --session-id=$UUID --settings=$(re "$T/run/claude-settings.json") -- say hello TURNONE $" \
 	"$(tr '\0' ' ' <"/proc/${TUI_CLAUDE:-0}/cmdline" 2>/dev/null)"
 for v in ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TELEMETRY DISABLE_AUTOUPDATER; do
 	assert_match "terminal: claude's environment has $v" "^$v=." \
@@ -122,7 +122,7 @@ assert_eq "structured: the pane runs this build's agentd-host" "$(readlink -f "$
 assert_eq "structured: claude is agentd-host's child" "${HOST_PID:-none}" \
 	"$(ps -o ppid= -p "${S_CLAUDE:-0}" 2>/dev/null | tr -d ' ')"
 assert_match "structured: claude runs stream-json with --resume=<agentSessionId>" \
-	"^$(re "$CLAUDE") -p --input-format stream-json --output-format stream-json --verbose --permission-prompt-tool stdio --resume=$UUID $" \
+	"^$(re "$CLAUDE") -p --input-format stream-json --output-format stream-json --verbose --replay-user-messages --permission-prompt-tool stdio --resume=$UUID $" \
 	"$(tr '\0' ' ' <"/proc/${S_CLAUDE:-0}/cmdline" 2>/dev/null)"
 
 PROMPT="please RUNBASH touch real-claude-was-here"
@@ -163,6 +163,12 @@ assert_eq "the last SSE event is the result" "event: result" \
 	"$(grep '^event: ' "$T/sse.out" | tail -n 1 | tr -d '\r')"
 assert_match "the SSE carries the whole turn in order" \
 	'(^| )system .*assistant .*permission .*user .*assistant .*result $' "$(sse_events)"
+# --replay-user-messages: claude echoes the prompt right after its init, before its answer.
+assert_match "claude replays the prompt right after its init" '(^| )system user assistant ' \
+	"$(sse_events)"
+assert_jq "the replay is the prompt as sent, with isReplay" \
+	".isReplay == true and .message == {role: \"user\", content: $(jq -cn --arg p "$PROMPT" '$p')}" \
+	"$(sse_data user)"
 RESULT=$(sse_data result)
 assert_json "system/init carries agentSessionId" .session_id "\"$UUID\"" "$(sse_data system)"
 assert_json "the result is a success saying Done." '[.subtype, .is_error, .result, .session_id]' \
@@ -187,7 +193,8 @@ assert_one_claude "terminal again: one claude under the pane" "$TMUXNAME"
 T2_CLAUDE=$ONE_CLAUDE
 assert_eq "terminal again: claude is the pane's process" "$(pane_pid "$TMUXNAME")" "${T2_CLAUDE:-none}"
 assert_match "terminal again: claude --resume=<agentSessionId>, no prompt" \
-	"^$(re "$CLAUDE") --resume=$UUID $" "$(tr '\0' ' ' <"/proc/${T2_CLAUDE:-0}/cmdline" 2>/dev/null)"
+	"^$(re "$CLAUDE") --resume=$UUID --settings=$(re "$T/run/claude-settings.json") $" \
+	"$(tr '\0' ' ' <"/proc/${T2_CLAUDE:-0}/cmdline" 2>/dev/null)"
 # respawn-pane starts from a blank screen: what shows now comes from the resumed transcript,
 # both the TUI's turn and the structured one.
 if wait_pane "$TMUXNAME" "$PROMPT" "$TUI_WAIT" &&

@@ -83,6 +83,20 @@ done
 check "a structured claude runs under agentd-host" test -n "$S_CLAUDE"
 check_not "no word of claude's argv is --dangerously-skip-permissions" \
 	grep -qxF -- "$PROMPT2" <(tr '\0' '\n' <"/proc/${S_CLAUDE:-0}/cmdline" 2>/dev/null)
+check "claude runs with --replay-user-messages" \
+	grep -qxF -- --replay-user-messages <(tr '\0' '\n' <"/proc/${S_CLAUDE:-0}/cmdline" 2>/dev/null)
+# The session's event log holds the bootstrap prompt: claude's replay of it, right after its
+# init (the web UI shows it as the user's first message).
+EVLOG2=$T/run/sessions/widgets-2/events.log
+deadline=$((SECONDS + TURN_WAIT))
+until grep -q '"event":"result"' "$EVLOG2" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.2; done
+assert_jq "the event log: system/init, then the prompt replayed (user, isReplay), then the answer" \
+	"$(jq -cn --arg p "$PROMPT2" '$p') as \$p | "'[.[] | select(.event != "command_lifecycle")] as $e |
+	 ($e | map(.event) | index("system")) as $i | $i != null and
+	 $e[$i].data.subtype == "init" and $e[$i + 1].event == "user" and
+	 $e[$i + 1].data.isReplay == true and $e[$i + 1].data.message.content == $p and
+	 ($e[$i + 2:] | map(.event) | index("assistant")) != null' \
+	"$(jq -sc . "$EVLOG2" 2>/dev/null)"
 
 api DELETE "/sessions/widgets-1?force=true"
 assert_status "DELETE widgets-1: 200" 200

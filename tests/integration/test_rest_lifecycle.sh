@@ -73,6 +73,13 @@ if [ -n "$REC7" ]; then
 	assert_json "claude's last argument is the bootstrap prompt" '.argv[-1]' \
 		'"Work on acme/widgets#7. Start by running: gh issue view 7 -R acme/widgets"' "$REC7"
 	assert_json "claude runs in the worktree" '.cwd' "\"$WT7\"" "$REC7"
+	assert_json "claude gets the hooks' settings of the runtime dir (--settings)" '.settings' \
+		"\"$T/run/claude-settings.json\"" "$REC7"
+	HOOK_BIN=$(readlink -f "$BUILD_DIR/agent-hook/agentd-hook")
+	assert_jq "the settings run this build's agentd-hook on the bridge's hook socket" \
+		"[.hooks | to_entries[] | .value[0].hooks[0].command] | length == 9 and
+		 all(startswith(\"$HOOK_BIN --socket $T/run/hooks.sock \"))" \
+		"$(cat "$T/run/claude-settings.json" 2>/dev/null || echo null)"
 	assert_json "claude gets HOME from AGENTD_AGENT_ENV" '.env.HOME' "\"$T/home\"" "$REC7"
 else
 	fail "fake claude started in the pane" "no record for pane pid '$(pane_pid "$TMUX7")'" \

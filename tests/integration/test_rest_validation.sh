@@ -191,8 +191,8 @@ assert_state "custom prompt session becomes running" widgets-5 running 15
 REC=$(claude_record widgets-5 10)
 assert_json "claude gets the custom prompt verbatim as its last argument" '.argv[-1]' \
 	"$(jq -cn --arg p "$PROMPT" '$p')" "$REC"
-assert_json "claude gets --session-id, -- and the prompt" '.argv[1:] | length' 2 "$REC"
-assert_json "the prompt follows --, which ends claude's options" '.argv[1]' '"--"' "$REC"
+assert_json "claude gets --session-id, --settings, -- and the prompt" '.argv[1:] | length' 3 "$REC"
+assert_json "the prompt follows --, which ends claude's options" '.argv[2]' '"--"' "$REC"
 
 api GET /healthz
 assert_json "healthz still ok after all of it" '[.status, .tmux]' '["ok",true]'

@@ -51,7 +51,7 @@ STALL=$!
 sleep 1
 START=$SECONDS
 sse_run ok1 POST /sessions/$SID/prompt '{"prompt":"meanwhile"}'
-assert_eq "while one client stalls, another turn streams" "system assistant result" "$(sse_names ok1)"
+assert_eq "while one client stalls, another turn streams" "system user assistant result" "$(sse_names ok1)"
 assert_match "... at once" '^[0-2]$' "$((SECONDS - START))"
 wait "$STALL"
 assert_eq "the stalled client's stream was cut (EOF)" eof "$(raw_end stall)"
@@ -68,7 +68,7 @@ ws_wait_line fl '^open$' 10
 for i in $(seq 300); do printf 'send {"type":"interrupt"}\n'; done >"$T/flood.cmds"
 cat "$T/flood.cmds" >&"${WS_FD[fl]}"
 sse_run ok2 POST /sessions/$SID/prompt '{"prompt":"after the flood"}'
-assert_eq "during a frame flood, another turn streams" "system assistant result" "$(sse_names ok2)"
+assert_eq "during a frame flood, another turn streams" "system user assistant result" "$(sse_names ok2)"
 ws_stop fl
 
 # --- still the same bridge ---------------------------------------------------------------------------

@@ -26,8 +26,8 @@ sse_events lag | jq -s -c '{n: length, first: .[0].event, last: .[-1].event,
 	assistants: [.[] | select(.event == "assistant")] | length,
 	errors: [.[] | select(.event == "error")] | length}' >"$T/lag.summary"
 SUMMARY=$(cat "$T/lag.summary")
-assert_jq "every event arrived: system, $N assistant lines, result" \
-	".n == $N + 2 and .assistants == $N and .first == \"system\"" "$SUMMARY"
+assert_jq "every event arrived: system, the prompt's replay, $N assistant lines, result" \
+	".n == $N + 3 and .assistants == $N and .first == \"system\"" "$SUMMARY"
 assert_jq "it ends with the turn's result" '.last == "result"' "$SUMMARY"
 assert_jq "no error event" '.errors == 0' "$SUMMARY"
 assert_ids_contiguous "the event ids have no gap" lag

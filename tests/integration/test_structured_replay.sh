@@ -17,9 +17,9 @@ api POST /sessions '{"repo":{"owner":"acme","name":"gadgets"},"issue":2,"mode":"
 assert_status "create in structured mode: 201" 201
 sse_run boot GET /sessions/gadgets-2/events - --until result --timeout 60
 assert_eq "events of a session still creating: 200 once it runs" 200 "$(sse_status boot)"
-assert_eq "the bootstrap prompt's turn is replayed" "system assistant result" "$(sse_names boot)"
+assert_eq "the bootstrap prompt's turn is replayed" "system user assistant result" "$(sse_names boot)"
 sse_run g1 POST /sessions/gadgets-2/prompt '{"prompt":"hi"}'
-assert_eq "then a prompt runs a turn" "system assistant result" "$(sse_names g1)"
+assert_eq "then a prompt runs a turn" "system user assistant result" "$(sse_names g1)"
 
 SID=$(structured_session acme widgets 1) || exit 1
 WT=$T/code/widgets-issue-1
@@ -36,7 +36,7 @@ api POST "/sessions/$SID/permissions/$(sse_permission_ids e1 | head -n 1)" '{"be
 assert_status "dropped stream: the permission is answered" 200
 sse_wait_end e1 20
 assert_eq "dropped stream: the turn went on to its result" \
-	"system assistant | permission permission_resolved user assistant result" \
+	"system user | assistant permission permission_resolved user assistant result" \
 	"$(sse_names c1) | $(sse_names e1)"
 cat "$T/c1.events" "$T/e1.events" >"$T/c1e1.events"
 assert_ids_contiguous "dropped stream: no gap and no duplicate across both streams" c1e1
@@ -70,18 +70,18 @@ check "bridge kill: the tool ran" test -e "$WT/after-kill"
 
 # --- the whole log replays, then live events follow ------------------------------------------
 N=$(wc -l <"$LOG")
-sse_start all GET "/sessions/$SID/events?after=0" - --stop-after $((N + 3))
+sse_start all GET "/sessions/$SID/events?after=0" - --stop-after $((N + 4))
 sse_wait_event all true 10 "$N"
 sse_run live POST /sessions/$SID/prompt '{"prompt":"live one"}'
 sse_wait_end all 20
-assert_eq "replay: every logged event, then the live turn" $((N + 3)) "$(sse_events all | wc -l)"
-assert_ids_contiguous "replay: ids 1..N+3 without a gap" all
+assert_eq "replay: every logged event, then the live turn" $((N + 4)) "$(sse_events all | wc -l)"
+assert_ids_contiguous "replay: ids 1..N+4 without a gap" all
 assert_eq "replay: starts at id 1" 1 "$(sse_events all | head -n 1 | jq .id)"
 assert_eq "replay: each event's data is the logged line's data" \
 	"$(head -n "$N" "$LOG" | jq -c '[.id, .event, .data]')" \
 	"$(sse_events all | head -n "$N" | jq -c '[.id, .event, (.data | fromjson)]')"
-assert_eq "replay: the live turn follows" "system assistant result" \
-	"$(sse_events all | tail -n 3 | jq -r .event | tr '\n' ' ' | sed 's/ $//')"
+assert_eq "replay: the live turn follows" "system user assistant result" \
+	"$(sse_events all | tail -n 4 | jq -r .event | tr '\n' ' ' | sed 's/ $//')"
 FROM=$((N - 1))
 sse_run tail GET "/sessions/$SID/events" - --header "Last-Event-ID: $FROM" --header 'Last-Event-ID: 1' --stop-after 2
 assert_eq "replay: Last-Event-ID wins (first value)" "$N" "$(sse_events tail | head -n 1 | jq .id)"
@@ -107,7 +107,7 @@ assert_status "timeout: a late answer is 409" 409
 
 # --- 1 MB lines ---------------------------------------------------------------------------------
 sse_run big POST /sessions/$SID/prompt '{"prompt":"BIGLINE"}'
-assert_eq "1 MB line: the turn streams" "system assistant result" "$(sse_names big)"
+assert_eq "1 MB line: the turn streams" "system user assistant result" "$(sse_names big)"
 assert_jq "1 MB line: the assistant text arrives whole" \
 	'.data | fromjson | .message.content[0].text | length == 1048576 and test("^x+$")' \
 	"$(sse_events big | jq -c 'select(.event == "assistant")')"

@@ -25,8 +25,8 @@ ws_send w1 '{"type":"prompt","prompt":"hello"}'
 assert_ws_frame "prompt frame: answered with accepted" w1 '.type == "accepted" and .request == "prompt"' 10
 assert_ws_frame "prompt frame: the turn's events arrive" w1 '.event == "result"' 20
 assert_jq "events are {id, event, data} with data claude's object" \
-	'map(select(has("event"))) | length == 3 and
-	 (map(.event) == ["system", "assistant", "result"]) and
+	'map(select(has("event"))) | length == 4 and
+	 (map(.event) == ["system", "user", "assistant", "result"]) and
 	 all(.[]; (.id | type) == "number" and .data.type == .event)' \
 	"$(ws_frames w1 | jq -s -c 'map(select(has("event")))')"
 

@@ -29,7 +29,11 @@ SID=widgets-1
 sse_run t1 POST /sessions/$SID/prompt '{"prompt":"say hello"}'
 assert_eq "text turn: 200" 200 "$(sse_status t1)"
 assert_eq "text turn: the stream ends by itself" eof "$(sse_end t1)"
-assert_eq "text turn: init, assistant, result" "system assistant result" "$(sse_names t1)"
+assert_eq "text turn: init, the prompt replayed, assistant, result" "system user assistant result" \
+	"$(sse_names t1)"
+assert_jq "text turn: the user event is claude's replay of the prompt (isReplay)" \
+	'.[1].data | fromjson | .isReplay == true and .message == {"role": "user", "content": "say hello"}' \
+	"$(sse_events t1 | jq -s -c .)"
 assert_jq "text turn: data is claude's line (assistant says Hello!)" \
 	'[.[] | select(.event == "assistant") | .data | fromjson | .message.content[0].text] == ["Hello!"]' \
 	"$(sse_events t1 | jq -s -c .)"
@@ -58,7 +62,7 @@ assert_json "allow: the answer is {\"status\":\"ok\"}" . '{"status":"ok"}'
 sse_wait_end a1 20
 assert_eq "allow: the stream ends after the result" eof "$(sse_end a1)"
 assert_eq "allow: the events of the turn" \
-	"system assistant permission permission_resolved user assistant result" "$(sse_names a1)"
+	"system user assistant permission permission_resolved user assistant result" "$(sse_names a1)"
 check "allow: the tool ran in the worktree" test -e "$WT/allowed-file"
 assert_jq "allow: the result is a success" '.event == "result" and (.data | fromjson | .subtype) == "success"' \
 	"$(sse_events a1 | tail -n 1)"
@@ -77,10 +81,10 @@ answer "$(sse_permission_ids d1 | head -n 1)" '{"behavior":"deny","message":"not
 assert_status "deny: 200" 200
 sse_wait_end d1 20
 assert_eq "deny: the turn goes on without the tool" \
-	"system assistant permission permission_resolved user assistant result" "$(sse_names d1)"
+	"system user assistant permission permission_resolved user assistant result" "$(sse_names d1)"
 assert_jq "deny: claude got the message as the tool's error" \
 	'.data | fromjson | .message.content[0] | .is_error == true and .content == "not today"' \
-	"$(sse_events d1 | jq -c 'select(.event == "user")')"
+	"$(sse_events d1 | jq -c 'select(.event == "user" and (.data | fromjson | .isReplay | not))')"
 assert_jq "deny: the result lists the denial" \
 	'.data | fromjson | .subtype == "success" and (.permission_denials | length) == 1' \
 	"$(sse_events d1 | tail -n 1)"
@@ -93,7 +97,7 @@ answer "$(sse_permission_ids di | head -n 1)" '{"behavior":"deny","message":"sto
 assert_status "deny+interrupt: 200" 200
 sse_wait_end di 20
 assert_eq "deny+interrupt: no assistant frame after the denial" \
-	"system assistant permission permission_resolved user result" "$(sse_names di)"
+	"system user assistant permission permission_resolved user result" "$(sse_names di)"
 assert_jq "deny+interrupt: the turn ends as an error" \
 	'.data | fromjson | .subtype == "error_during_execution" and .is_error == true' \
 	"$(sse_events di | tail -n 1)"
@@ -118,7 +122,7 @@ assert_match "interrupt: the turn ended well before its 30 s" '^[0-9]$' "$((SECO
 assert_jq "interrupt: claude acknowledged it first (control_response)" \
 	'[.[].event] | index("control_response") != null' "$(sse_events s1 | jq -s -c .)"
 sse_run s2 POST /sessions/$SID/prompt '{"prompt":"hello again"}'
-assert_eq "after an interrupt the next prompt runs" "system assistant result" "$(sse_names s2)"
+assert_eq "after an interrupt the next prompt runs" "system user assistant result" "$(sse_names s2)"
 
 # --- interrupt while a permission is pending: claude withdraws it --------------------------
 sse_start w1 POST /sessions/$SID/prompt '{"prompt":"RUNBASH touch withdrawn-file"}'
@@ -193,4 +197,4 @@ bad "permission from a foreign Origin" 403 POST /sessions/$SID/permissions/abc '
 bad "interrupt from a foreign Origin" 403 POST /sessions/$SID/interrupt -H 'Origin: http://evil.example'
 sse_run same POST /sessions/$SID/prompt '{"prompt":"hi"}' --header "Origin: http://127.0.0.1:$PORT"
 assert_eq "prompt from the same Origin: 200" 200 "$(sse_status same)"
-assert_eq "prompt from the same Origin: a whole turn" "system assistant result" "$(sse_names same)"
+assert_eq "prompt from the same Origin: a whole turn" "system user assistant result" "$(sse_names same)"

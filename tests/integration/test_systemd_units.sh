@@ -26,16 +26,6 @@ exposure() {
 		sed -n 's/^→ Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p'
 }
 
-# wait_for DEADLINE_SECONDS COMMAND...: until COMMAND succeeds; 1 on timeout.
-wait_for() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.1
-	done
-}
-
 stop_listeners() {
 	local p
 	for p in "${NOTIFY_PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done

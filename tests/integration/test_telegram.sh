@@ -71,6 +71,9 @@ assert_tg "the message says who allowed it, and has no buttons any more" "$U" \
 	 ((.reply_markup.inline_keyboard // []) | length == 0))"
 for _ in $(seq 50); do [ -e "$WT/tg-allowed" ] && break; sleep 0.1; done
 check "the allowed command ran" test -e "$WT/tg-allowed"
+assert_jq "agent-daemon recorded the press as the bot's, for the user (by telegram:$U)" \
+	"[.[] | select(.event == \"permission_resolved\") | .data][0] | .behavior == \"allow\" and
+	 .by == \"telegram:$U\"" "$(jq -s -c . "$T/run/events.log")"
 assert_jq "the press was answered (answerCallbackQuery)" \
 	"any(.[]; .callback_query_id == \"$QID\" and .text == \"Allowed\")" "$(tg_answers)"
 assert_tg "the answer reads: the tool use, the wait, the text, the result" "$U" \
@@ -94,8 +97,8 @@ PID=$(jq .message_id <<<"$PERM")
 RID=$(api GET /sessions/widgets-1 && jq -r '.pending[0].requestId' <<<"$BODY")
 api POST "/sessions/widgets-1/permissions/$RID" '{"behavior":"allow"}'
 assert_status "another client allows it through the API" 200
-assert_tg "the message says another client answered, without buttons" "$U" \
-	"select(.message_id == $PID and (.text | test(\"✅ Allowed by another client\$\")) and
+assert_tg "the message says who answered (the test's own token, itest), without buttons" "$U" \
+	"select(.message_id == $PID and (.text | test(\"✅ Allowed by itest\$\")) and
 	 ((.reply_markup.inline_keyboard // []) | length == 0))"
 # The button as it was before the edit (a phone that had not refreshed the message).
 OUT=$(tg_press_data "$U" "$U" "$PID" "$(tg_button_data "$PERM" Allow)")

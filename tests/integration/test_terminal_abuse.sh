@@ -96,7 +96,7 @@ else
 fi
 
 # --- garbage after the handshake ----------------------------------------------------------------
-REQ=$(printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n' "$TP" "$PORT" | od -v -An -tx1 | tr -d ' \n')
+REQ=$(printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nAuthorization: Bearer %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n' "$TP" "$PORT" "$AGENTD_TEST_TOKEN" | od -v -An -tx1 | tr -d ' \n')
 GARBAGE=ffffffffffffffff0001020304050607deadbeefdeadbeef
 out=$(node "$CLIENT_JS" raw 127.0.0.1 "$PORT" "$REQ$GARBAGE" --wait 5000)
 assert_match "garbage after the handshake (nginx): 101, then a close frame" \

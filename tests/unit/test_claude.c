@@ -8,9 +8,13 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void make_session(struct session *s, const char *prompt)
 {
@@ -48,7 +52,7 @@ Test(claude, first_launch_session_id_and_prompt_word)
 	config_defaults(&cfg);
 	make_session(&s, prompt);
 	snprintf(id, sizeof(id), "--session-id=%s", s.agent_session_id);
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), 0);
 	expect_argv(&out, (const char *[]){"claude", id, "--", prompt}, 4);
 }
 
@@ -63,8 +67,140 @@ Test(claude, later_launch_resumes_without_prompt)
 	make_session(&s, "do the thing");
 	s.launched = true;
 	snprintf(id, sizeof(id), "--resume=%s", s.agent_session_id);
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), 0);
 	expect_argv(&out, (const char *[]){"claude", id}, 2);
+}
+
+Test(claude, settings_follow_the_session_word)
+{
+	struct config cfg;
+	struct session s;
+	struct claude_argv out;
+	char id[64];
+
+	config_defaults(&cfg);
+	snprintf(cfg.claude_args, sizeof(cfg.claude_args), "--model=sonnet");
+	make_session(&s, "p");
+	snprintf(id, sizeof(id), "--session-id=%s", s.agent_session_id);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, "/run/agentd/claude-settings.json", &out), 0);
+	expect_argv(&out,
+		    (const char *[]){"claude", id, "--settings=/run/agentd/claude-settings.json",
+				     "--model=sonnet", "--", "p"},
+		    6);
+	s.launched = true;
+	snprintf(id, sizeof(id), "--resume=%s", s.agent_session_id);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, "/r/s.json", &out), 0);
+	expect_argv(&out, (const char *[]){"claude", id, "--settings=/r/s.json", "--model=sonnet"},
+		    4);
+}
+
+/* The hook command of an event in the settings, and its timeout. */
+static const char *hook_command(json_object *root, const char *event, int *timeout)
+{
+	json_object *hooks, *list, *h, *v;
+
+	cr_assert(json_object_object_get_ex(root, "hooks", &hooks));
+	if (!json_object_object_get_ex(hooks, event, &list))
+		return NULL;
+	cr_assert_eq(json_object_array_length(list), 1);
+	v = json_object_array_get_idx(list, 0);
+	cr_assert(json_object_object_get_ex(v, "matcher", &h));
+	cr_assert_str_eq(json_object_get_string(h), "*");
+	cr_assert(json_object_object_get_ex(v, "hooks", &h));
+	h = json_object_array_get_idx(h, 0);
+	cr_assert(json_object_object_get_ex(h, "type", &v));
+	cr_assert_str_eq(json_object_get_string(v), "command");
+	cr_assert(json_object_object_get_ex(h, "timeout", &v));
+	*timeout = json_object_get_int(v);
+	cr_assert(json_object_object_get_ex(h, "command", &v));
+	return json_object_get_string(v);
+}
+
+Test(claude, hook_settings_name_every_event)
+{
+	static const char *const events[] = {"SessionStart", "UserPromptSubmit",   "PreToolUse",
+					     "PostToolUse",  "PostToolUseFailure", "Notification",
+					     "Stop",         "SessionEnd"};
+	struct config cfg;
+	struct cause c = {{0}};
+	char *text, want[256];
+	json_object *root;
+	int timeout;
+
+	config_defaults(&cfg);
+	cfg.terminal_permission_wait = 120;
+	text = claude_hook_settings(&cfg, "/usr/lib/agentd/agentd-hook", &c);
+	cr_assert_not_null(text, "%s", c.msg);
+	root = json_tokener_parse(text);
+	cr_assert_not_null(root, "%s", text);
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		snprintf(want, sizeof(want),
+			 "/usr/lib/agentd/agentd-hook --socket /run/agentd/hooks.sock %s",
+			 events[i]);
+		cr_assert_str_eq(hook_command(root, events[i], &timeout), want);
+		cr_assert_eq(timeout, CLAUDE_HOOK_TIMEOUT_S);
+	}
+	cr_assert_str_eq(hook_command(root, "PermissionRequest", &timeout),
+			 "/usr/lib/agentd/agentd-hook --socket /run/agentd/hooks.sock --wait 120 "
+			 "PermissionRequest");
+	cr_assert_eq(timeout, 120 + CLAUDE_HOOK_GRACE_S, "claude never ends the wait itself");
+	json_object_put(root);
+	free(text);
+
+	/* No wait: no client can answer, so the hook is not asked at all. */
+	cfg.terminal_permission_wait = 0;
+	text = claude_hook_settings(&cfg, "/h", &c);
+	root = json_tokener_parse(text);
+	cr_assert_null(hook_command(root, "PermissionRequest", &timeout));
+	cr_assert_not_null(hook_command(root, "Stop", &timeout));
+	json_object_put(root);
+	free(text);
+}
+
+/* claude hands the command to a shell: nothing a shell would read goes into it. */
+Test(claude, hook_settings_refuse_paths_a_shell_would_read)
+{
+	struct config cfg;
+	struct cause c = {{0}};
+
+	config_defaults(&cfg);
+	cr_assert_null(claude_hook_settings(&cfg, "/x/agentd hook", &c));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_null(claude_hook_settings(&cfg, "agentd-hook", &c));
+	snprintf(cfg.runtime_dir, sizeof(cfg.runtime_dir), "/run/a;gentd");
+	cr_assert_null(claude_hook_settings(&cfg, "/x/agentd-hook", &c));
+	cr_assert_not_null(strstr(c.msg, "AGENTD_RUNTIME_DIR"), "%s", c.msg);
+}
+
+Test(claude, hook_settings_written_whole_and_readable)
+{
+	char dir[] = "/tmp/test_claude.XXXXXX", path[CONFIG_PATH_MAX], buf[8192];
+	struct cause c = {{0}};
+	struct config cfg;
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	config_defaults(&cfg);
+	snprintf(cfg.runtime_dir, sizeof(cfg.runtime_dir), "%s", dir);
+	cr_assert_eq(claude_hook_settings_write(&cfg, "/h/agentd-hook", path, sizeof(path), &c), 0,
+		     "%s", c.msg);
+	cr_assert_eq(strncmp(path, dir, strlen(dir)), 0);
+	cr_assert_str_eq(path + strlen(dir), "/" CLAUDE_SETTINGS_NAME);
+	cr_assert_eq(stat(path, &sb), 0);
+	cr_assert_eq(sb.st_mode & 0777, 0644);
+	fd = open(path, O_RDONLY);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	cr_assert(n > 0);
+	buf[n] = '\0';
+	json_object_put(json_tokener_parse(buf));
+	cr_assert_not_null(strstr(buf, "/h/agentd-hook --socket"));
+	/* Written again: the same file, and no temp file left. */
+	cr_assert_eq(claude_hook_settings_write(&cfg, "/h/agentd-hook", path, sizeof(path), &c), 0);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rmdir(dir), 0, "only the settings file was there");
 }
 
 Test(claude, extra_args_split_on_blanks)
@@ -80,7 +216,7 @@ Test(claude, extra_args_split_on_blanks)
 		 " \t--model=sonnet  --add-dir=/x\t'quoted word'  ");
 	make_session(&s, "p");
 	snprintf(id, sizeof(id), "--session-id=%s", s.agent_session_id);
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), 0);
 	/* The executable is one word even with a blank; extra args have no quoting by design. */
 	expect_argv(&out,
 		    (const char *[]){"/opt/claude bin/claude", id, "--model=sonnet", "--add-dir=/x",
@@ -89,7 +225,7 @@ Test(claude, extra_args_split_on_blanks)
 
 	s.launched = true;
 	snprintf(id, sizeof(id), "--resume=%s", s.agent_session_id);
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), 0);
 	expect_argv(&out,
 		    (const char *[]){"/opt/claude bin/claude", id, "--model=sonnet", "--add-dir=/x",
 				     "'quoted", "word'"},
@@ -105,7 +241,7 @@ Test(claude, blank_only_extra_args_add_nothing)
 	config_defaults(&cfg);
 	snprintf(cfg.claude_args, sizeof(cfg.claude_args), " \t \t ");
 	make_session(&s, "p");
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), 0);
 	cr_assert_eq(argv_count(out.argv), 4);
 	cr_assert_str_eq(out.argv[3], "p");
 }
@@ -118,7 +254,7 @@ Test(claude, empty_prompt_is_left_out)
 
 	config_defaults(&cfg);
 	make_session(&s, "");
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), 0);
 	cr_assert_eq(argv_count(out.argv), 2, "no empty word for an empty prompt");
 	cr_assert_eq(strncmp(out.argv[1], "--session-id=", 13), 0);
 }
@@ -134,7 +270,7 @@ Test(claude, prompt_is_one_word_verbatim)
 	config_defaults(&cfg);
 	snprintf(cfg.claude_args, sizeof(cfg.claude_args), "--verbose");
 	make_session(&s, prompt);
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), 0);
 	cr_assert_eq(argv_count(out.argv), 5);
 	cr_assert_str_eq(out.argv[2], "--verbose");
 	cr_assert_str_eq(out.argv[3], "--");
@@ -156,7 +292,7 @@ Test(claude, largest_inputs_fit)
 	make_session(s, "");
 	memset(s->prompt, 'p', SESSION_PROMPT_MAX);
 	s->prompt[SESSION_PROMPT_MAX] = '\0';
-	cr_assert_eq(claude_terminal_argv(cfg, s, out), 0);
+	cr_assert_eq(claude_terminal_argv(cfg, s, NULL, out), 0);
 	cr_assert_eq(argv_count(out->argv), 5);
 	cr_assert_eq(strlen(out->argv[0]), sizeof(cfg->claude) - 1);
 	cr_assert_eq(strlen(out->argv[2]), sizeof(cfg->claude_args) - 1);
@@ -189,22 +325,22 @@ Test(claude, too_many_args_e2big)
 
 	/* claude + --session-id + 60 extras + -- + prompt = CLAUDE_ARGV_MAX words: fits. */
 	extra_words(&cfg, CLAUDE_ARGV_MAX - 4);
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), 0);
 	cr_assert_eq(argv_count(out.argv), CLAUDE_ARGV_MAX);
 	cr_assert_str_eq(out.argv[CLAUDE_ARGV_MAX - 1], "prompt");
 
 	/* One more word than fits, the prompt being the one too many. */
 	extra_words(&cfg, CLAUDE_ARGV_MAX - 3);
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), -E2BIG);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), -E2BIG);
 
 	/* Without the prompt (resume) the same extras fit. */
 	s.launched = true;
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), 0);
 	cr_assert_eq(argv_count(out.argv), CLAUDE_ARGV_MAX - 1);
 
 	/* Far too many (2000 words) fails the same way, without overrunning argv. */
 	extra_words(&cfg, 2000);
-	cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), -E2BIG);
+	cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), -E2BIG);
 }
 
 /* Structured mode: agentd-host [--prompt P] <id> -- claude -p <stream-json flags> <id flag>. */
@@ -221,13 +357,27 @@ Test(claude, structured_first_launch_with_prompt)
 	snprintf(id, sizeof(id), "--session-id=%s", s.agent_session_id);
 	cr_assert_eq(claude_structured_argv(&cfg, &s, "/usr/bin/agentd-host", false, prompt, &out),
 		     0);
-	expect_argv(&out,
-		    (const char *[]){
-			"/usr/bin/agentd-host", "--set", "AGENTD_RUNTIME_DIR=/run/agentd", "--set",
-			"AGENTD_PERMISSION_TIMEOUT=600", "--prompt", prompt, s.id, "--", "claude",
-			"-p", "--input-format", "stream-json", "--output-format", "stream-json",
-			"--verbose", "--permission-prompt-tool", "stdio", id},
-		    19);
+	const char *want[] = {"/usr/bin/agentd-host",
+			      "--set",
+			      "AGENTD_RUNTIME_DIR=/run/agentd",
+			      "--set",
+			      "AGENTD_PERMISSION_TIMEOUT=600",
+			      "--prompt",
+			      prompt,
+			      s.id,
+			      "--",
+			      "claude",
+			      "-p",
+			      "--input-format",
+			      "stream-json",
+			      "--output-format",
+			      "stream-json",
+			      "--verbose",
+			      "--replay-user-messages",
+			      "--permission-prompt-tool",
+			      "stdio",
+			      id};
+	expect_argv(&out, want, sizeof(want) / sizeof(want[0]));
 }
 
 Test(claude, structured_resume_without_prompt)
@@ -246,11 +396,11 @@ Test(claude, structured_resume_without_prompt)
 		    (const char *[]){"agentd-host", "--set", "AGENTD_RUNTIME_DIR=/run/agentd",
 				     "--set", "AGENTD_PERMISSION_TIMEOUT=600", s.id, "--", "claude",
 				     "-p", "--input-format", "stream-json", "--output-format",
-				     "stream-json", "--verbose", "--permission-prompt-tool",
-				     "stdio", id, "--model=x"},
-		    18);
+				     "stream-json", "--verbose", "--replay-user-messages",
+				     "--permission-prompt-tool", "stdio", id, "--model=x"},
+		    19);
 	cr_assert_eq(claude_structured_argv(&cfg, &s, "agentd-host", true, NULL, &out), 0);
-	cr_assert_eq(argv_count(out.argv), 18);
+	cr_assert_eq(argv_count(out.argv), 19);
 }
 
 /* Issue 8, point 4: a prompt that reads as an option stays the prompt. */
@@ -268,7 +418,7 @@ Test(claude, option_like_prompt_follows_double_dash)
 	for (size_t i = 0; i < sizeof(prompts) / sizeof(prompts[0]); i++) {
 		make_session(&s, prompts[i]);
 		snprintf(id, sizeof(id), "--session-id=%s", s.agent_session_id);
-		cr_assert_eq(claude_terminal_argv(&cfg, &s, &out), 0);
+		cr_assert_eq(claude_terminal_argv(&cfg, &s, NULL, &out), 0);
 		expect_argv(&out, (const char *[]){"claude", id, "--model=x", "--", prompts[i]}, 5);
 
 		/* Structured: the prompt is --prompt's value for the host, never claude's word. */
@@ -279,9 +429,9 @@ Test(claude, option_like_prompt_follows_double_dash)
 		cr_assert_str_eq(out.argv[7], s.id);
 		cr_assert_str_eq(out.argv[8], "--");
 		/* claude's words are those it gets without a prompt. */
-		cr_assert_eq(argv_count(out.argv), 20);
+		cr_assert_eq(argv_count(out.argv), 21);
 		cr_assert_str_eq(out.argv[9], "claude");
-		cr_assert_str_eq(out.argv[19], "--model=x");
+		cr_assert_str_eq(out.argv[20], "--model=x");
 	}
 }
 

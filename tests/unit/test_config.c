@@ -168,6 +168,8 @@ static void assert_defaults(const struct config *cfg)
 	cr_assert_str_eq(cfg->telegram_users, "");
 	cr_assert_str_eq(cfg->telegram_state, "");
 	cr_assert_str_eq(cfg->telegram_web_url, "");
+	cr_assert_str_eq(cfg->hook, "");
+	cr_assert_eq(cfg->terminal_permission_wait, 600);
 }
 
 Test(config, defaults_match_design_table)
@@ -579,6 +581,46 @@ Test(config, int_bounds)
 	cr_assert_eq(cfg.permission_timeout, 1);
 	cr_assert_eq(config_set(&cfg, "AGENTD_PERMISSION_TIMEOUT", "86400", NULL), 0);
 	cr_assert_eq(cfg.permission_timeout, 86400);
+}
+
+Test(config, terminal_permission_wait_bounds)
+{
+	struct config cfg;
+
+	config_defaults(&cfg);
+	cr_assert_eq(config_set(&cfg, "AGENTD_TERMINAL_PERMISSION_WAIT", "0", NULL), 0);
+	cr_assert_eq(cfg.terminal_permission_wait, 0);
+	cr_assert_eq(config_set(&cfg, "AGENTD_TERMINAL_PERMISSION_WAIT", "86400", NULL), 0);
+	cr_assert_eq(config_set(&cfg, "AGENTD_TERMINAL_PERMISSION_WAIT", "86401", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_TERMINAL_PERMISSION_WAIT", "-1", NULL), -EINVAL);
+	cr_assert_eq(cfg.terminal_permission_wait, 86400);
+}
+
+/* The hook's path goes into a command line claude hands to a shell: only plain absolute paths. */
+Test(config, hook_path_must_be_plain_and_absolute)
+{
+	static const char *const bad[] = {"agentd-hook",   "./agentd-hook",  "/usr/bin/a b",
+					  "/usr/bin/a;id", "/usr/bin/$HOME", "/usr/bin/a'b",
+					  "/usr/../bin/x", "/usr/./x",       "/x/..",
+					  "/usr/bin/a\\b", "/usr/bin/`id`",  "/tmp/*"};
+	struct config cfg;
+
+	config_defaults(&cfg);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cause c = {{0}};
+
+		cr_assert_eq(config_set(&cfg, "AGENTD_HOOK", bad[i], &c), -EINVAL, "'%s' accepted",
+			     bad[i]);
+		cr_assert_not_null(strstr(c.msg, "AGENTD_HOOK"));
+		cr_assert(!config_path_plain(bad[i]));
+	}
+	cr_assert_str_eq(cfg.hook, "");
+	cr_assert_eq(config_set(&cfg, "AGENTD_HOOK", "/opt/agentd-1.0/bin/agentd-hook", NULL), 0);
+	cr_assert_str_eq(cfg.hook, "/opt/agentd-1.0/bin/agentd-hook");
+	cr_assert_eq(config_set(&cfg, "AGENTD_HOOK", "", NULL), 0, "empty: beside agentd-api");
+	cr_assert_str_eq(cfg.hook, "");
+	cr_assert(config_path_plain("/run/agentd"));
+	cr_assert(config_path_plain("/home/u/.cache/x..y/~a+b@c"));
 }
 
 Test(config, bad_int_in_file_names_line)

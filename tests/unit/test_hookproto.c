@@ -42,7 +42,7 @@ Test(hookproto, report_round_trip)
 {
 	json_object *payload = json("{\"session_id\":\"u\",\"tool_name\":\"Bash\","
 				    "\"tool_input\":{\"command\":\"ls\"},\"a/b\":\"x/y\"}");
-	char *line = hookproto_report_encode(HOOK_PERMISSION_REQUEST, payload);
+	char *line = hookproto_report_encode(HOOK_PERMISSION_REQUEST, payload, NULL);
 	struct hook_report r;
 	struct cause c = {{0}};
 
@@ -50,9 +50,30 @@ Test(hookproto, report_round_trip)
 	cr_assert_eq(hookproto_report_decode(line, body_len(line), &r, &c), 0, "%s", c.msg);
 	cr_assert_eq(r.event, HOOK_PERMISSION_REQUEST);
 	cr_assert(json_object_equal(r.payload, payload), "%s", line);
+	cr_assert_str_eq(r.request_id, "");
 	hookproto_report_clear(&r);
 	cr_assert_null(r.payload);
 	free(line);
+	json_object_put(payload);
+}
+
+/* A PermissionRequest asked again after a broken connection keeps its request id. */
+Test(hookproto, report_asked_again_carries_its_request_id)
+{
+	json_object *payload = json("{\"tool_name\":\"Bash\"}");
+	char *line = hookproto_report_encode(HOOK_PERMISSION_REQUEST, payload, "r-1:a.b");
+	struct hook_report r;
+	struct cause c = {{0}};
+
+	cr_assert_not_null(line);
+	cr_assert_eq(hookproto_report_decode(line, body_len(line), &r, &c), 0, "%s", c.msg);
+	cr_assert_str_eq(r.request_id, "r-1:a.b");
+	hookproto_report_clear(&r);
+	free(line);
+	errno = 0;
+	cr_assert_null(hookproto_report_encode(HOOK_STOP, payload, "r-1"));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_null(hookproto_report_encode(HOOK_PERMISSION_REQUEST, payload, "a b"));
 	json_object_put(payload);
 }
 
@@ -61,9 +82,9 @@ Test(hookproto, report_refuses_a_non_object_payload)
 	json_object *arr = json("[1]");
 
 	errno = 0;
-	cr_assert_null(hookproto_report_encode(HOOK_STOP, arr));
+	cr_assert_null(hookproto_report_encode(HOOK_STOP, arr, NULL));
 	cr_assert_eq(errno, EINVAL);
-	cr_assert_null(hookproto_report_encode(HOOK_EVENT_COUNT, NULL));
+	cr_assert_null(hookproto_report_encode(HOOK_EVENT_COUNT, NULL, NULL));
 	json_object_put(arr);
 }
 
@@ -83,7 +104,7 @@ Test(hookproto, large_members_are_omitted_largest_first)
 	json_object_object_add(payload, "tool_input", json_object_new_string(huge));
 	json_object_object_add(payload, "prompt", json_object_new_string(half));
 	json_object_object_add(payload, "last", json_object_new_string(half));
-	line = hookproto_report_encode(HOOK_PRE_TOOL_USE, payload);
+	line = hookproto_report_encode(HOOK_PRE_TOOL_USE, payload, "");
 	cr_assert_not_null(line);
 	cr_assert_leq(strlen(line), HOOKPROTO_LINE_MAX);
 	cr_assert_eq(hookproto_report_decode(line, body_len(line), &r, &c), 0, "%s", c.msg);
@@ -129,6 +150,25 @@ Test(hookproto, malformed_reports_refused)
 	report_refused("{\"event\":\"Stop\",\"payload\":{\"a\":\"\xff\"}}");
 }
 
+Test(hookproto, request_ids_refused_where_they_do_not_belong)
+{
+	static const char *const bad[] = {
+	    "{\"event\":\"Stop\",\"payload\":{},\"requestId\":\"r1\"}",
+	    "{\"event\":\"PermissionRequest\",\"payload\":{},\"requestId\":1}",
+	    "{\"event\":\"PermissionRequest\",\"payload\":{},\"requestId\":\"\"}",
+	    "{\"event\":\"PermissionRequest\",\"payload\":{},\"requestId\":\"a/b\"}",
+	};
+	struct hook_report r;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cause c = {{0}};
+
+		cr_assert_eq(hookproto_report_decode(bad[i], strlen(bad[i]), &r, &c), -EINVAL,
+			     "accepted %s", bad[i]);
+		cr_assert_null(r.payload);
+	}
+}
+
 Test(hookproto, over_long_report_refused)
 {
 	size_t n = HOOKPROTO_LINE_MAX + 1;
@@ -168,6 +208,8 @@ Test(hookproto, decisions)
 	decision_ok("{\"behavior\":\"deny\",\"message\":\"no\"}");
 	decision_ok("{\"behavior\":\"allow\",\"updatedInput\":{\"command\":\"ls\"}}");
 	decision_ok("{\"behavior\":\"allow\",\"updatedPermissions\":[{\"type\":\"addRules\"}]}");
+	decision_ok("{\"behavior\":\"deny\",\"message\":\"no\",\"interrupt\":true}");
+	decision_refused("{\"behavior\":\"deny\",\"interrupt\":\"yes\"}");
 	decision_refused("{}");
 	decision_refused("[]");
 	decision_refused("{\"behavior\":\"ask\"}");
@@ -214,13 +256,25 @@ Test(hookproto, answers_round_trip)
 {
 	json_object *d = json("{\"behavior\":\"deny\",\"message\":\"not now\"}"), *got = NULL;
 	char *none = hookproto_answer_encode(NULL), *one = hookproto_answer_encode(d);
+	char rid[HOSTPROTO_REQUEST_ID_MAX + 1], interim[HOOKPROTO_INTERIM_MAX];
 	struct cause c = {{0}};
+	int n;
 
 	cr_assert_str_eq(none, "{\"decision\":null}\n");
-	cr_assert_eq(hookproto_answer_decode(none, body_len(none), &got, &c), 0, "%s", c.msg);
+	cr_assert_eq(hookproto_answer_decode(none, body_len(none), &got, rid, &c), 0, "%s", c.msg);
 	cr_assert_null(got);
-	cr_assert_eq(hookproto_answer_decode(one, body_len(one), &got, &c), 0, "%s", c.msg);
+	cr_assert_str_eq(rid, "");
+	cr_assert_eq(hookproto_answer_decode(one, body_len(one), &got, rid, &c), 0, "%s", c.msg);
 	cr_assert(json_object_equal(got, d));
+	json_object_put(got);
+	n = hookproto_interim_encode("0b7c-r:1", interim);
+	cr_assert_str_eq(interim, "{\"requestId\":\"0b7c-r:1\"}\n");
+	cr_assert_eq(n, (int)strlen(interim));
+	cr_assert_eq(hookproto_answer_decode(interim, body_len(interim), &got, rid, &c), 1, "%s",
+		     c.msg);
+	cr_assert_null(got);
+	cr_assert_str_eq(rid, "0b7c-r:1");
+	cr_assert_eq(hookproto_interim_encode("a\"b", interim), -EINVAL);
 	json_object_put(got);
 	free(none);
 	free(one);
@@ -230,10 +284,11 @@ Test(hookproto, answers_round_trip)
 static void answer_refused(const char *text)
 {
 	json_object *got = (json_object *)&got; /* must become NULL */
+	char rid[HOSTPROTO_REQUEST_ID_MAX + 1];
 	struct cause c = {{0}};
 
-	cr_assert_eq(hookproto_answer_decode(text, strlen(text), &got, &c), -EINVAL, "accepted %s",
-		     text);
+	cr_assert_eq(hookproto_answer_decode(text, strlen(text), &got, rid, &c), -EINVAL,
+		     "accepted %s", text);
 	cr_assert_null(got);
 }
 
@@ -246,6 +301,10 @@ Test(hookproto, malformed_answers_refused)
 	answer_refused("{\"decision\":[]}");
 	answer_refused("{\"decision\":null,\"decision\":null}");
 	answer_refused("null");
+	answer_refused("{\"requestId\":\"\"}");
+	answer_refused("{\"requestId\":7}");
+	answer_refused("{\"requestId\":\"a b\"}");
+	answer_refused("{\"requestId\":\"r1\",\"decision\":null}");
 }
 
 Test(hookproto, claude_output)

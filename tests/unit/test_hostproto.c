@@ -61,6 +61,29 @@ Test(hostproto, prompt_round_trip)
 	json_object_put(p);
 }
 
+Test(hostproto, by_travels_with_prompts_and_answers)
+{
+	json_object *p = json_object_new_string("hi");
+	struct hostproto_request req = {.kind = HOSTPROTO_PROMPT,
+					.prompt = p,
+					.by = "telegram:12345"},
+				 out;
+	const char *why;
+
+	round_trip(&req, &out);
+	cr_assert_str_eq(out.by, "telegram:12345");
+	hostproto_request_release(&out);
+	req.by = "a\"b"; /* not a by: left out */
+	round_trip(&req, &out);
+	cr_assert_null(out.by);
+	hostproto_request_release(&out);
+	cr_assert_eq(
+	    hostproto_request_parse("{\"type\":\"interrupt\",\"by\":\"x y\"}", 31, &out, &why), 0);
+	cr_assert_null(out.by, "a malformed by reads as none");
+	hostproto_request_release(&out);
+	json_object_put(p);
+}
+
 Test(hostproto, permission_round_trip)
 {
 	json_object *input = json_tokener_parse("{\"command\":\"ls\"}"),

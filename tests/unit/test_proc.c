@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -644,4 +645,34 @@ Test(proc, env_edit_keeps_an_entry_of_the_added_name)
 	cr_assert_str_eq(out[0], "CLAUDECODE=1");
 	cr_assert_null(out[3]);
 	free(out);
+}
+
+/* proc_start: the child runs while the caller reads its output from a non-blocking pipe. */
+Test(proc, start_gives_the_output_pipe)
+{
+	char *argv[] = {"sh", "-c", "echo out; echo err >&2", NULL};
+	char buf[64];
+	size_t got = 0;
+	pid_t pid;
+	int fd, st, flags;
+
+	cr_assert_eq(proc_start(argv, NULL, &fd, &pid), 0);
+	flags = fcntl(fd, F_GETFL);
+	cr_assert(flags & O_NONBLOCK);
+	cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		cr_assert(poll(&p, 1, 5000) == 1);
+		n = read(fd, buf + got, sizeof(buf) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	cr_assert_str_eq(buf, "out\nerr\n");
+	close(fd);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }

@@ -110,7 +110,7 @@ static json_object *line_for(enum relay_kind kind, const char *text, const char 
 	json_object *msg = text != NULL ? obj(text) : NULL, *out;
 	const char *why = NULL;
 	size_t len = 0;
-	char *line = relay_host_request(kind, msg, rid, &len, &why);
+	char *line = relay_host_request(kind, msg, rid, NULL, &len, &why);
 
 	json_object_put(msg);
 	if (line == NULL) {

@@ -796,6 +796,11 @@ Test(session, from_json_bad_values)
 	    {"createdAt", "2026-03-13T10:30:00Zjunk", "createdAt"},
 	    {"createdAt", "2026-03-13 10:30:00Z", "createdAt"},
 	    {"updatedAt", "2026-13-13T10:30:00Z", "updatedAt"},
+	    /* Found by fuzz_session: year 1 formats as "1-…", a record that could not be read back.
+	     */
+	    {"updatedAt", "0001-11-25T10:00:00Z", "updatedAt"},
+	    {"createdAt", "1969-12-31T23:59:59Z", "createdAt"},
+	    {"activityAt", "0001-11-25T10:00:00.000Z", "activityAt"},
 	    {"lastActivity", "", "lastActivity"},
 	};
 	json_object *o, *repo;

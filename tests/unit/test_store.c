@@ -410,6 +410,43 @@ Test(store, remove)
 	cr_assert_eq(count_entries(st.dir, "gone-5"), 0);
 }
 
+static void collect_gone(void *ctx, const char *id)
+{
+	char *seen = ctx;
+
+	strncat(seen, id, 255 - strlen(seen));
+	strncat(seen, " ", 255 - strlen(seen));
+}
+
+/* A removed record stays readable as .gone/<id>.json until the bridge forgets it. */
+Test(store, removed_record_kept_until_forgotten)
+{
+	struct session a, b;
+	struct cause c = {{0}};
+	char seen[256] = "", junk[SESSION_PATH_MAX + 64];
+	FILE *f;
+
+	make(&a, "gone", 6);
+	write_ok(&a);
+	cr_assert_eq(store_remove(&st, "gone-6"), 0);
+	cr_assert_eq(store_read(&st, "gone-6", &b, &c), -ENOENT);
+	cr_assert_eq(store_read_gone(&st, "gone-6", &b, &c), 0, "%s", c.msg);
+	cr_assert_str_eq(b.id, "gone-6");
+	snprintf(junk, sizeof(junk), "%s/" STORE_GONE_DIR "/not an id.json", st.dir);
+	f = fopen(junk, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	store_gone_each(&st, collect_gone, seen);
+	cr_assert_str_eq(seen, "gone-6 ");
+	store_forget_gone(&st, "gone-6");
+	store_forget_gone(&st, "gone-6"); /* absent: fine */
+	store_forget_gone(&st, "../gone-6");
+	cr_assert_eq(store_read_gone(&st, "gone-6", &b, &c), -ENOENT);
+	seen[0] = '\0';
+	store_gone_each(&st, collect_gone, seen);
+	cr_assert_str_eq(seen, "");
+}
+
 Test(store, list_sorted_and_skips_corrupt)
 {
 	const char *names[] = {"socket.io", "b", "a", "a", "zz"};

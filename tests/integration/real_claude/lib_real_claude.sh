@@ -167,11 +167,12 @@ seed_home() {
 		>"$T/home/.claude.json"
 }
 
-# start_real_stack: the stack with the real CLI as agent, talking to the fake API.
+# start_real_stack [VAR=value ...]: the stack with the real CLI as agent, talking to the fake
+# API (and the further variables given).
 start_real_stack() {
 	start_stack AGENTD_CLAUDE="$CLAUDE" AGENTD_AGENT_ENV="$AGENT_ENV" \
 		ANTHROPIC_BASE_URL="http://127.0.0.1:$API_PORT" ANTHROPIC_API_KEY="$API_KEY" \
-		CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1
+		CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 "$@"
 }
 
 # ------------------------------------------------------------------------------------------------

@@ -30,6 +30,14 @@ for (let i = 0; i < args.length; i++) {
     opt.headers[h.slice(0, c).trim()] = h.slice(c + 1).trim();
   } else url = args[i];
 }
+// The harness's token (lib.sh) unless the caller names Authorization itself (an empty value
+// sends none).
+{
+  const named = Object.keys(opt.headers).find((k) => k.toLowerCase() === "authorization");
+  if (named === undefined && process.env.AGENTD_TEST_TOKEN)
+    opt.headers.Authorization = "Bearer " + process.env.AGENTD_TEST_TOKEN;
+  else if (named !== undefined && opt.headers[named] === "") delete opt.headers[named];
+}
 const fd = fs.openSync(out, "a");
 const ws = new WebSocket(url, opt);
 let done = false;

@@ -39,7 +39,14 @@ start_fake_bot() {
 	done
 	BOT_PORT=$(cat "$T/bot.port")
 	TG=http://127.0.0.1:$BOT_PORT
+	# The bot's own token for the door, named telegram: what it does for a user is recorded as
+	# by telegram:<user id> (X-Agentd-Actor).
+	AGENTD_BOT_TOKEN=$("$BUILD_DIR/fcgi-app/agentd-api" token add telegram 2>>"$T/logs/up.log") || {
+		fail "the bot's token is made (agentd-api token add telegram)" "$(tail -n 5 "$T/logs/up.log")"
+		return 1
+	}
 	TG_STACK=(AGENTD_TELEGRAM_TOKEN="$TG_TOKEN" AGENTD_TELEGRAM_USERS="$TG_USER,$TG_USER2"
+		AGENTD_TOKEN="$AGENTD_BOT_TOKEN"
 		AGENTD_TELEGRAM_API="$TG" AGENTD_TELEGRAM_STATE="$TG_STATE"
 		AGENTD_TELEGRAM_WEB_URL=https://agentd.example.ts.net:8443)
 	log "fake Bot API on $TG (pid $BOT_PID)"

@@ -46,13 +46,23 @@ function flag(args, name) {
   return true;
 }
 
+// The harness's token (lib.sh) unless the caller names Authorization itself ("--header
+// Authorization:" with nothing after it sends none).
+function withToken(h) {
+  const named = Object.keys(h).find((k) => k.toLowerCase() === "authorization");
+  if (named === undefined && process.env.AGENTD_TEST_TOKEN)
+    h.Authorization = "Bearer " + process.env.AGENTD_TEST_TOKEN;
+  else if (named !== undefined && h[named] === "") delete h[named];
+  return h;
+}
+
 function headers(args) {
   const h = {};
   for (let v = arg(args, "--header"); v !== undefined; v = arg(args, "--header")) {
     const i = v.indexOf(":");
     h[v.slice(0, i).trim()] = v.slice(i + 1).trim();
   }
-  return h;
+  return withToken(h);
 }
 
 function runWs(args) {

@@ -4,7 +4,8 @@
 //
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY", "# …" for notes.
 // Environment: BASE_URL, SHOTS (dir), TMUX_SOCK, CODE_DIR (worktrees), UP_PID (deploy/up),
-// BRIDGE_EXE (the agentd-bridge binary), CHROMIUM (default /usr/bin/chromium).
+// BRIDGE_EXE (the agentd-bridge binary), CHROMIUM (default /usr/bin/chromium), AGENTD_TEST_TOKEN
+// (an admin's token), VIEWER_TOKEN (a read-only token).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -12,6 +13,11 @@ const { execFileSync } = require("child_process");
 const puppeteer = require("puppeteer-core");
 
 const BASE = process.env.BASE_URL;
+// The harness's admin token (lib.sh): Node's own requests send it; each browser context trades it
+// for the cookie the way a person does (GET /?token=, or the login page).
+const TOKEN = process.env.AGENTD_TEST_TOKEN;
+const AUTH = { Authorization: "Bearer " + TOKEN };
+const VIEWER_TOKEN = process.env.VIEWER_TOKEN;
 const ORIGIN = new URL(BASE).origin;
 const SHOTS = process.env.SHOTS;
 const WAIT_MS = 30000;
@@ -74,7 +80,7 @@ const paneText = (t) => tmux("capture-pane", "-p", "-t", "=" + t + ":");
 const paneSize = (t) => tmux("display", "-p", "-t", "=" + t + ":", "#{pane_width}x#{pane_height}").trim();
 
 async function getSession(id) {
-  const r = await fetch(BASE + "/sessions/" + id);
+  const r = await fetch(BASE + "/sessions/" + id, { headers: AUTH });
   return { status: r.status, body: await r.json().catch(() => null) };
 }
 
@@ -111,6 +117,7 @@ function bridgePid() {
 
 const requests = []; // every URL any page asked for
 const answers = []; // bodies of the permission answers the pages sent
+const termFramesSent = new Map(); // page label -> frames the page sent on terminal sockets
 async function watch(page, label) {
   page.on("request", (r) => {
     requests.push(r.url());
@@ -120,7 +127,16 @@ async function watch(page, label) {
   page.on("dialog", (d) => d.accept());
   const cdp = await page.createCDPSession();
   await cdp.send("Network.enable");
-  cdp.on("Network.webSocketCreated", (e) => requests.push(e.url));
+  const sockets = new Map(); // requestId -> URL
+  cdp.on("Network.webSocketCreated", (e) => {
+    requests.push(e.url);
+    sockets.set(e.requestId, e.url);
+  });
+  cdp.on("Network.webSocketFrameSent", (e) => {
+    if (/\/terminal(\?|$)/.test(sockets.get(e.requestId) || "")) {
+      termFramesSent.set(label, (termFramesSent.get(label) || 0) + 1);
+    }
+  });
   await page.evaluateOnNewDocument(() => {
     // Notifications the page shows (the permission is granted to the desktop's context).
     window.__notes = [];
@@ -159,6 +175,18 @@ const text = (page, sel) => page.$eval(sel, (e) => e.textContent).catch(() => ""
 const visible = (page, sel) => page.$eval(sel, (e) => !!(e.offsetWidth || e.offsetHeight) &&
   getComputedStyle(e).visibility !== "hidden").catch(() => false);
 const count = (page, sel) => page.$$eval(sel, (l) => l.length);
+// The conversation as "U:<prompt>" and "R" (a turn's result), in the page's order.
+const turns = (page) => page.$$eval("#conv-view .msg.user, #conv-view .msg.result",
+  (l) => l.map((e) => (e.classList.contains("user") ? "U:" + e.textContent : "R")).join(" | "));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// The controls a read-only identity must not be shown (each would answer 403).
+const ADMIN_CONTROLS = ["#new-session", "#d-mode", "#d-force", "#d-delete", "#term-view .keybar",
+  "#conv-view .prompt-form", "#conv-view .send", "#conv-view .interrupt", "#gone-view button"];
+async function shownControls(page) {
+  const shown = [];
+  for (const sel of ADMIN_CONTROLS) if (await visible(page, sel)) shown.push(sel);
+  return shown;
+}
 
 async function typeTerm(page, s) {
   await page.focus("#term-view .xterm-helper-textarea");
@@ -184,7 +212,18 @@ async function desktop(browser) {
   const page = await browser.newPage();
   await watch(page, "desktop");
   await page.setViewport({ width: 1280, height: 800 });
-  const res = await page.goto(BASE + "/", { waitUntil: "networkidle2" });
+  const noCookie = await page.goto(BASE + "/", { waitUntil: "networkidle2" });
+  await check("without credentials the page is the login page", page, async () => {
+    if (new URL(page.url()).pathname !== "/login") throw new Error("at " + page.url() + " " + noCookie.status());
+  });
+  // The answer of the redirect's last step: / itself.
+  const res = await page.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
+  await check("GET /?token= lands on / without the token, with an HttpOnly cookie", page, async () => {
+    const u = new URL(page.url());
+    if (u.pathname !== "/" || u.search !== "") throw new Error("at " + page.url());
+    const c = (await page.cookies()).find((k) => k.name === "agentd_token");
+    if (!c || !c.httpOnly || c.sameSite !== "Strict") throw new Error(JSON.stringify(c));
+  });
   await check("GET / answers 200 with a Content-Security-Policy without unsafe-inline", page, () => {
     const csp = res.headers()["content-security-policy"] || "";
     if (res.status() !== 200 || !/script-src 'self'/.test(csp) || /unsafe/.test(csp)) throw new Error(res.status() + " " + csp);
@@ -218,7 +257,7 @@ async function desktop(browser) {
     await until(async () => (await count(page, "#sessions li.session")) === 2, "both again");
   });
   await check("the failed session is deleted (API)", page, async () => {
-    const r = await fetch(BASE + "/sessions/missing-9", { method: "DELETE" });
+    const r = await fetch(BASE + "/sessions/missing-9", { method: "DELETE", headers: AUTH });
     if (r.status !== 200) throw new Error("DELETE answered " + r.status);
     await until(async () => (await count(page, '#sessions li[data-id="missing-9"]')) === 0, "missing-9 gone from the list");
   });
@@ -267,6 +306,49 @@ async function desktop(browser) {
     until(async () => /2 clients/.test(await text(page, '#sessions li[data-id="widgets-1"]')), "2 clients"));
   await tab2.close();
 
+  // A read-only identity: a third browser context, signed in with a --read-only token, on a
+  // phone-sized screen (where an admin gets the key bar).
+  const vctx = await browser.createBrowserContext();
+  const viewer = await vctx.newPage();
+  await watch(viewer, "viewer");
+  await viewer.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
+  await viewer.goto(BASE + "/?token=" + VIEWER_TOKEN, { waitUntil: "networkidle2" });
+  const paneBefore = paneSize("widgets-1");
+  await check("viewer: the header shows a read-only badge and the identity", viewer, () =>
+    until(async () => (await visible(viewer, "#read-only")) && (await text(viewer, "#read-only")) === "read-only" &&
+      (await text(viewer, "#whoami")) === "web-viewer" && (await text(viewer, "#live")) === "live", "the badge"));
+  await check("viewer: the list shows the session", viewer, () =>
+    until(async () => (await count(viewer, '#sessions li[data-id="widgets-1"]')) === 1, "widgets-1 listed"));
+  await check("viewer: no create form", viewer, async () => !(await visible(viewer, "#new-session")));
+  await viewer.tap('#sessions li[data-id="widgets-1"] a');
+  await check("viewer: the terminal shows the pane", viewer, () =>
+    until(async () => (await connected(viewer)) && /fake claude got: from tab two/.test(await screen(viewer)),
+      "the pane's screen"));
+  await check("viewer: no control that would fail (mode switch, delete, force, key bar)", viewer, async () => {
+    const shown = await shownControls(viewer);
+    if (shown.length) throw new Error("shown: " + shown.join(", "));
+  });
+  await check("an admin's page shows the same controls, and no read-only badge", page, async () => {
+    for (const sel of ["#new-session", "#d-mode", "#d-force", "#d-delete"]) {
+      if (!(await visible(page, sel))) throw new Error(sel + " is hidden");
+    }
+    if (await visible(page, "#read-only")) throw new Error("the read-only badge is shown");
+  });
+  await shot(viewer, "viewer-terminal");
+  await typeTerm(viewer, "viewer typed this");
+  await typeTerm(page, "admin after the viewer");
+  await check("viewer: its typing does not reach the pane (an admin's does)", viewer, async () => {
+    await until(() => /fake claude got: admin after the viewer/.test(paneText("widgets-1")), "the admin's echo");
+    await sleep(1000);
+    if (/viewer typed this/.test(paneText("widgets-1"))) throw new Error("the pane got the viewer's keys");
+  });
+  await check("viewer: its page sent nothing on the terminal socket (no keystroke, no size)", viewer, () => {
+    const n = termFramesSent.get("viewer") || 0;
+    if (n) throw new Error(n + " frames sent");
+    if (!termFramesSent.get("desktop")) throw new Error("no frame counted for the admin's page either");
+  });
+  await check("viewer: its screen size does not change the pane's", viewer, () => paneSize("widgets-1") === paneBefore);
+
   // Structured mode.
   await check("mode switch: the button restarts claude in structured mode", page, async () => {
     await page.click("#d-mode");
@@ -281,6 +363,9 @@ async function desktop(browser) {
     until(async () => /hello there/.test(await text(page, "#conv-view .msg.user")) &&
       /Hello!/.test(await text(page, "#conv-view .msg.assistant")) &&
       (await count(page, "#conv-view .msg.result")) === 1, "the prompt, Hello! and the result"));
+  await check("the prompt shows once: claude's replay confirms the bubble the page showed", page, () =>
+    until(async () => (await count(page, "#conv-view .msg.user.pending")) === 0 &&
+      (await turns(page)) === "U:hello there | R", "one confirmed prompt, then the result"));
   await check("the prompt box is enabled again after the turn", page, () =>
     until(() => page.$eval("#prompt-text", (e) => !e.disabled), "an enabled prompt box"));
   await page.type("#prompt-text", "RUNBASH touch web-ran");
@@ -304,11 +389,23 @@ async function desktop(browser) {
 
   const ctx2 = await browser.createBrowserContext();
   const other = await ctx2.newPage();
+  await other.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
   await watch(other, "second context");
   await other.setViewport({ width: 1000, height: 700 });
   await other.goto(BASE + "/#/s/widgets-1", { waitUntil: "networkidle2" });
   await check("a second browser context sees the pending card", other, () =>
     until(async () => (await count(other, "#conv-view .msg.permission:not(.resolved)")) === 1, "the card"));
+  await check("viewer: the conversation follows the mode switch and shows the card without buttons", viewer, () =>
+    until(async () => (await count(viewer, "#conv-view .msg.permission:not(.resolved)")) === 1 &&
+      (await count(viewer, "#conv-view .msg.permission button")) === 0 &&
+      /read-only/.test(await text(viewer, "#conv-view .msg.permission .perm-actions")), "the card, read-only"));
+  await check("viewer: the conversation shows the prompts", viewer, () =>
+    until(async () => (await turns(viewer)) === "U:hello there | R | U:RUNBASH touch web-ran", "the prompts"));
+  await check("viewer: no prompt box, no Interrupt, no mode switch", viewer, async () => {
+    const shown = await shownControls(viewer);
+    if (shown.length) throw new Error("shown: " + shown.join(", "));
+  });
+  await shot(viewer, "viewer-conversation");
 
   await page.click("#conv-view .msg.permission .allow");
   await check("Allow: the tool's result and the final result appear", page, () =>
@@ -319,6 +416,9 @@ async function desktop(browser) {
   await check("the second context sees the card resolved", other, () =>
     until(async () => (await count(other, "#conv-view .msg.permission.resolved")) === 1 &&
       /allow/.test(await text(other, "#conv-view .perm-outcome")), "resolved card"));
+  await check("viewer: the card resolved there too", viewer, () =>
+    until(async () => (await count(viewer, "#conv-view .msg.permission.resolved")) === 1, "resolved card"));
+  await vctx.close();
   await check("the tab title is back to normal", page, () =>
     until(async () => (await page.title()) === "agent-daemon", "the plain title"));
   await shot(other, "desktop-second-context");
@@ -328,6 +428,8 @@ async function desktop(browser) {
       (await count(other, "#conv-view .msg.tool.done")) === 1 &&
       (await count(other, "#conv-view .msg.permission.resolved")) === 1 &&
       (await count(other, "#conv-view .msg.permission:not(.resolved)")) === 0, "the replayed conversation"));
+  await check("a reload shows every prompt, in order, with the answers", other, () =>
+    until(async () => (await turns(other)) === "U:hello there | R | U:RUNBASH touch web-ran | R", "the turns"));
   await ctx2.close();
 
   // Allow for this session: claude's suggestions go back as updatedPermissions.
@@ -355,6 +457,10 @@ async function desktop(browser) {
     await until(async () => (await count(page, "#conv-view .msg.result")) === 4, "the 4th result", 25000);
     if (Date.now() - t0 > 25000) throw new Error("took " + (Date.now() - t0) + " ms");
   });
+
+  await check("each prompt shows once, in order, on the page that sent them", page, () =>
+    until(async () => (await turns(page)) ===
+      "U:hello there | R | U:RUNBASH touch web-ran | R | U:RUNBASH touch second-ran | R | U:SLOW | R", "the turns"));
 
   await page.click("#d-delete");
   await check("delete: the session leaves the list and the API", page, () =>
@@ -390,7 +496,14 @@ async function phone(browser) {
     }
   });
   await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  // The phone signs in on the login page with the token pasted.
   await page.goto(BASE + "/", { waitUntil: "networkidle2" });
+  await check("phone: the login page takes a pasted token and leads to the app", page, async () => {
+    if (new URL(page.url()).pathname !== "/login") throw new Error("at " + page.url());
+    await page.type("#token", TOKEN);
+    await Promise.all([page.waitForNavigation({ waitUntil: "networkidle2" }), page.click("#login button")]);
+    if (new URL(page.url()).pathname !== "/") throw new Error("at " + page.url());
+  });
   await check("phone: the page does not overflow 390 px", page, async () =>
     page.evaluate(() => document.documentElement.scrollWidth <= 390));
   await createFromForm(page, "acme", "widgets", 2, "terminal");
@@ -431,6 +544,10 @@ async function phone(browser) {
   await check("phone: the session's first prompt is answered", page, () =>
     until(async () => (await count(page, "#conv-view .msg.result")) === 1 &&
       page.$eval("#prompt-text", (e) => !e.disabled), "the first result"));
+  await check("phone: the session's bootstrap prompt is the conversation's first message", page, async () => {
+    const want = (await getSession("widgets-3")).body.prompt;
+    await until(async () => (await turns(page)) === "U:" + want + " | R", "U:" + want + " | R");
+  });
   await page.type("#prompt-text", "RUNBASH touch phone-ran");
   await page.tap("#conv-view .send");
   await check("phone: the permission card appears", page, () =>

@@ -1,7 +1,30 @@
 // The page's one door to the server: every REST call goes through api(), every WebSocket URL
-// through wsUrl() and every SSE stream through eventSource(). Access control (issue 11: tokens,
-// the login page, read-only identities) belongs here and nowhere else: add the credentials to
-// the request in api(), and answer 401 by going to the login page.
+// through wsUrl() and every SSE stream through eventSource(). Access control (issue 11) belongs
+// here and nowhere else: the credentials are the HttpOnly cookie the login page (or GET
+// /?token=) set, which fetch, EventSource and WebSockets of this origin send by themselves; a 401
+// (the cookie's token was revoked, or there is none) goes to the login page.
+
+/** Leaves for the login page (once). */
+function toLogin() {
+  if (!toLogin.gone) {
+    toLogin.gone = true;
+    location.assign("/login");
+  }
+}
+
+/** After a stream or socket broke (neither can tell a 401 from a network error): a 401 on a cheap
+ * request means the credentials are gone. */
+export async function probeAccess() {
+  const now = Date.now();
+  if (probeAccess.last && now - probeAccess.last < 5000) return;
+  probeAccess.last = now;
+  try {
+    const res = await fetch("/healthz", { cache: "no-store" });
+    if (res.status === 401) toLogin();
+  } catch {
+    /* the network: the stream's own reconnect handles it */
+  }
+}
 
 /** An API answer that is not 2xx: message is the server's sentence, code its snake_case code. */
 export class ApiError extends Error {
@@ -27,6 +50,7 @@ export async function api(method, path, body, { signal } = {}) {
     opts.headers["Content-Type"] = "application/json";
   }
   const res = await fetch(path, opts);
+  if (res.status === 401) toLogin();
   let data = null;
   try {
     data = await res.json();
@@ -52,6 +76,7 @@ export async function post_stream(path, body) {
     body: JSON.stringify(body),
     cache: "no-store",
   });
+  if (res.status === 401) toLogin();
   if (!res.ok) {
     let data = null;
     try {
@@ -84,7 +109,9 @@ export function wsUrl(path) {
 
 /** An EventSource on a path of this origin (it reconnects by itself with Last-Event-ID). */
 export function eventSource(path) {
-  return new EventSource(path);
+  const src = new EventSource(path);
+  src.addEventListener("error", probeAccess);
+  return src;
 }
 
 /** Path of a session's resource, the id encoded. */

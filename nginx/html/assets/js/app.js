@@ -1,6 +1,8 @@
 // The page: the live session list (left, or the whole screen on a phone), and the selected
 // session (right): its terminal or, in structured mode, its conversation. The selection lives in
 // the URL's fragment (#/s/<id>) so reload, back and a notification's click all land on it.
+// A read-only identity (GET /whoami says role "viewer") gets no control that would fail: the
+// elements marked .needs-admin are hidden (app.css) until the role is known to be admin.
 import { api, ApiError, sessionPath } from "./api.js";
 import { Live, sortSessions } from "./live.js";
 import { TerminalView, KEYS } from "./terminal.js";
@@ -15,6 +17,9 @@ const notifier = new Notifier();
 let selected = null; // session id shown on the right
 let view = null; // {key, kind: "terminal"|"conversation", obj}
 let busyMode = false;
+let whoami = null; // GET /whoami's answer, once known
+const isAdmin = () => !!whoami && whoami.role === "admin";
+const WHOAMI_RETRY_MS = 3000;
 
 function say(text, ok) {
   const m = $("message");
@@ -144,7 +149,7 @@ function renderDetail() {
     gone.replaceChildren(el("p", "", "The agent is not running (" + s.state + (s.error ? ": " + s.error : "") +
       (s.exitStatus !== undefined ? ", exit status " + s.exitStatus : "") + ")."));
     if (s.state === "exited" || s.state === "failed" || s.state === "lost") {
-      const b = el("button", "primary", "Start it again");
+      const b = el("button", "primary needs-admin", "Start it again");
       b.type = "button";
       b.addEventListener("click", () => restart(s, b));
       gone.appendChild(b);
@@ -157,7 +162,7 @@ function renderDetail() {
     if (kind === "terminal") {
       const sec = $("term-view");
       sec.hidden = false;
-      const obj = new TerminalView(sec.querySelector(".term"), sec.querySelector(".term-status"), s.id);
+      const obj = new TerminalView(sec.querySelector(".term"), sec.querySelector(".term-status"), s.id, !isAdmin());
       obj.onCtrlChange = (on) => {
         const b = sec.querySelector(".keybar .ctrl");
         if (b) b.setAttribute("aria-pressed", on ? "true" : "false");
@@ -167,7 +172,7 @@ function renderDetail() {
     } else {
       const sec = $("conv-view");
       sec.hidden = false;
-      view = { key, kind, obj: new ConversationView(sec, s.id, say) };
+      view = { key, kind, obj: new ConversationView(sec, s.id, say, !isAdmin()) };
     }
   }
   if (view.kind === "conversation") view.obj.setActivity(s.activity);
@@ -196,6 +201,7 @@ function route() {
 // ---- actions -------------------------------------------------------------------------------
 
 async function restart(s, button) {
+  if (!isAdmin()) return;
   button.disabled = true;
   try {
     live.upsert(await api("POST", "/sessions", { repo: s.repo, issue: s.issue }));
@@ -208,7 +214,7 @@ async function restart(s, button) {
 
 async function switchMode() {
   const s = live.sessions.get(selected);
-  if (!s || busyMode) return;
+  if (!s || busyMode || !isAdmin()) return;
   const target = $("d-mode").dataset.target;
   busyMode = true;
   say("restarting claude in " + target + " mode (with --resume: the conversation is kept)…", true);
@@ -226,6 +232,7 @@ async function switchMode() {
 }
 
 async function removeSession() {
+  if (!isAdmin()) return;
   const id = selected;
   const s = live.sessions.get(id);
   const force = $("d-force").checked;
@@ -273,6 +280,7 @@ function reportDelete(id, s, r) {
 
 async function create(ev) {
   ev.preventDefault();
+  if (!isAdmin()) return;
   const f = ev.target.elements; // not form.name: that is the form's own name attribute
   const body = {
     repo: { owner: f.namedItem("owner").value.trim(), name: f.namedItem("name").value.trim() },
@@ -334,13 +342,36 @@ async function health() {
   }
 }
 
+/**
+ * Who the page is (GET /whoami): the header says it, with a read-only badge for a viewer, and
+ * the body's data-role lets app.css show the controls an admin may use. Asked again after a
+ * failure other than 401 (which goes to the login page).
+ */
+async function identify() {
+  try {
+    whoami = await api("GET", "/whoami");
+  } catch (e) {
+    $("whoami").textContent = "identity unknown (" + e.message + ")";
+    setTimeout(identify, WHOAMI_RETRY_MS);
+    return;
+  }
+  const admin = isAdmin();
+  document.body.dataset.role = admin ? "admin" : "viewer";
+  $("whoami").textContent = whoami.identity || "";
+  $("whoami").title = "signed in as " + (whoami.identity || "?") + " (" + whoami.role + ")";
+  $("read-only").hidden = admin;
+  // Views made before the role was known were made read-only: make them again.
+  if (admin && view) unmount();
+  render();
+}
+
 function liveStatus() {
   $("live").textContent = live.connected ? "live" : "offline";
   $("live").className = "badge " + (live.connected ? "live" : "offline");
   if (live.connected) health();
 }
 
-function main() {
+async function main() {
   $("create").addEventListener("submit", create);
   $("repo-filter").addEventListener("change", renderList);
   $("d-mode").addEventListener("click", switchMode);
@@ -354,6 +385,8 @@ function main() {
     });
   }
   buildKeybar();
+  // The role first, so that an admin's views are made with their controls from the start.
+  await identify();
   live.addEventListener("change", render);
   live.addEventListener("status", liveStatus);
   window.addEventListener("hashchange", route);

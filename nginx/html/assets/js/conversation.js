@@ -2,7 +2,9 @@
 // every turn, replayed from the start on load and from Last-Event-ID after a drop) rendered as a
 // chat; prompts go to POST …/prompt, answers to POST …/permissions/<requestId>, Interrupt to
 // POST …/interrupt. Permission cards are answered once and follow permission_resolved, whoever
-// answered.
+// answered. The user's prompts are claude's replays of them (a user event with isReplay, API.md:
+// Structured mode), so a reload shows them too; the one this page sends is shown at once and
+// taken as its own replay when that arrives.
 import { api, post_stream, eventSource, sessionPath } from "./api.js";
 
 // Event names of the stream (API.md: Structured mode); an EventSource hears only named ones.
@@ -13,8 +15,12 @@ const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 15000;
 
 export class ConversationView {
-  /** host: the view's element (holds .conv, .prompt-form); id: the session; onStatus(text, ok). */
-  constructor(host, id, onStatus) {
+  /**
+   * host: the view's element (holds .conv, .prompt-form); id: the session; onStatus(text, ok);
+   * readOnly: the identity may not change anything (no prompt, no answer, no interrupt).
+   */
+  constructor(host, id, onStatus, readOnly = false) {
+    this.readOnly = readOnly;
     this.host = host;
     this.id = id;
     this.onStatus = onStatus;
@@ -31,6 +37,7 @@ export class ConversationView {
     this.running = false; // a turn runs, from the events: its first event until its result
     this.activityBusy = false; // the session's activity says working or waiting
     this.sending = false;
+    this.sent = []; // {text, li}: prompts shown as sent whose replay has not come yet
     this.closed = false;
     this.onSubmit = (ev) => {
       ev.preventDefault();
@@ -113,6 +120,12 @@ export class ConversationView {
   }
 
   update() {
+    if (this.readOnly) {
+      // The form is hidden (app.css); disabled too, so no key or script sends from it.
+      this.sendButton.disabled = this.textarea.disabled = this.interruptButton.disabled = true;
+      this.form.dataset.busy = "1";
+      return;
+    }
     const turn = this.running || this.activityBusy;
     const busy = turn || this.sending;
     this.sendButton.disabled = busy;
@@ -123,17 +136,24 @@ export class ConversationView {
 
   async sendPrompt() {
     const text = this.textarea.value.trim();
-    if (!text || this.running || this.activityBusy || this.sending) return;
+    if (this.readOnly || !text || this.running || this.activityBusy || this.sending) return;
     this.sending = true;
     this.update();
-    // Shown first: the turn's events may come in before the POST's answer does.
-    const mine = this.bubble("user", text);
+    // Shown first: the turn's events may come in before the POST's answer does. claude's replay
+    // of it then confirms this bubble instead of adding a second one.
+    const mine = this.bubble("user pending", text);
+    const entry = { text, li: mine };
+    this.sent.push(entry);
     try {
       await post_stream(sessionPath(this.id, "/prompt"), { prompt: text });
       this.textarea.value = "";
       this.turnStarts();
     } catch (e) {
-      mine.remove();
+      // Unless claude already echoed it (the turn ran; only the answer was lost on the way).
+      if (this.sent.includes(entry)) {
+        this.sent = this.sent.filter((x) => x !== entry);
+        mine.remove();
+      }
       this.onStatus("prompt: " + e.message, false);
     } finally {
       this.sending = false;
@@ -142,6 +162,7 @@ export class ConversationView {
   }
 
   async interrupt() {
+    if (this.readOnly) return;
     try {
       await api("POST", sessionPath(this.id, "/interrupt"));
       this.onStatus("interrupt sent", true);
@@ -247,14 +268,41 @@ export class ConversationView {
 
   user(d) {
     const m = d.message || {};
+    if (d.isReplay) {
+      this.prompt(m.content);
+      return;
+    }
     if (typeof m.content === "string") {
-      if (!d.isReplay) this.bubble("user", m.content);
+      this.bubble("user", m.content);
       return;
     }
     for (const c of Array.isArray(m.content) ? m.content : []) {
       if (c.type === "tool_result") this.toolResult(c);
       else if (c.type === "text" && c.text) this.item("note").textContent = c.text;
     }
+  }
+
+  /**
+   * claude's replay of a prompt (its content as the host sent it: a string, or text blocks): the
+   * bubble this page showed when it sent that text, or a new one (a reload, another client's
+   * prompt, the session's bootstrap prompt). A replayed note of claude's own (set_model's
+   * <local-command-stdout>) is a note.
+   */
+  prompt(content) {
+    const text = typeof content === "string" ? content
+      : Array.isArray(content) ? content.filter((c) => c && c.type === "text").map((c) => c.text || "").join("\n") : "";
+    if (!text) return;
+    if (/^<local-command-std(out|err)>/.test(text)) {
+      this.item("note").textContent = text.replace(/<\/?local-command-std(out|err)>/g, "");
+      return;
+    }
+    const i = this.sent.findIndex((x) => x.text === text);
+    if (i >= 0) {
+      const [mine] = this.sent.splice(i, 1);
+      mine.li.classList.remove("pending");
+      return;
+    }
+    this.bubble("user", text);
   }
 
   toolResult(c) {
@@ -324,6 +372,10 @@ export class ConversationView {
     outcome.className = "perm-outcome";
     outcome.setAttribute("role", "status");
     actions.append(allow, allowSession, reason, deny);
+    if (this.readOnly) {
+      // Nothing to answer with: the card says who may.
+      actions.replaceChildren(el("span", "muted perm-readonly", "read-only: an admin answers this"));
+    }
     li.append(h, desc, actions, outcome);
     const answer = async (body) => {
       for (const b of [allow, allowSession, deny]) b.disabled = true;

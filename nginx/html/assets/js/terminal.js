@@ -1,10 +1,12 @@
 // The terminal view: xterm.js on /sessions/<id>/terminal (binary frames of the pane's bytes;
 // our frames are keystrokes, "\x01<cols>;<rows>" resizes). It follows the element's size, and
 // after a drop (network, a bridge restart) reconnects by itself with backoff, saying so on screen.
+// Read-only (a viewer's): it shows the pane and sends nothing; the bridge would drop a viewer's
+// keystrokes and resizes anyway.
 import { Terminal } from "../vendor/xterm.esm.js";
 import { FitAddon } from "../vendor/addon-fit.esm.js";
 import { WebglAddon } from "../vendor/addon-webgl.esm.js";
-import { wsUrl, sessionPath } from "./api.js";
+import { wsUrl, sessionPath, probeAccess } from "./api.js";
 import { adoptStyles } from "./xterm-styles.js";
 
 const BACKOFF_MIN_MS = 500;
@@ -20,10 +22,11 @@ function isFinal(ev) {
 export class TerminalView {
   /**
    * host: the element to fill; status: an element for "connecting…"/"reconnecting in 2 s";
-   * id: the session.
+   * id: the session; readOnly: show only, send no keystroke or size.
    */
-  constructor(host, status, id) {
+  constructor(host, status, id, readOnly = false) {
     this.host = host;
+    this.readOnly = readOnly;
     this.statusEl = status;
     this.id = id;
     this.ws = null;
@@ -35,7 +38,8 @@ export class TerminalView {
     this.onCtrlChange = null;
     this.unadopt = adoptStyles(host);
     this.term = new Terminal({
-      cursorBlink: true,
+      cursorBlink: !readOnly,
+      disableStdin: readOnly,
       fontFamily: "ui-monospace, 'DejaVu Sans Mono', Menlo, Consolas, monospace",
       fontSize: 14,
       scrollback: 5000,
@@ -59,6 +63,7 @@ export class TerminalView {
       this.renderer = "dom"; // no WebGL2 here: xterm's DOM renderer draws instead
     }
     host.dataset.renderer = this.renderer;
+    host.dataset.readOnly = readOnly ? "1" : "0";
     host.xterm = this.term; // for the browser tests, which read the screen buffer
     this.term.onData((d) => this.input(d));
     this.term.onBinary((d) => this.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
@@ -115,6 +120,7 @@ export class TerminalView {
       else this.term.write(new Uint8Array(ev.data));
     });
     ws.addEventListener("close", (ev) => {
+      probeAccess();
       if (this.ws !== ws) return;
       this.host.dataset.connected = "0";
       this.ws = null;
@@ -157,7 +163,7 @@ export class TerminalView {
   }
 
   send(data) {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
+    if (this.readOnly || !this.ws || this.ws.readyState !== WebSocket.OPEN) return;
     this.ws.send(typeof data === "string" ? encoder.encode(data) : data);
   }
 
