@@ -29,7 +29,8 @@ static void usage(FILE *f)
 	      "  AGENTD_TELEGRAM_STATE    state file ($STATE_DIRECTORY/telegram.json, else\n"
 	      "                           $AGENTD_STATE_DIR/telegram.json)\n"
 	      "  AGENTD_URL               agent-daemon (http://$AGENTD_LISTEN)\n"
-	      "  AGENTD_TOKEN             the bot's token for agent-daemon (optional)\n"
+	      "  AGENTD_TOKEN             its token for agent-daemon (agentd-api token add "
+	      "telegram)\n"
 	      "  AGENTD_TELEGRAM_WEB_URL  the web UI for links in messages (AGENTD_URL)\n"
 	      "--check validates them and exits.\n",
 	      f);
@@ -92,6 +93,9 @@ int main(int argc, char **argv)
 		goto out_curl;
 	}
 	log_info("serving %u Telegram users; agent-daemon at %s", set->nusers, set->url);
+	if (set->agentd_token[0] == '\0')
+		log_warn("AGENTD_TOKEN is not set: agent-daemon's door refuses requests without a "
+			 "token (agentd-api token add telegram)");
 	sd_notify(0, "READY=1\nSTATUS=polling Telegram");
 	r = bot_run(b, sigfd);
 	sd_notify(0, "STOPPING=1");

@@ -7,7 +7,7 @@
  *   AGENTD_TELEGRAM_STATE    the state file (default $STATE_DIRECTORY/telegram.json under
  *                            systemd, else <AGENTD_STATE_DIR>/telegram.json)
  *   AGENTD_URL               agent-daemon (default http://<AGENTD_LISTEN>)
- *   AGENTD_TOKEN             the bot's token for agent-daemon (optional)
+ *   AGENTD_TOKEN             its token for agent-daemon's door (agentd-api token add telegram)
  *   AGENTD_TELEGRAM_WEB_URL  the web UI as a phone reaches it, for links (default AGENTD_URL)
  */
 #ifndef AGENTD_TG_SETTINGS_H
