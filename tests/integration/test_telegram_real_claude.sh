@@ -5,7 +5,9 @@
 # Bash tool use arrives as a message with buttons; the bot is killed with -9 between that message
 # and the press, and after its restart the press still works (answered once, the message says who
 # allowed it), the command runs, the answer goes on in the same message to its result, and no
-# message was sent twice; a user not in AGENTD_TELEGRAM_USERS is refused once; ten sessions of
+# message was sent twice; a user not in AGENTD_TELEGRAM_USERS is refused once; a terminal-mode
+# session's TUI dialog arrives as a message with buttons and a link to its terminal, and the press
+# closes the dialog (claude's PermissionRequest hook); ten sessions of
 # the real CLI answering at once into one chat cause no 429 (test_telegram_load does the same
 # with longer answers from the fake claude).
 # The CLI and the fake Messages API are set up as in test_real_claude.sh.
@@ -20,7 +22,12 @@ make_remote acme widgets
 ISSUE=2
 SID=widgets-$ISSUE
 WORKTREE=$T/code/widgets-issue-$ISSUE
-seed_home "$WORKTREE"
+TERM_SID=widgets-30
+seed_home "$WORKTREE" "$T/code/widgets-issue-30"
+# The TUI's "manual" mode, where it asks (2.1.328 starts in "auto" without this).
+mkdir -p "$T/home/.claude"
+echo '{"permissions":{"defaultMode":"default","disableAutoMode":"disable"}}' \
+	>"$T/home/.claude/settings.json"
 start_stack AGENTD_CLAUDE="$CLAUDE" AGENTD_AGENT_ENV="$AGENT_ENV" \
 	ANTHROPIC_BASE_URL="http://127.0.0.1:$API_PORT" ANTHROPIC_API_KEY="$API_KEY" \
 	CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 \
@@ -106,10 +113,41 @@ for _ in $(seq 50); do
 done
 assert_jq "the session is idle, nothing pending" '.activity == "idle" and .pending == []' "$BODY"
 
+# --- a terminal-mode session: the TUI's dialog, answered from the chat ------------------------------
+tg_write "$U" "/new acme/widgets 30"
+assert_tg "/new in terminal mode answers" "$U" "select(.text | test(\"^$TERM_SID is starting .*terminal mode\"))"
+assert_state "the terminal session runs" "$TERM_SID" running 60
+TERM_TMUX=$(jq -r .tmuxName <<<"$BODY")
+check "the TUI shows its bootstrap answer" wait_pane "$TERM_TMUX" "Hello from the fake model" "$TURN_WAIT"
+for _ in $(seq 100); do
+	get_session "$TERM_SID"
+	jq -e '.activity == "idle"' >/dev/null 2>&1 <<<"$BODY" && break
+	sleep 0.2
+done
+tmx send-keys -t "=$TERM_TMUX:" -l "please RUNBASH touch tg-terminal-file"
+sleep 0.5 # the TUI takes the text before the Enter that submits it
+tmx send-keys -t "=$TERM_TMUX:" Enter
+assert_tg "the TUI's permission request arrives with buttons and a link to the terminal" "$U" \
+	"select(.text | test(\"^🔐 $TERM_SID asks to use Bash\ntouch tg-terminal-file\") and
+	 test(\"In the terminal: https://agentd.example.ts.net:8443/#/s/$TERM_SID\")) |
+	 select(.reply_markup.inline_keyboard[0][0].text == \"Allow\")"
+TPID=$(jq .message_id <<<"${TG_MSG:-null}")
+check "the TUI shows its own dialog meanwhile" wait_pane "$TERM_TMUX" "Do you want to proceed?" 30
+tg_press "$U" "$U" "${TPID:-0}" Allow >/dev/null
+assert_tg "the press is said in the message" "$U" \
+	"select(.message_id == ${TPID:-0} and (.text | test(\"✅ Allowed by U$U\$\")))"
+check "the TUI's dialog closes: allowed by the hook" \
+	wait_pane "$TERM_TMUX" "Allowed by PermissionRequest hook" 30
+for _ in $(seq 100); do [ -e "$T/code/widgets-issue-30/tg-terminal-file" ] && break; sleep 0.1; done
+check "the command ran in the terminal session's worktree" test -e "$T/code/widgets-issue-30/tg-terminal-file"
+api DELETE "/sessions/$TERM_SID?force=true"
+assert_status "the terminal session is deleted" 200
+
 # --- ten sessions answering at once ------------------------------------------------------------------
 IDS=("$SID")
 # shellcheck disable=SC2046 # one word per worktree
-seed_home "$WORKTREE" $(for i in $(seq 11 19); do printf '%s ' "$T/code/w$i-issue-1"; done)
+seed_home "$WORKTREE" "$T/code/widgets-issue-30" \
+	$(for i in $(seq 11 19); do printf '%s ' "$T/code/w$i-issue-1"; done)
 for i in $(seq 11 19); do
 	make_remote acme "w$i" || exit 1
 	api POST /sessions "$(jq -cn --arg n "w$i" \
