@@ -92,6 +92,14 @@ static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_HOST_BIN", host),
     STR_KEY_CHECKED("AGENTD_AGENT_USER", agent_user, config_check_user),
     STR_KEY_CHECKED("AGENTD_AGENT_HOME", agent_home, config_check_home),
+    STR_KEY("AGENTD_URL", url),
+    STR_KEY("AGENTD_TOKEN", token),
+    STR_KEY("AGENTD_TELEGRAM_TOKEN", telegram_token),
+    STR_KEY("AGENTD_TELEGRAM_TOKEN_FILE", telegram_token_file),
+    STR_KEY("AGENTD_TELEGRAM_API", telegram_api),
+    STR_KEY("AGENTD_TELEGRAM_USERS", telegram_users),
+    STR_KEY("AGENTD_TELEGRAM_STATE", telegram_state),
+    STR_KEY("AGENTD_TELEGRAM_WEB_URL", telegram_web_url),
     STR_KEY("AGENTD_TAILSCALE_USERS", tailscale_users),
     STR_KEY("AGENTD_TAILSCALE_VIEWERS", tailscale_viewers),
     STR_KEY("AGENTD_TAILSCALE_SOCKET", tailscale_socket),
@@ -115,6 +123,7 @@ void config_defaults(struct config *cfg)
 	cfg->terminal_permission_wait = 600;
 	snprintf(cfg->tmux, sizeof(cfg->tmux), "tmux");
 	snprintf(cfg->agent_user, sizeof(cfg->agent_user), "agentd");
+	snprintf(cfg->telegram_api, sizeof(cfg->telegram_api), "https://api.telegram.org");
 	snprintf(cfg->tailscale_socket, sizeof(cfg->tailscale_socket),
 		 "/run/agentd-tailscale/nginx.sock");
 }

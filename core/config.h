@@ -36,6 +36,16 @@ struct config {
 	char host[CONFIG_PATH_MAX]; /* AGENTD_HOST_BIN: agentd-host ("" = beside agentd-api) */
 	char agent_user[CONFIG_USER_MAX + 1]; /* AGENTD_AGENT_USER: who claude runs as */
 	char agent_home[CONFIG_PATH_MAX];     /* AGENTD_AGENT_HOME: its HOME ("" = passwd's) */
+	/* What clients of agent-daemon read (agentd-telegram): in the one file like the rest, so
+	 * that every program accepts the same file. */
+	char url[CONFIG_VALUE_MAX]; /* AGENTD_URL: agent-daemon for clients ("" = AGENTD_LISTEN) */
+	char token[CONFIG_VALUE_MAX]; /* AGENTD_TOKEN: a client's access token ("" = none) */
+	char telegram_token[CONFIG_VALUE_MAX];     /* AGENTD_TELEGRAM_TOKEN: the bot's token */
+	char telegram_token_file[CONFIG_PATH_MAX]; /* AGENTD_TELEGRAM_TOKEN_FILE: or read from it */
+	char telegram_api[CONFIG_VALUE_MAX];       /* AGENTD_TELEGRAM_API: the Bot API base URL */
+	char telegram_users[CONFIG_VALUE_MAX];     /* AGENTD_TELEGRAM_USERS: user ids served */
+	char telegram_state[CONFIG_PATH_MAX];      /* AGENTD_TELEGRAM_STATE ("" = the default) */
+	char telegram_web_url[CONFIG_VALUE_MAX];   /* AGENTD_TELEGRAM_WEB_URL ("" = AGENTD_URL) */
 	/* Tailscale logins admitted without a token on the trusted path (core/auth.h): blank- or
 	 * comma-separated, "*" for any identified tailnet user. */
 	char tailscale_users[CONFIG_VALUE_MAX];   /* AGENTD_TAILSCALE_USERS: admins */

@@ -10,6 +10,8 @@ deny / deny+interrupt, interrupt, EOF exit codes). Prompts choose the scenario:
   contains BIGLINE   -> an assistant text of 1 MB
   contains MANY N [P] -> a turn of N assistant lines, each "line <i>" and P dots (default 40:
                         about 425 bytes a line)
+  contains DRIP N MS -> a turn of N assistant lines "drip <i>", one every MS milliseconds (an
+                        answer that streams for a while)
   anything else      -> "Hello!" text turn
 
 With --replay-user-messages (and stream-json in and out, as the real CLI requires) each user
@@ -202,6 +204,21 @@ class Fake:
             for i in range(n):
                 self.assistant([{"type": "text", "text": "line %d %s" % (i, pad)}])
             self.result("many")
+        elif "DRIP" in text:
+            words = text.split("DRIP", 1)[1].split()
+            n, ms = int(words[0]), int(words[1])
+            stopped = False
+            for i in range(n):
+                with self.cv:
+                    stopped = self.cv.wait_for(lambda: self.interrupted or self.eof,
+                                               timeout=ms / 1000)
+                if stopped:
+                    break
+                self.assistant([{"type": "text", "text": "drip %d" % i}])
+            if stopped:
+                self.interrupted_result(False)
+            else:
+                self.result("dripped")
         elif "BIGLINE" in text:
             big = "x" * (1024 * 1024)
             self.assistant([{"type": "text", "text": big}])

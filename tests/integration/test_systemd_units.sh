@@ -4,11 +4,13 @@
 #      templates, the web UI and deploy/up where the units and the nginx include expect them; the
 #      daemons run as root, the agents as agentd (made by agentd-tmux: sysusers.d, tmpfiles.d);
 #   2. systemd-analyze verify accepts the installed units (no warning at all), and
-#      systemd-analyze security --offline=true rates agentd-api and agentd-bridge <= 4.5;
+#      systemd-analyze security --offline=true rates agentd-api, agentd-bridge and agentd-telegram
+#      <= 4.5;
 #   3. the installed deploy/up --render renders an nginx include that nginx -t accepts, serving the
 #      installed web UI;
 #   4. both daemons send READY=1 once their socket exists and STOPPING=1 on SIGTERM (sd_notify),
 #      and write "<N>" priorities when stderr is their JOURNAL_STREAM, plain lines otherwise;
+#      agentd-telegram says READY=1 once its state file is written, STOPPING=1 on SIGTERM;
 #   5. agentd-api --no-tmux-start (the unit's ExecStart) never starts a tmux server: without one,
 #      a session fails with the reason, and works once agentd-api --init (agentd-tmux) ran.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -41,12 +43,13 @@ fi
 out=$(meson install -C "$BUILD_DIR" --no-rebuild --destdir "$DEST" 2>&1)
 if [ $? -eq 0 ]; then pass "meson install --destdir succeeds"; else fail "meson install --destdir succeeds" "$out"; fi
 R=$DEST$PREFIX
-for f in bin/agentd-api bin/agentd-bridge bin/agentd-host bin/agentd-hook; do
+for f in bin/agentd-api bin/agentd-bridge bin/agentd-host bin/agentd-hook bin/agentd-telegram; do
 	check "installed executable: $f" test -x "$R/$f"
 done
 UNITDIR=$R/lib/systemd/system
 for f in lib/systemd/system/agentd-tmux.service lib/systemd/system/agentd-api.service \
-	lib/systemd/system/agentd-bridge.service lib/tmpfiles.d/agentd.conf lib/sysusers.d/agentd.conf \
+	lib/systemd/system/agentd-bridge.service lib/systemd/system/agentd-telegram.service \
+	lib/tmpfiles.d/agentd.conf lib/sysusers.d/agentd.conf \
 	share/agentd/nginx/agentd.conf.in share/agentd/nginx/nginx.conf.in \
 	share/agentd/nginx/html/index.html share/doc/agentd/README.md share/doc/agentd/docs/API.md; do
 	check "installed: $f" test -s "$R/$f"
@@ -58,7 +61,7 @@ check_not "no test program is installed" compgen -G "$R/bin/test_*"
 
 # Every ExecStart=/ExecStop= program of the installed units exists in the install (or is tmux,
 # or systemd's own sysusers and tmpfiles, which make the agents' user and its directories).
-for u in agentd-tmux agentd-api agentd-bridge; do
+for u in agentd-tmux agentd-api agentd-bridge agentd-telegram; do
 	while read -r prog; do
 		if [[ $prog == "$PREFIX"/* ]]; then
 			check "$u: $prog is installed" test -x "$DEST$prog"
@@ -100,24 +103,34 @@ assert_eq "agentd-api's state dir is AGENTD_STATE_DIR's default, /var/lib/agentd
 	StateDirectory=agentd "$(grep '^StateDirectory=' "$UNITDIR/agentd-api.service")"
 assert_eq "agentd-bridge may write /run/agentd" "ReadWritePaths=/run/agentd" \
 	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-bridge.service")"
-for u in agentd-api agentd-bridge; do
+for u in agentd-api agentd-bridge agentd-telegram; do
 	assert_eq "$u is Type=notify" Type=notify "$(grep '^Type=' "$UNITDIR/$u.service")"
 done
+# The bot needs nothing of agentd's files: a user of its own, its state directory only.
+assert_eq "agentd-telegram runs as a dynamic user" DynamicUser=yes \
+	"$(grep '^DynamicUser=' "$UNITDIR/agentd-telegram.service")"
+assert_eq "agentd-telegram's state dir is its own" StateDirectory=agentd-telegram \
+	"$(grep '^StateDirectory=' "$UNITDIR/agentd-telegram.service")"
+check_not "agentd-telegram may write nothing else" grep -q '^ReadWritePaths=' \
+	"$UNITDIR/agentd-telegram.service"
+assert_eq "agentd-telegram reads its secrets from telegram.env" \
+	EnvironmentFile=/etc/agentd/telegram.env \
+	"$(grep '^EnvironmentFile=' "$UNITDIR/agentd-telegram.service")"
 
 # --- 2. systemd-analyze verify and security -----------------------------------------------------
 # verify wants the ExecStart= programs to exist: check copies that point into the destdir.
 V=$T/verify
 mkdir -p "$V"
-for u in agentd-tmux agentd-api agentd-bridge; do
+for u in agentd-tmux agentd-api agentd-bridge agentd-telegram; do
 	sed "s|^\\(Exec[A-Za-z]*=[-+!@:]*\\)$PREFIX/|\\1$R/|" "$UNITDIR/$u.service" >"$V/$u.service"
 done
 out=$(cd "$V" && systemd-analyze verify --man=no ./agentd-tmux.service ./agentd-api.service \
-	./agentd-bridge.service 2>&1)
+	./agentd-bridge.service ./agentd-telegram.service 2>&1)
 rc=$?
 if [ $rc -eq 0 ] && [ -z "$out" ]; then
-	pass "systemd-analyze verify: the three units, no warning"
+	pass "systemd-analyze verify: the four units, no warning"
 else
-	fail "systemd-analyze verify: the three units, no warning" "exit $rc" "$out"
+	fail "systemd-analyze verify: the four units, no warning" "exit $rc" "$out"
 fi
 # The check can fail: a misspelt key is reported.
 sed 's/^ProtectSystem=strict$/ProtectSytem=strict/' "$V/agentd-api.service" >"$V/typo.service"
@@ -125,7 +138,7 @@ out=$(cd "$V" && systemd-analyze verify --man=no ./typo.service 2>&1)
 assert_match "systemd-analyze verify reports a misspelt key" "Unknown key.* 'ProtectSytem'" "$out"
 rm -f "$V/typo.service"
 
-for u in agentd-api agentd-bridge agentd-tmux; do
+for u in agentd-api agentd-bridge agentd-telegram agentd-tmux; do
 	e=$(exposure "$UNITDIR/$u.service")
 	log "systemd-analyze security --offline=true $u: exposure $e"
 	if [ "$u" == agentd-tmux ]; then
@@ -159,8 +172,11 @@ check_not "no placeholder left in the rendered include (comments aside)" \
 
 # --- 4. sd_notify and journald priorities -------------------------------------------------------
 # run_notified NAME SOCKET ARGV...: starts the daemon with NOTIFY_SOCKET and JOURNAL_STREAM naming
-# its stderr file; waits for READY=1; SIGTERM; waits for its exit. Sets NOTES (what the socket
-# got) and DAEMON_LOG.
+# its stderr file; waits for READY=1 (which must come after SOCKET, or whatever file READY=1 says
+# is there, exists, with the STATUS that matches $READY_STATUS); SIGTERM; waits for its exit. Sets
+# NOTES (what the socket got) and DAEMON_LOG.
+READY_STATUS='listening on .*'
+
 run_notified() {
 	local name=$1 sock=$2 pid ns=$T/$1.notify rc dog
 	shift 2
@@ -181,7 +197,7 @@ run_notified() {
 		fail "$name: READY=1" "$(cat "$NOTES")" "$(tail -n 20 "$DAEMON_LOG")"
 	fi
 	assert_match "$name: READY=1 came after $(basename "$sock") existed, with a STATUS" \
-		'^READY=1\|STATUS=listening on .* watch=1$' "$(grep '^READY=1' "$NOTES")"
+		"^READY=1\\|STATUS=$READY_STATUS watch=1\$" "$(grep '^READY=1' "$NOTES")"
 	check_not "$name: nothing but READY=1 before SIGTERM" grep -q STOPPING "$NOTES"
 	kill -TERM "$pid"
 	# A watchdog, not a synchronisation: a daemon that ignores SIGTERM fails the check below.
@@ -204,6 +220,16 @@ check_not "agentd-api --no-tmux-start started no tmux server" test -e "$TMUX_SOC
 run_notified agentd-bridge "$T/run/bridge.sock" "$BUILD_DIR/ptybridge/agentd-bridge"
 check "agentd-bridge: info lines carry <6> on the journal stream" \
 	grep -q '^<6>agentd-bridge info: listening on ' "$DAEMON_LOG"
+# The bot is ready once its state file is written (no Telegram needed: nothing listens at the
+# Bot API it is given, and it only retries).
+READY_STATUS='polling Telegram'
+AGENTD_TELEGRAM_TOKEN=123:test-token AGENTD_TELEGRAM_USERS=1 AGENTD_TELEGRAM_API=http://127.0.0.1:9 \
+	AGENTD_TELEGRAM_STATE=$T/telegram/telegram.json \
+	run_notified agentd-telegram "$T/telegram/telegram.json" "$BUILD_DIR/telegram/agentd-telegram"
+check "agentd-telegram: info lines carry <6> on the journal stream" \
+	grep -q '^<6>agentd-telegram info: serving 1 Telegram users' "$DAEMON_LOG"
+check "agentd-telegram: its state file is there, mode 0600" \
+	test "$(stat -c %a "$T/telegram/telegram.json")" = 600
 stop_listeners
 
 # Stderr that is not the journal stream (a file a child inherited JOURNAL_STREAM past): plain.

@@ -160,6 +160,14 @@ static void assert_defaults(const struct config *cfg)
 	cr_assert_str_eq(cfg->allowed_hosts, "");
 	cr_assert_eq(cfg->permission_timeout, 600);
 	cr_assert_str_eq(cfg->tmux, "tmux");
+	cr_assert_str_eq(cfg->url, "");
+	cr_assert_str_eq(cfg->token, "");
+	cr_assert_str_eq(cfg->telegram_token, "");
+	cr_assert_str_eq(cfg->telegram_token_file, "");
+	cr_assert_str_eq(cfg->telegram_api, "https://api.telegram.org");
+	cr_assert_str_eq(cfg->telegram_users, "");
+	cr_assert_str_eq(cfg->telegram_state, "");
+	cr_assert_str_eq(cfg->telegram_web_url, "");
 	cr_assert_str_eq(cfg->hook, "");
 	cr_assert_eq(cfg->terminal_permission_wait, 600);
 	cr_assert_str_eq(cfg->agent_user, "agentd");
@@ -236,8 +244,24 @@ Test(config, file_parsing)
 		   "AGENTD_ALLOWED_HOSTS=machine.tailnet.ts.net, box.local:8443\n"
 		   "AGENTD_PERMISSION_TIMEOUT=30\n"
 		   "AGENTD_TMUX=/usr/bin/tmux\n"
-		   "AGENTD_HOST_BIN=/opt/agentd/agentd-host\n");
+		   "AGENTD_HOST_BIN=/opt/agentd/agentd-host\n"
+		   "AGENTD_URL=http://127.0.0.1:9000\n"
+		   "AGENTD_TOKEN=t0k\n"
+		   "AGENTD_TELEGRAM_TOKEN=123:abc\n"
+		   "AGENTD_TELEGRAM_TOKEN_FILE=/etc/agentd/telegram.token\n"
+		   "AGENTD_TELEGRAM_API=http://127.0.0.1:1\n"
+		   "AGENTD_TELEGRAM_USERS=1, 2\n"
+		   "AGENTD_TELEGRAM_STATE=/var/lib/x/telegram.json\n"
+		   "AGENTD_TELEGRAM_WEB_URL=https://box.example:8443\n");
 	load_ok(&cfg);
+	cr_assert_str_eq(cfg.url, "http://127.0.0.1:9000");
+	cr_assert_str_eq(cfg.token, "t0k");
+	cr_assert_str_eq(cfg.telegram_token, "123:abc");
+	cr_assert_str_eq(cfg.telegram_token_file, "/etc/agentd/telegram.token");
+	cr_assert_str_eq(cfg.telegram_api, "http://127.0.0.1:1");
+	cr_assert_str_eq(cfg.telegram_users, "1, 2");
+	cr_assert_str_eq(cfg.telegram_state, "/var/lib/x/telegram.json");
+	cr_assert_str_eq(cfg.telegram_web_url, "https://box.example:8443");
 	cr_assert_str_eq(cfg.listen, "0.0.0.0:9000");
 	cr_assert_str_eq(cfg.runtime_dir, "/tmp/rt");
 	cr_assert_str_eq(cfg.base_dir, "/srv/code with space");

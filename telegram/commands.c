@@ -1,0 +1,470 @@
+#include "commands.h"
+
+#include "approvals.h"
+#include "log.h"
+#include "render.h"
+#include "session.h"
+#include "turns.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMMANDS_WORD_MAX 32
+#define COMMANDS_ARGS_MAX 4
+#define COMMANDS_ARG_MAX  256
+#define COMMANDS_MSG_MAX  2048
+
+#define COMMANDS_HELP                                                                              \
+	"/sessions: every session, those waiting for you first\n"                                  \
+	"/new owner/name issue [structured]: create a session; it becomes this chat's\n"           \
+	"/use <id>: make a session this chat's (its permission requests come here)\n"              \
+	"/mode terminal|structured: switch this chat's session\n"                                  \
+	"/stop [<id>] [force]: delete a session (this chat's by default); force also removes a "   \
+	"worktree it would keep\n"                                                                 \
+	"/interrupt: end the running turn of this chat's session\n"                                \
+	"Anything else is a prompt to this chat's session (structured mode)."
+
+/* What an answer of agent-daemon is about. */
+struct cmd_call {
+	struct bot *b;
+	int64_t chat;
+	int64_t user;
+	char session[SESSION_ID_MAX + 1];
+	char extra[COMMANDS_ARG_MAX];
+};
+
+void commands_word(const char *text, char *out, size_t outlen)
+{
+	size_t n;
+
+	out[0] = '\0';
+	if (text[0] != '/')
+		return;
+	text++;
+	n = strcspn(text, " \t\n@");
+	if (n >= outlen)
+		return;
+	memcpy(out, text, n);
+	out[n] = '\0';
+}
+
+/* Splits text's arguments (after the command word) on blanks into args. Returns their number,
+ * or -1 when there are too many or one is too long. */
+static int cmd_args(const char *text, char args[][COMMANDS_ARG_MAX], int max)
+{
+	const char *p = text + strcspn(text, " \t\n");
+	int n = 0;
+
+	for (;;) {
+		size_t len;
+
+		p += strspn(p, " \t\n");
+		if (*p == '\0')
+			return n;
+		len = strcspn(p, " \t\n");
+		if (n == max || len >= COMMANDS_ARG_MAX)
+			return -1;
+		memcpy(args[n], p, len);
+		args[n][len] = '\0';
+		n++;
+		p += len;
+	}
+}
+
+static struct cmd_call *cmd_call(struct bot *b, const struct botapi_update *u, const char *session)
+{
+	struct cmd_call *c = calloc(1, sizeof(*c));
+
+	if (c == NULL) {
+		bot_say(b, u->chat, "Out of memory; try again.");
+		return NULL;
+	}
+	c->b = b;
+	c->chat = u->chat;
+	c->user = u->user;
+	if (session != NULL)
+		snprintf(c->session, sizeof(c->session), "%s", session);
+	return c;
+}
+
+/* Sends the request; on failure to start it says so and frees c. */
+static void cmd_send(struct cmd_call *c, const char *method, const char *path, json_object *body,
+		     bool for_user, agentc_fn fn)
+{
+	if (agentc_request(c->b->agentd, method, path, body, for_user ? c->user : 0, fn, c) ==
+	    NULL) {
+		bot_say(c->b, c->chat, "The request could not be sent (out of memory).");
+		free(c);
+	}
+}
+
+/* The chat's session, or NULL after saying there is none. */
+static const char *cmd_current(struct bot *b, const struct botapi_update *u)
+{
+	struct state_chat *c = state_chat(b->st, u->chat, false);
+
+	if (c == NULL || c->current[0] == '\0') {
+		bot_say(b, u->chat,
+			"This chat has no session: /use <id> picks one, /new owner/name issue "
+			"creates one, /sessions lists them.");
+		return NULL;
+	}
+	return c->current;
+}
+
+/* The chat uses session from now on (and follows it). */
+static void cmd_choose(struct bot *b, int64_t chat, const char *session)
+{
+	struct state_chat *c = state_chat(b->st, chat, true);
+
+	state_follow(c, session);
+	snprintf(c->current, sizeof(c->current), "%s", session);
+	bot_changed(b);
+}
+
+static const char *cmd_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* ---- /sessions ---------------------------------------------------------------------------- */
+
+static void cmd_sessions_done(void *arg, const struct agentc_answer *a)
+{
+	struct cmd_call *c = arg;
+	struct state_chat *chat = state_chat(c->b->st, c->chat, false);
+	struct buf out;
+
+	if (a->aborted) {
+		free(c);
+		return;
+	}
+	if (a->status != 200 || a->body == NULL) {
+		char msg[COMMANDS_MSG_MAX];
+
+		snprintf(msg, sizeof(msg), "The sessions could not be listed: %s", a->err);
+		bot_say(c->b, c->chat, msg);
+		free(c);
+		return;
+	}
+	buf_init(&out, 0);
+	if (render_sessions(&out, a->body, chat != NULL ? chat->current : NULL) == 0)
+		bot_say(c->b, c->chat, buf_str(&out));
+	buf_free(&out);
+	free(c);
+}
+
+/* ---- /new ------------------------------------------------------------------------------------ */
+
+static void cmd_new_done(void *arg, const struct agentc_answer *a)
+{
+	struct cmd_call *c = arg;
+	char msg[COMMANDS_MSG_MAX];
+	const char *id = cmd_str(a->body, "id"), *state = cmd_str(a->body, "state");
+	const char *mode = cmd_str(a->body, "mode");
+
+	if (a->aborted) {
+		free(c);
+		return;
+	}
+	if ((a->status == 201 || a->status == 200) && id != NULL && session_id_valid(id)) {
+		cmd_choose(c->b, c->chat, id);
+		snprintf(msg, sizeof(msg), "%s %s (%s, %s mode). It is this chat's session now: %s",
+			 id, a->status == 201 ? "is starting" : "exists already",
+			 state ? state : "?", mode ? mode : "?",
+			 mode != NULL && strcmp(mode, "structured") == 0
+			     ? "write to prompt it."
+			     : "/mode structured lets you prompt it from here.");
+		/* Requests it already waits for (an existing session). */
+		approvals_pending(c->b, a->body, NULL, NULL);
+	} else {
+		snprintf(msg, sizeof(msg), "The session was not created: %s", a->err);
+	}
+	bot_say(c->b, c->chat, msg);
+	free(c);
+}
+
+static void cmd_new(struct bot *b, const struct botapi_update *u)
+{
+	char args[COMMANDS_ARGS_MAX][COMMANDS_ARG_MAX], owner[COMMANDS_ARG_MAX];
+	const char *slash, *mode = NULL;
+	char *end;
+	long long issue;
+	int n = cmd_args(u->text, args, COMMANDS_ARGS_MAX);
+	json_object *body, *repo;
+	struct cmd_call *c;
+
+	if (n < 2 || n > 3 || (slash = strchr(args[0], '/')) == NULL) {
+		bot_say(b, u->chat, "Usage: /new owner/name issue [structured|terminal]");
+		return;
+	}
+	memcpy(owner, args[0], (size_t)(slash - args[0]));
+	owner[slash - args[0]] = '\0';
+	errno = 0;
+	issue = strtoll(args[1], &end, 10);
+	if (!session_owner_valid(owner) || !session_name_valid(slash + 1) || errno != 0 ||
+	    *end != '\0' || end == args[1] || !session_issue_valid(issue)) {
+		bot_say(b, u->chat,
+			"That is not owner/name issue (a GitHub owner and repository, an issue "
+			"number).");
+		return;
+	}
+	if (n == 3) {
+		if (strcmp(args[2], "structured") != 0 && strcmp(args[2], "terminal") != 0) {
+			bot_say(b, u->chat, "The mode is structured or terminal.");
+			return;
+		}
+		mode = args[2];
+	}
+	if ((c = cmd_call(b, u, NULL)) == NULL)
+		return;
+	body = json_object_new_object();
+	repo = json_object_new_object();
+	json_object_object_add(repo, "owner", json_object_new_string(owner));
+	json_object_object_add(repo, "name", json_object_new_string(slash + 1));
+	json_object_object_add(body, "repo", repo);
+	json_object_object_add(body, "issue", json_object_new_int64(issue));
+	if (mode != NULL)
+		json_object_object_add(body, "mode", json_object_new_string(mode));
+	cmd_send(c, "POST", "/sessions", body, true, cmd_new_done);
+}
+
+/* ---- /use ------------------------------------------------------------------------------------ */
+
+static void cmd_use_done(void *arg, const struct agentc_answer *a)
+{
+	struct cmd_call *c = arg;
+	char msg[COMMANDS_MSG_MAX];
+
+	if (a->aborted) {
+		free(c);
+		return;
+	}
+	if (a->status == 200) {
+		const char *mode = cmd_str(a->body, "mode"), *act = cmd_str(a->body, "activity");
+
+		cmd_choose(c->b, c->chat, c->session);
+		snprintf(msg, sizeof(msg), "This chat's session is %s (%s mode, %s).%s", c->session,
+			 mode ? mode : "?", act ? act : "?",
+			 mode != NULL && strcmp(mode, "structured") == 0
+			     ? " Write to prompt it."
+			     : " /mode structured lets you prompt it from here.");
+		bot_say(c->b, c->chat, msg);
+		approvals_pending(c->b, a->body, NULL, NULL);
+	} else if (a->status == 404) {
+		snprintf(msg, sizeof(msg), "There is no session %s. /sessions lists them.",
+			 c->session);
+		bot_say(c->b, c->chat, msg);
+	} else {
+		snprintf(msg, sizeof(msg), "%s: %s", c->session, a->err);
+		bot_say(c->b, c->chat, msg);
+	}
+	free(c);
+}
+
+static void cmd_use(struct bot *b, const struct botapi_update *u)
+{
+	char args[COMMANDS_ARGS_MAX][COMMANDS_ARG_MAX], path[COMMANDS_ARG_MAX + 64];
+	struct cmd_call *c;
+
+	if (cmd_args(u->text, args, 1) != 1 || !session_id_valid(args[0])) {
+		bot_say(b, u->chat, "Usage: /use <id> (an id of /sessions, such as widgets-42)");
+		return;
+	}
+	if ((c = cmd_call(b, u, args[0])) == NULL)
+		return;
+	snprintf(path, sizeof(path), "/sessions/%s", args[0]);
+	cmd_send(c, "GET", path, NULL, false, cmd_use_done);
+}
+
+/* ---- /mode ----------------------------------------------------------------------------------- */
+
+static void cmd_mode_done(void *arg, const struct agentc_answer *a)
+{
+	struct cmd_call *c = arg;
+	char msg[COMMANDS_MSG_MAX];
+
+	if (a->aborted) {
+		free(c);
+		return;
+	}
+	if (a->status == 200)
+		snprintf(msg, sizeof(msg), "%s is in %s mode now.%s", c->session, c->extra,
+			 strcmp(c->extra, "structured") == 0 ? " Write to prompt it." : "");
+	else
+		snprintf(msg, sizeof(msg), "%s stays as it is: %s", c->session, a->err);
+	bot_say(c->b, c->chat, msg);
+	free(c);
+}
+
+static void cmd_mode(struct bot *b, const struct botapi_update *u)
+{
+	char args[COMMANDS_ARGS_MAX][COMMANDS_ARG_MAX], path[COMMANDS_ARG_MAX + 64];
+	const char *session;
+	struct cmd_call *c;
+	json_object *body;
+
+	if (cmd_args(u->text, args, 1) != 1 ||
+	    (strcmp(args[0], "terminal") != 0 && strcmp(args[0], "structured") != 0)) {
+		bot_say(b, u->chat, "Usage: /mode terminal|structured");
+		return;
+	}
+	if ((session = cmd_current(b, u)) == NULL || (c = cmd_call(b, u, session)) == NULL)
+		return;
+	snprintf(c->extra, sizeof(c->extra), "%s", args[0]);
+	body = json_object_new_object();
+	json_object_object_add(body, "mode", json_object_new_string(args[0]));
+	snprintf(path, sizeof(path), "/sessions/%s/mode", session);
+	cmd_send(c, "POST", path, body, true, cmd_mode_done);
+}
+
+/* ---- /stop ----------------------------------------------------------------------------------- */
+
+static void cmd_stop_done(void *arg, const struct agentc_answer *a)
+{
+	struct cmd_call *c = arg;
+	const char *wt = cmd_str(a->body, "worktree"), *reason = cmd_str(a->body, "reason");
+	const char *kept_ref = cmd_str(a->body, "keptRef");
+	char msg[COMMANDS_MSG_MAX];
+	json_object *v;
+
+	if (a->aborted) {
+		free(c);
+		return;
+	}
+	if (a->status != 200) {
+		snprintf(msg, sizeof(msg), "%s was not stopped: %s", c->session, a->err);
+		bot_say(c->b, c->chat, msg);
+		free(c);
+		return;
+	}
+	state_unfollow_all(c->b->st, c->session);
+	bot_changed(c->b);
+	if (wt != NULL && strcmp(wt, "kept") == 0)
+		snprintf(msg, sizeof(msg),
+			 "%s is stopped. Its worktree is kept: %s. /stop %s force removes it "
+			 "anyway (its commits stay under refs/agentd/kept/).",
+			 c->session, reason ? reason : "it would lose work", c->session);
+	else if (wt != NULL && strcmp(wt, "removed") == 0)
+		snprintf(msg, sizeof(msg), "%s is stopped and its worktree removed%s%s%s.",
+			 c->session,
+			 json_object_object_get_ex(a->body, "ignoredRemoved", &v) &&
+				 json_object_get_int64(v) > 0
+			     ? " (with its ignored files)"
+			     : "",
+			 kept_ref != NULL ? "; its commits are kept as " : "",
+			 kept_ref != NULL ? kept_ref : "");
+	else
+		snprintf(msg, sizeof(msg), "%s is stopped (it had no worktree).", c->session);
+	bot_say(c->b, c->chat, msg);
+	free(c);
+}
+
+static void cmd_stop(struct bot *b, const struct botapi_update *u)
+{
+	char args[COMMANDS_ARGS_MAX][COMMANDS_ARG_MAX], path[COMMANDS_ARG_MAX + 64];
+	const char *session = NULL;
+	bool force = false;
+	struct cmd_call *c;
+	int n = cmd_args(u->text, args, 2);
+
+	for (int i = 0; i < n; i++) {
+		if (strcmp(args[i], "force") == 0 && !force)
+			force = true;
+		else if (session == NULL && session_id_valid(args[i]))
+			session = args[i];
+		else
+			n = -1;
+	}
+	if (n < 0) {
+		bot_say(b, u->chat, "Usage: /stop [<id>] [force]");
+		return;
+	}
+	if (session == NULL && (session = cmd_current(b, u)) == NULL)
+		return;
+	if ((c = cmd_call(b, u, session)) == NULL)
+		return;
+	snprintf(path, sizeof(path), "/sessions/%s%s", session, force ? "?force=true" : "");
+	cmd_send(c, "DELETE", path, NULL, true, cmd_stop_done);
+}
+
+/* ---- /interrupt ------------------------------------------------------------------------------ */
+
+static void cmd_interrupt_done(void *arg, const struct agentc_answer *a)
+{
+	struct cmd_call *c = arg;
+	char msg[COMMANDS_MSG_MAX];
+
+	if (a->aborted) {
+		free(c);
+		return;
+	}
+	if (a->status == 200)
+		snprintf(msg, sizeof(msg), "%s: interrupted; its turn ends now.", c->session);
+	else
+		snprintf(msg, sizeof(msg), "%s: %s", c->session, a->err);
+	bot_say(c->b, c->chat, msg);
+	free(c);
+}
+
+static void cmd_interrupt(struct bot *b, const struct botapi_update *u)
+{
+	char path[COMMANDS_ARG_MAX + 64];
+	const char *session;
+	struct cmd_call *c;
+
+	if ((session = cmd_current(b, u)) == NULL || (c = cmd_call(b, u, session)) == NULL)
+		return;
+	snprintf(path, sizeof(path), "/sessions/%s/interrupt", session);
+	cmd_send(c, "POST", path, NULL, true, cmd_interrupt_done);
+}
+
+/* ---- dispatch -------------------------------------------------------------------------------- */
+
+void commands_message(struct bot *b, const struct botapi_update *u)
+{
+	char word[COMMANDS_WORD_MAX];
+	const char *session;
+
+	commands_word(u->text, word, sizeof(word));
+	if (u->text[0] != '/') {
+		if (strlen(u->text) > COMMANDS_PROMPT_MAX) {
+			bot_say(b, u->chat, "That prompt is too long for agent-daemon (8 KiB).");
+			return;
+		}
+		if ((session = cmd_current(b, u)) != NULL)
+			turns_prompt(b, u->chat, u->user, session, u->text);
+		return;
+	}
+	if (strcmp(word, "sessions") == 0) {
+		struct cmd_call *c = cmd_call(b, u, NULL);
+
+		if (c != NULL)
+			cmd_send(c, "GET", "/sessions", NULL, false, cmd_sessions_done);
+	} else if (strcmp(word, "new") == 0) {
+		cmd_new(b, u);
+	} else if (strcmp(word, "use") == 0) {
+		cmd_use(b, u);
+	} else if (strcmp(word, "mode") == 0) {
+		cmd_mode(b, u);
+	} else if (strcmp(word, "stop") == 0) {
+		cmd_stop(b, u);
+	} else if (strcmp(word, "interrupt") == 0) {
+		cmd_interrupt(b, u);
+	} else if (strcmp(word, "help") == 0 || strcmp(word, "start") == 0) {
+		bot_say(b, u->chat, COMMANDS_HELP);
+	} else {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "Unknown command /%s. /help lists them.", word);
+		bot_say(b, u->chat, msg);
+	}
+}

@@ -1,0 +1,396 @@
+#include "render.h"
+
+#include "session.h"
+#include "split.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RENDER_LINE_MAX 1024
+
+static const char *render_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* Copies the first line of s, cut to max UTF-16 units with an ellipsis when cut. */
+static void render_cut(char *out, size_t outlen, const char *s, size_t max)
+{
+	size_t len = strcspn(s, "\r\n"), keep;
+	bool cut = s[len] != '\0' && s[len + strspn(s + len, "\r\n")] != '\0';
+
+	if (split_units(s, len) > max) {
+		len = split_prefix(s, len, max > 1 ? max - 1 : max);
+		cut = true;
+	}
+	keep = len < outlen - 4 ? len : outlen - 4;
+	/* outlen - 4 may cut inside a character: back off to its start. */
+	while (keep > 0 && keep < len && ((unsigned char)s[keep] & 0xc0) == 0x80)
+		keep--;
+	memcpy(out, s, keep);
+	if (cut || keep < len)
+		memcpy(out + keep, "…", sizeof("…"));
+	else
+		out[keep] = '\0';
+}
+
+/* A paragraph: separated from what comes before by a blank line. */
+static int render_para(struct buf *out, const char *text, size_t len)
+{
+	int r = 0;
+
+	if (out->len > 0 && out->p[out->len - 1] != '\n')
+		r = buf_adds(out, "\n\n");
+	else if (out->len > 1 && out->p[out->len - 2] != '\n')
+		r = buf_adds(out, "\n");
+	return r < 0 ? r : buf_add(out, text, len);
+}
+
+/* A line of its own (tool uses, notes). */
+static int render_line(struct buf *out, const char *line)
+{
+	int r = 0;
+
+	if (out->len > 0 && out->p[out->len - 1] != '\n')
+		r = buf_adds(out, "\n");
+	if (r == 0)
+		r = buf_adds(out, line);
+	return r < 0 ? r : buf_adds(out, "\n");
+}
+
+void render_tool(char *out, size_t outlen, const char *tool, json_object *input)
+{
+	static const char *const keys[] = {"command", "file_path",   "notebook_path",
+					   "path",    "pattern",     "url",
+					   "query",   "description", "prompt"};
+	const char *arg = NULL;
+	char cut[RENDER_LINE_MAX];
+
+	for (size_t i = 0; arg == NULL && i < sizeof(keys) / sizeof(keys[0]); i++)
+		arg = render_str(input, keys[i]);
+	if (tool == NULL || *tool == '\0')
+		tool = "a tool";
+	if (arg == NULL || *arg == '\0') {
+		render_cut(out, outlen, tool, RENDER_TOOL_MAX);
+		return;
+	}
+	snprintf(cut, sizeof(cut), "%s: %s", tool, arg);
+	render_cut(out, outlen, cut, RENDER_TOOL_MAX);
+}
+
+static int render_assistant(struct buf *out, json_object *data)
+{
+	json_object *msg, *content;
+	int r = 0;
+
+	if (!json_object_object_get_ex(data, "message", &msg) ||
+	    !json_object_object_get_ex(msg, "content", &content) ||
+	    !json_object_is_type(content, json_type_array))
+		return 0;
+	for (size_t i = 0; r == 0 && i < json_object_array_length(content); i++) {
+		json_object *b = json_object_array_get_idx(content, i), *input = NULL;
+		const char *type = render_str(b, "type"), *text;
+		char line[RENDER_LINE_MAX + 64];
+
+		if (type == NULL)
+			continue;
+		if (strcmp(type, "text") == 0 && (text = render_str(b, "text")) != NULL) {
+			size_t len = strlen(text);
+
+			while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+				len--;
+			if (len > 0)
+				r = render_para(out, text, len);
+		} else if (strcmp(type, "tool_use") == 0) {
+			char tool[RENDER_LINE_MAX];
+
+			json_object_object_get_ex(b, "input", &input);
+			render_tool(tool, sizeof(tool), render_str(b, "name"), input);
+			snprintf(line, sizeof(line), "🔧 %s", tool);
+			r = render_line(out, line);
+		}
+	}
+	return r;
+}
+
+/* The text of a tool_result's content: a string, or the first text block. */
+static const char *render_result_text(json_object *b)
+{
+	json_object *c;
+
+	if (!json_object_object_get_ex(b, "content", &c))
+		return NULL;
+	if (json_object_is_type(c, json_type_string))
+		return json_object_get_string(c);
+	if (json_object_is_type(c, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(c); i++) {
+			const char *t = render_str(json_object_array_get_idx(c, i), "text");
+
+			if (t != NULL)
+				return t;
+		}
+	return NULL;
+}
+
+static int render_user(struct buf *out, json_object *data)
+{
+	json_object *msg, *content, *err;
+	int r = 0;
+
+	if (!json_object_object_get_ex(data, "message", &msg) ||
+	    !json_object_object_get_ex(msg, "content", &content) ||
+	    !json_object_is_type(content, json_type_array))
+		return 0;
+	for (size_t i = 0; r == 0 && i < json_object_array_length(content); i++) {
+		json_object *b = json_object_array_get_idx(content, i);
+		const char *type = render_str(b, "type"), *text;
+		char cut[RENDER_LINE_MAX], line[RENDER_LINE_MAX + 16];
+
+		if (type == NULL)
+			continue;
+		if (strcmp(type, "tool_result") == 0 &&
+		    json_object_object_get_ex(b, "is_error", &err) &&
+		    json_object_get_boolean(err)) {
+			text = render_result_text(b);
+			render_cut(cut, sizeof(cut), text != NULL ? text : "the tool failed",
+				   RENDER_ERROR_MAX);
+			snprintf(line, sizeof(line), "⚠️ %s", cut);
+			r = render_line(out, line);
+		} else if (strcmp(type, "text") == 0 && (text = render_str(b, "text")) != NULL &&
+			   strncmp(text, "[Request interrupted", 20) == 0) {
+			r = render_line(out, "⏹ interrupted");
+		}
+	}
+	return r;
+}
+
+static int render_result(struct buf *out, json_object *data)
+{
+	json_object *v, *errors;
+	const char *subtype = render_str(data, "subtype");
+	bool is_error =
+	    json_object_object_get_ex(data, "is_error", &v) && json_object_get_boolean(v);
+	char line[RENDER_LINE_MAX + 64], part[128], cut[RENDER_LINE_MAX];
+	int64_t turns = -1;
+
+	if (json_object_object_get_ex(data, "num_turns", &v) &&
+	    json_object_is_type(v, json_type_int))
+		turns = json_object_get_int64(v);
+	snprintf(line, sizeof(line), "%s %s", is_error ? "❌" : "✅",
+		 is_error ? (subtype != NULL ? subtype : "failed") : "done");
+	if (turns >= 0) {
+		snprintf(part, sizeof(part), " · %lld turn%s", (long long)turns,
+			 turns == 1 ? "" : "s");
+		strncat(line, part, sizeof(line) - strlen(line) - 1);
+	}
+	if (json_object_object_get_ex(data, "total_cost_usd", &v) &&
+	    (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int))) {
+		snprintf(part, sizeof(part), " · $%.4f", json_object_get_double(v));
+		strncat(line, part, sizeof(line) - strlen(line) - 1);
+	}
+	if (json_object_object_get_ex(data, "duration_ms", &v) &&
+	    json_object_is_type(v, json_type_int)) {
+		snprintf(part, sizeof(part), " · %.1f s",
+			 (double)json_object_get_int64(v) / 1000.0);
+		strncat(line, part, sizeof(line) - strlen(line) - 1);
+	}
+	if (is_error && json_object_object_get_ex(data, "errors", &errors) &&
+	    json_object_is_type(errors, json_type_array) && json_object_array_length(errors) > 0 &&
+	    json_object_is_type(json_object_array_get_idx(errors, 0), json_type_string)) {
+		render_cut(cut, sizeof(cut),
+			   json_object_get_string(json_object_array_get_idx(errors, 0)),
+			   RENDER_ERROR_MAX);
+		strncat(line, "\n", sizeof(line) - strlen(line) - 1);
+		strncat(line, cut, sizeof(line) - strlen(line) - 1);
+	}
+	return render_para(out, line, strlen(line));
+}
+
+int render_turn_event(struct buf *out, const char *name, json_object *data)
+{
+	char line[RENDER_LINE_MAX + 64], cut[RENDER_LINE_MAX];
+	const char *s;
+
+	if (strcmp(name, "assistant") == 0)
+		return render_assistant(out, data);
+	if (strcmp(name, "user") == 0)
+		return render_user(out, data);
+	if (strcmp(name, "result") == 0)
+		return render_result(out, data);
+	if (strcmp(name, "permission") == 0) {
+		s = render_str(data, "toolName");
+		render_cut(cut, sizeof(cut), s != NULL ? s : "a tool", RENDER_TOOL_MAX);
+		snprintf(line, sizeof(line), "⏸ %s waits for approval", cut);
+		return render_line(out, line);
+	}
+	if (strcmp(name, "error") == 0) {
+		s = render_str(data, "error");
+		render_cut(cut, sizeof(cut), s != NULL ? s : "the stream ended", RENDER_ERROR_MAX);
+		snprintf(line, sizeof(line), "⚠️ %s", cut);
+		return render_para(out, line, strlen(line));
+	}
+	return 0;
+}
+
+bool render_turn_ends(const char *name)
+{
+	return strcmp(name, "result") == 0 || strcmp(name, "error") == 0;
+}
+
+int render_permission(struct buf *out, const char *session, json_object *data, const char *web_url)
+{
+	json_object *input = NULL;
+	const char *tool = render_str(data, "toolName"), *desc = render_str(data, "description");
+	const char *arg = NULL;
+	char cut[RENDER_LINE_MAX];
+	int r;
+
+	json_object_object_get_ex(data, "input", &input);
+	if (tool == NULL || *tool == '\0')
+		tool = "a tool";
+	render_cut(cut, sizeof(cut), tool, RENDER_TOOL_MAX);
+	r = buf_addf(out, "🔐 %s asks to use %s", session, cut);
+	{
+		static const char *const keys[] = {"command", "file_path", "notebook_path", "path",
+						   "pattern", "url",       "query"};
+
+		for (size_t i = 0; arg == NULL && i < sizeof(keys) / sizeof(keys[0]); i++)
+			arg = render_str(input, keys[i]);
+	}
+	/* The command itself may span lines: it is shown whole up to the limit. */
+	if (r == 0 && arg != NULL && *arg != '\0') {
+		size_t len = strlen(arg);
+
+		if (split_units(arg, len) > RENDER_PERM_MAX)
+			len = split_prefix(arg, len, RENDER_PERM_MAX);
+		r = buf_adds(out, "\n");
+		if (r == 0)
+			r = buf_add(out, arg, len);
+		if (r == 0 && len < strlen(arg))
+			r = buf_adds(out, "…");
+	}
+	if (r == 0 && desc != NULL && *desc != '\0' && (arg == NULL || strcmp(desc, arg) != 0)) {
+		render_cut(cut, sizeof(cut), desc, RENDER_PERM_MAX);
+		r = buf_addf(out, "\n(%s)", cut);
+	}
+	if (r == 0 && web_url != NULL)
+		r = buf_addf(out, "\nIn the terminal: %s/#/s/%s", web_url, session);
+	return r;
+}
+
+void render_decision(char *out, size_t outlen, const char *behavior, const char *by,
+		     const char *who, bool for_session)
+{
+	char elsewhere[RENDER_DECISION_MAX];
+
+	if (who != NULL) {
+		if (behavior != NULL && strcmp(behavior, "deny") == 0)
+			snprintf(out, outlen, "⛔ Denied by %s", who);
+		else
+			snprintf(out, outlen, "✅ Allowed%s by %s",
+				 for_session ? " for this session" : "", who);
+		return;
+	}
+	if (by == NULL || *by == '\0')
+		snprintf(elsewhere, sizeof(elsewhere), "another client");
+	else if (strncmp(by, "telegram:", 9) == 0)
+		snprintf(elsewhere, sizeof(elsewhere), "Telegram user %.64s", by + 9);
+	else if (strcmp(by, "client") == 0)
+		snprintf(elsewhere, sizeof(elsewhere), "another client");
+	else
+		snprintf(elsewhere, sizeof(elsewhere), "%.64s", by);
+	if (by != NULL && strcmp(by, "timeout") == 0)
+		snprintf(out, outlen, "⌛ Denied: nobody answered in time");
+	else if (by != NULL && strcmp(by, "terminal") == 0)
+		snprintf(out, outlen, "⌨️ Answered in the terminal");
+	else if (behavior != NULL && strcmp(behavior, "allow") == 0)
+		snprintf(out, outlen, "✅ Allowed by %s", elsewhere);
+	else if (behavior != NULL && strcmp(behavior, "deny") == 0)
+		snprintf(out, outlen, "⛔ Denied by %s", elsewhere);
+	else if (behavior != NULL && strcmp(behavior, "withdrawn") == 0)
+		snprintf(out, outlen, "↩️ Withdrawn (%s)", elsewhere);
+	else
+		snprintf(out, outlen, "Answered by %s", elsewhere);
+}
+
+/* Sort rank of an activity: waiting first. */
+static int render_rank(const char *activity)
+{
+	static const char *const order[] = {"waiting", "working", "idle", "exited"};
+
+	for (int i = 0; activity != NULL && i < 4; i++)
+		if (strcmp(activity, order[i]) == 0)
+			return i;
+	return 4;
+}
+
+static const char *render_mark(int rank)
+{
+	static const char *const marks[] = {"⏳", "⚙️", "💤", "⏹", "•"};
+
+	return marks[rank];
+}
+
+int render_sessions(struct buf *out, json_object *sessions, const char *current)
+{
+	size_t n =
+	    json_object_is_type(sessions, json_type_array) ? json_object_array_length(sessions) : 0;
+	int r = 0;
+
+	if (n == 0)
+		return buf_adds(out,
+				"No sessions. Start one with /new owner/name issue [structured].");
+	for (int rank = 0; r == 0 && rank <= 4; rank++) {
+		for (size_t i = 0; r == 0 && i < n; i++) {
+			json_object *s = json_object_array_get_idx(sessions, i), *pending, *p0;
+			const char *id = render_str(s, "id"), *act = render_str(s, "activity");
+			const char *mode = render_str(s, "mode"), *state = render_str(s, "state");
+			bool plain_state = state == NULL || strcmp(state, "running") == 0 ||
+					   strcmp(state, "attached") == 0;
+
+			if (id == NULL || render_rank(act) != rank)
+				continue;
+			r = buf_addf(out, "%s%s %s · %s%s%s%s%s%s\n",
+				     current != NULL && strcmp(current, id) == 0 ? "▶ " : "",
+				     render_mark(rank), id, act != NULL ? act : "?",
+				     mode != NULL ? " · " : "", mode != NULL ? mode : "",
+				     plain_state ? "" : " (", plain_state ? "" : state,
+				     plain_state ? "" : ")");
+			if (r == 0 && json_object_object_get_ex(s, "pending", &pending) &&
+			    json_object_is_type(pending, json_type_array) &&
+			    json_object_array_length(pending) > 0) {
+				char tool[RENDER_LINE_MAX], what[RENDER_LINE_MAX];
+				const char *name, *desc;
+
+				p0 = json_object_array_get_idx(pending, 0);
+				name = render_str(p0, "toolName");
+				desc = render_str(p0, "description");
+				snprintf(tool, sizeof(tool), "%s%s%s",
+					 name != NULL ? name : "a tool",
+					 desc != NULL && *desc != '\0' ? ": " : "",
+					 desc != NULL ? desc : "");
+				render_cut(what, sizeof(what), tool, RENDER_TOOL_MAX);
+				r = buf_addf(out, "    waits for %s\n", what);
+			}
+		}
+	}
+	return r;
+}
+
+void render_user_name(char *out, size_t outlen, const char *first_name, long long id)
+{
+	char tmp[RENDER_NAME_MAX + 8];
+
+	if (first_name == NULL || *first_name == '\0') {
+		snprintf(out, outlen, "user %lld", id);
+		return;
+	}
+	render_cut(tmp, sizeof(tmp), first_name, RENDER_NAME_MAX / 2);
+	snprintf(out, outlen, "%s", tmp);
+}

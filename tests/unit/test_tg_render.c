@@ -1,0 +1,162 @@
+/*
+ * render (agentd-telegram): a turn's events become readable text (the assistant's text as
+ * paragraphs, tool uses in one short line, failed tools, the result with turns, cost and time,
+ * nothing for the events a reader does not need); a permission message names the session, the
+ * tool and what it runs, with a link for a terminal session; the decision line says who decided
+ * and how; /sessions lists those waiting first.
+ */
+#include "render.h"
+#include "split.h"
+
+#include <criterion/criterion.h>
+
+#include <string.h>
+
+static json_object *J(const char *text)
+{
+	json_object *o = json_tokener_parse(text);
+
+	cr_assert_not_null(o, "test JSON: %s", text);
+	return o;
+}
+
+static void add(struct buf *b, const char *name, const char *data)
+{
+	json_object *o = J(data);
+
+	cr_assert_eq(render_turn_event(b, name, o), 0);
+	json_object_put(o);
+}
+
+Test(tg_render, a_turn_reads_as_text)
+{
+	struct buf b;
+
+	buf_init(&b, 0);
+	add(&b, "system", "{\"type\":\"system\",\"subtype\":\"init\"}");
+	add(&b, "assistant",
+	    "{\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"I will run it.\\n\"},"
+	    "{\"type\":\"tool_use\",\"name\":\"Bash\",\"input\":{\"command\":\"touch a\\nrm b\","
+	    "\"description\":\"make a\"}}]}}");
+	add(&b, "permission", "{\"toolName\":\"Bash\",\"requestId\":\"r1\"}");
+	add(&b, "user",
+	    "{\"message\":{\"content\":[{\"type\":\"tool_result\",\"is_error\":true,"
+	    "\"content\":\"permission denied\\nmore\"}]}}");
+	add(&b, "user",
+	    "{\"message\":{\"content\":[{\"type\":\"tool_result\",\"content\":\"ok\"}]}}");
+	add(&b, "stream_event", "{\"event\":{}}");
+	add(&b, "assistant",
+	    "{\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Done.\"}]}}");
+	add(&b, "result",
+	    "{\"subtype\":\"success\",\"is_error\":false,\"num_turns\":2,"
+	    "\"total_cost_usd\":0.01234,\"duration_ms\":4200,\"result\":\"Done.\"}");
+	cr_assert_str_eq(buf_str(&b), "I will run it.\n"
+				      "🔧 Bash: touch a…\n"
+				      "⏸ Bash waits for approval\n"
+				      "⚠️ permission denied…\n"
+				      "\n"
+				      "Done.\n"
+				      "\n"
+				      "✅ done · 2 turns · $0.0123 · 4.2 s");
+	cr_assert(render_turn_ends("result"));
+	cr_assert(render_turn_ends("error"));
+	cr_assert(!render_turn_ends("assistant"));
+	buf_free(&b);
+}
+
+Test(tg_render, a_failed_turn_says_why)
+{
+	struct buf b;
+
+	buf_init(&b, 0);
+	add(&b, "result",
+	    "{\"subtype\":\"error_during_execution\",\"is_error\":true,\"num_turns\":1,"
+	    "\"errors\":[\"boom\"]}");
+	cr_assert_str_eq(buf_str(&b), "❌ error_during_execution · 1 turn\nboom");
+	buf_reset(&b);
+	add(&b, "error", "{\"error\":\"the agent host exited\",\"code\":\"host_exited\"}");
+	cr_assert_str_eq(buf_str(&b), "⚠️ the agent host exited");
+	buf_free(&b);
+}
+
+Test(tg_render, a_long_tool_line_is_cut)
+{
+	char out[1024], cmd[2000];
+	json_object *in;
+
+	memset(cmd, 'x', sizeof(cmd) - 1);
+	cmd[sizeof(cmd) - 1] = '\0';
+	in = json_object_new_object();
+	json_object_object_add(in, "command", json_object_new_string(cmd));
+	render_tool(out, sizeof(out), "Bash", in);
+	cr_assert_leq(split_units(out, strlen(out)), RENDER_TOOL_MAX);
+	cr_assert_str_eq(out + strlen(out) - strlen("…"), "…");
+	json_object_put(in);
+	render_tool(out, sizeof(out), "TodoWrite", NULL);
+	cr_assert_str_eq(out, "TodoWrite");
+}
+
+Test(tg_render, permission_messages)
+{
+	struct buf b;
+	json_object *d = J("{\"requestId\":\"r1\",\"toolName\":\"Bash\",\"input\":{\"command\":"
+			   "\"touch f\"},\"description\":\"make f\"}");
+
+	buf_init(&b, 0);
+	cr_assert_eq(render_permission(&b, "widgets-1", d, NULL), 0);
+	cr_assert_str_eq(buf_str(&b), "🔐 widgets-1 asks to use Bash\ntouch f\n(make f)");
+	buf_reset(&b);
+	cr_assert_eq(render_permission(&b, "widgets-1", d, "https://box:8443"), 0);
+	cr_assert_str_eq(buf_str(&b), "🔐 widgets-1 asks to use Bash\ntouch f\n(make f)\n"
+				      "In the terminal: https://box:8443/#/s/widgets-1");
+	json_object_put(d);
+	buf_free(&b);
+}
+
+Test(tg_render, decisions)
+{
+	char out[RENDER_DECISION_MAX];
+
+	render_decision(out, sizeof(out), "allow", NULL, "Alice", false);
+	cr_assert_str_eq(out, "✅ Allowed by Alice");
+	render_decision(out, sizeof(out), "allow", NULL, "Alice", true);
+	cr_assert_str_eq(out, "✅ Allowed for this session by Alice");
+	render_decision(out, sizeof(out), "deny", NULL, "Bob", false);
+	cr_assert_str_eq(out, "⛔ Denied by Bob");
+	render_decision(out, sizeof(out), "allow", "client", NULL, false);
+	cr_assert_str_eq(out, "✅ Allowed by another client");
+	render_decision(out, sizeof(out), "deny", "telegram:1001", NULL, false);
+	cr_assert_str_eq(out, "⛔ Denied by Telegram user 1001");
+	render_decision(out, sizeof(out), "deny", "timeout", NULL, false);
+	cr_assert_str_eq(out, "⌛ Denied: nobody answered in time");
+	render_decision(out, sizeof(out), NULL, "terminal", NULL, false);
+	cr_assert_str_eq(out, "⌨️ Answered in the terminal");
+	render_decision(out, sizeof(out), "withdrawn", "exit", NULL, false);
+	cr_assert_str_eq(out, "↩️ Withdrawn (exit)");
+}
+
+Test(tg_render, sessions_waiting_first)
+{
+	struct buf b;
+	json_object *list = J("[{\"id\":\"a-1\",\"activity\":\"idle\",\"mode\":\"structured\","
+			      "\"state\":\"running\"},"
+			      "{\"id\":\"b-2\",\"activity\":\"waiting\",\"mode\":\"terminal\","
+			      "\"state\":\"attached\",\"pending\":[{\"requestId\":\"r\","
+			      "\"toolName\":\"Bash\",\"description\":\"rm -rf build\"}]},"
+			      "{\"id\":\"c-3\",\"activity\":\"exited\",\"mode\":\"terminal\","
+			      "\"state\":\"failed\"}]");
+
+	buf_init(&b, 0);
+	cr_assert_eq(render_sessions(&b, list, "a-1"), 0);
+	cr_assert_str_eq(buf_str(&b), "⏳ b-2 · waiting · terminal\n"
+				      "    waits for Bash: rm -rf build\n"
+				      "▶ 💤 a-1 · idle · structured\n"
+				      "⏹ c-3 · exited · terminal (failed)\n");
+	json_object_put(list);
+	list = J("[]");
+	buf_reset(&b);
+	cr_assert_eq(render_sessions(&b, list, NULL), 0);
+	cr_assert_not_null(strstr(buf_str(&b), "No sessions"));
+	json_object_put(list);
+	buf_free(&b);
+}
