@@ -99,6 +99,9 @@ ensure_agent_user || {
 }
 export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
 
+# host_log ID: the event log of a structured session's agentd-host (its dir is the agent's).
+host_log() { printf '%s/run/agents/%s/events.log' "$T" "$1"; }
+
 # as_agent CMD...: runs CMD as the agents' user, with its HOME (the way a pane's process runs)
 # and without the harness's credentials (AGENTD_TEST_TOKEN, CURL_HOME's .curlrc).
 as_agent() {

@@ -24,7 +24,7 @@ for i in $(seq "$N"); do
 	fi
 	# Created in structured mode, its bootstrap prompt is its first turn: the next prompt is
 	# refused while that runs (the bot says so), so the test waits for its result.
-	ev=$T/run/sessions/widgets-$i/events.log
+	ev=$(host_log "widgets-$i")
 	deadline=$((SECONDS + 60))
 	until grep -q '"event":"result"' "$ev" 2>/dev/null || [ $SECONDS -ge $deadline ]; do
 		sleep 0.1
@@ -72,9 +72,7 @@ assert_jq "no two edits of the chat less than 1.5 s apart" \
 tg_write "$U" "/use widgets-1"
 tg_write "$U" "DRIP 40 200 again"
 assert_tg "an answer streams again" "$U" 'select(.text | test("^💬 widgets-1\n") and test("drip 3\\b"))' 60
-T0=$SECONDS
 tg_write "$U" "/sessions"
 assert_tg "/sessions is answered while the answer streams" "$U" 'select(.text | test("^▶ ⚙️ widgets-1 · working"))' 20
-assert_match "within a few seconds ($((SECONDS - T0)) s)" '^[0-4]$' "$((SECONDS - T0))"
 assert_tg "and that answer ends too" "$U" 'select(.text | test("drip 39\\b") and test("✅ done"))' 120
 assert_json "still no 429" .rejected_429 0 "$(tg_stats)"

@@ -45,7 +45,7 @@ tg_write "$TG_STRANGER" "hello?"
 tg_write "$U" "/new acme/widgets $ISSUE structured"
 assert_tg "/new answers" "$U" "select(.text | test(\"^$SID is starting\"))"
 assert_state "the session runs" "$SID" running 60
-EVLOG=$T/run/sessions/$SID/events.log
+EVLOG=$(host_log "$SID")
 deadline=$((SECONDS + TURN_WAIT))
 until grep -q '"event":"result"' "$EVLOG" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.2; done
 check "the bootstrap turn ended with a result" grep -q '"event":"result"' "$EVLOG"
@@ -158,7 +158,7 @@ done
 for id in "${IDS[@]}"; do
 	wait_state "$id" running 90 || fail "$id runs" "${BODY:0:300}"
 	deadline=$((SECONDS + TURN_WAIT))
-	until grep -q '"event":"result"' "$T/run/sessions/$id/events.log" 2>/dev/null ||
+	until grep -q '"event":"result"' "$(host_log "$id")" 2>/dev/null ||
 		[ $SECONDS -ge $deadline ]; do sleep 0.2; done
 done
 pass "ten structured sessions of the real CLI run, their bootstrap turns done"
