@@ -276,6 +276,9 @@ before_pending() {
 	sse_start turn POST "/sessions/$S/prompt" "{\"prompt\":\"RUNBASH touch ran-${S##*-}-$1\"}"
 	sse_wait_event turn '.event == "permission"' 20
 	RID=$(sse_permission_ids turn | head -n 1)
+	# Pending as every client sees it: /events announced it too (the hub's copy of the host's
+	# stream can lag the prompt's; a request never announced needs no withdrawal there).
+	follow_has ev "select(.event == \"permission\") | .data | fromjson | select(.requestId == \"$RID\")"
 }
 after_pending() {
 	local file=$T/code/widgets-issue-${S##*-}/ran-${S##*-}-$1
