@@ -18,8 +18,9 @@ static void agentuser_canon(const char *p, char *out, size_t outlen)
 	char buf[PATH_MAX];
 	size_t n;
 
-	if (realpath(p, buf) != NULL) {
-		snprintf(out, outlen, "%s", buf);
+	/* A resolved path that does not fit is not used (a cut path would compare wrong). */
+	if (realpath(p, buf) != NULL && (n = strlen(buf)) < outlen) {
+		memcpy(out, buf, n + 1);
 		return;
 	}
 	snprintf(out, outlen, "%s", p);

@@ -85,8 +85,10 @@ static struct cmd_call *cmd_call(struct bot *b, const struct botapi_update *u, c
 	c->b = b;
 	c->chat = u->chat;
 	c->user = u->user;
-	if (session != NULL)
-		snprintf(c->session, sizeof(c->session), "%s", session);
+	/* Ids are checked before they get here; one that does not fit names no session. */
+	if (session != NULL &&
+	    snprintf(c->session, sizeof(c->session), "%s", session) >= (int)sizeof(c->session))
+		c->session[0] = '\0';
 	return c;
 }
 
@@ -390,9 +392,11 @@ static void cmd_stop(struct bot *b, const struct botapi_update *u)
 	}
 	if (session == NULL && (session = cmd_current(b, u)) == NULL)
 		return;
+	if (snprintf(path, sizeof(path), "/sessions/%s%s", session, force ? "?force=true" : "") >=
+	    (int)sizeof(path))
+		return;
 	if ((c = cmd_call(b, u, session)) == NULL)
 		return;
-	snprintf(path, sizeof(path), "/sessions/%s%s", session, force ? "?force=true" : "");
 	cmd_send(c, "DELETE", path, NULL, true, cmd_stop_done);
 }
 
