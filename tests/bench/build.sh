@@ -6,10 +6,8 @@
 if [ -z "${AGENTD_TEST_BUILD_DIR:-}" ]; then
 	AGENTD_TEST_BUILD_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build-bench
 	if [ ! -f "$AGENTD_TEST_BUILD_DIR/build.ninja" ]; then
-		# werror off: gcc 12 at -O3 warns of format truncations that its -O0/-O1 builds do not
-		# see (core/agentuser.c); the ASan build of tests/run keeps -Werror.
 		meson setup "$AGENTD_TEST_BUILD_DIR" "$(dirname "${BASH_SOURCE[0]}")/../.." \
-			--buildtype=release -Dtests=disabled -Dwerror=false || exit 1
+			--buildtype=release -Dtests=disabled || exit 1
 	fi
 	ninja -C "$AGENTD_TEST_BUILD_DIR" >/dev/null || exit 1
 fi
