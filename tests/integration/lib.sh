@@ -385,10 +385,11 @@ api_pid() {
 	done
 }
 
-# bridge_pid: the pid of the agentd-bridge started by deploy/up, or nothing.
-bridge_pid() {
+# daemon_pid EXE: the pid of the process running EXE (a path under $BUILD_DIR) that deploy/up
+# started, or nothing.
+daemon_pid() {
 	local exe p
-	exe=$(readlink -f "$BUILD_DIR/ptybridge/agentd-bridge")
+	exe=$(readlink -f "$BUILD_DIR/$1")
 	[ -n "$UP_PID" ] || return 0
 	for p in $(descendants "$UP_PID"); do
 		if [ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$exe" ]; then
@@ -397,6 +398,9 @@ bridge_pid() {
 		fi
 	done
 }
+
+# bridge_pid: the pid of the agentd-bridge started by deploy/up, or nothing.
+bridge_pid() { daemon_pid ptybridge/agentd-bridge; }
 
 # kill_api [SIGNAL]: kills agentd-api and waits until deploy/up has started a new one and
 # /healthz answers. Returns non-zero (after a failed check) otherwise.

@@ -118,17 +118,7 @@ assert_tg() {
 tg_count() { tg_messages "$1" | jq "[.[] | $2] | length"; }
 
 # telegram_pid: the pid of the agentd-telegram deploy/up runs, or nothing.
-telegram_pid() {
-	local exe p
-	exe=$(readlink -f "$BUILD_DIR/telegram/agentd-telegram")
-	[ -n "$UP_PID" ] || return 0
-	for p in $(descendants "$UP_PID"); do
-		if [ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$exe" ]; then
-			echo "$p"
-			return 0
-		fi
-	done
-}
+telegram_pid() { daemon_pid telegram/agentd-telegram; }
 
 # wait_telegram TIMEOUT: the bot runs and polls the fake (a getUpdates waits there).
 wait_telegram() {
