@@ -8,6 +8,7 @@ before the fake wrote it) to this process having parsed it; prints one JSON obje
   measure.py sse N GAP_US HOST PORT ID  POST /sessions/ID/prompt through nginx, read the SSE
 """
 import json
+import os
 import re
 import socket
 import subprocess
@@ -57,11 +58,14 @@ def direct(n, gap, fake):
 
 def sse(n, gap, host, port, sid):
     body = json.dumps({"prompt": "%d %d" % (n, gap)}).encode()
+    # The harness's token (tests/integration/lib.sh): nginx lets in only requests with one.
+    token = os.environ.get("AGENTD_TEST_TOKEN", "")
+    auth = b"Authorization: Bearer %s\r\n" % token.encode() if token else b""
     s = socket.create_connection((host, int(port)), timeout=TIMEOUT_S)
     # HTTP/1.0: nginx answers without chunked framing and closes at the end of the stream.
-    s.sendall(b"POST /sessions/%s/prompt HTTP/1.0\r\nHost: %s:%s\r\n"
+    s.sendall(b"POST /sessions/%s/prompt HTTP/1.0\r\nHost: %s:%s\r\n%s"
               b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-              % (sid.encode(), host.encode(), port.encode(), len(body), body))
+              % (sid.encode(), host.encode(), port.encode(), auth, len(body), body))
     f = s.makefile("rb")
     status = f.readline()
     if b" 200 " not in status:
