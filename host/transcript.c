@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static json_object *transcript_get(json_object *o, const char *key)
@@ -14,7 +15,12 @@ static json_object *transcript_get(json_object *o, const char *key)
 
 void transcript_init(void)
 {
-	setvbuf(stdout, NULL, _IOFBF, TRANSCRIPT_BUFFER);
+	/* glibc ignores the size when it allocates the buffer itself (it takes st_blksize: 1 KiB
+	 * on a tty, so a batch went out as a write per KiB): give it one. It lives as long as
+	 * stdout, to the end of the process. */
+	char *buf = malloc(TRANSCRIPT_BUFFER);
+
+	setvbuf(stdout, buf, _IOFBF, buf != NULL ? TRANSCRIPT_BUFFER : BUFSIZ);
 }
 
 static void transcript_content(json_object *content, const char *who)
