@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct claudeproc_write {
 	uv_write_t req;
@@ -168,6 +169,7 @@ int claudeproc_start(struct host *h, char *const argv[])
 	struct claudeproc *c = &h->claude;
 	uv_process_options_t o;
 	uv_stdio_container_t stdio[3];
+	uv_file out[2] = {-1, -1};
 	char **env;
 	int r;
 
@@ -185,11 +187,23 @@ int claudeproc_start(struct host *h, char *const argv[])
 		free(env);
 		return UV_ENOMEM;
 	}
+	/* claude's stdout is a pipe, not the socket pair libuv makes for UV_CREATE_PIPE: its
+	 * many small writes (one per line) then fill pages the host takes in one copy, instead of
+	 * one socket buffer each that the host frees one by one. */
+	r = uv_pipe(out, 0, 0);
+	if (r == 0 && (r = uv_pipe_open(&c->out, out[0])) < 0)
+		close(out[0]);
+	if (r < 0) {
+		if (out[1] >= 0)
+			close(out[1]);
+		free(env);
+		return r;
+	}
 	memset(&o, 0, sizeof(o));
 	stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
 	stdio[0].data.stream = (uv_stream_t *)&c->in;
-	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-	stdio[1].data.stream = (uv_stream_t *)&c->out;
+	stdio[1].flags = UV_INHERIT_FD;
+	stdio[1].data.fd = out[1];
 	stdio[2].flags = UV_INHERIT_FD;
 	stdio[2].data.fd = 2;
 	o.file = argv[0];
@@ -201,6 +215,7 @@ int claudeproc_start(struct host *h, char *const argv[])
 	o.exit_cb = claudeproc_exited;
 	c->proc_init = true; /* uv_spawn initializes the handle even when it fails */
 	r = uv_spawn(h->loop, &c->proc, &o);
+	close(out[1]); /* claude's own copy is the only writer: its exit is the host's EOF */
 	free(env);
 	if (r < 0)
 		return r;
