@@ -15,10 +15,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* One piece of queued output; written from off on. */
+/* One piece of queued output; written from off on; room for cap bytes, later output goes on
+ * at len while it fits. */
 struct conn_chunk {
 	struct conn_chunk *next;
-	size_t len, off;
+	size_t len, off, cap;
 	char data[];
 };
 
@@ -92,16 +93,27 @@ void conn_queued_now(struct conn *c, size_t before)
 		c->last_moved = c->last_queued;
 }
 
-char *conn_reserve(struct conn *c, size_t len)
+char *conn_reserve_room(struct conn *c, size_t len, size_t room)
 {
-	struct conn_chunk *k = malloc(sizeof(*k) + len);
+	struct conn_chunk *k = c->out_tail;
+	size_t cap = room > CONN_ROOM_MAX ? CONN_ROOM_MAX : room;
 
+	if (k != NULL && k->cap - k->len >= len) {
+		conn_queued_now(c, conn_queued(c));
+		c->out_bytes += len;
+		k->len += len;
+		return k->data + k->len - len;
+	}
+	if (cap < len)
+		cap = len;
+	k = malloc(sizeof(*k) + cap);
 	if (k == NULL)
 		return NULL;
 	conn_queued_now(c, conn_queued(c));
 	k->next = NULL;
 	k->len = len;
 	k->off = 0;
+	k->cap = cap;
 	if (c->out_tail != NULL)
 		c->out_tail->next = k;
 	else
@@ -109,6 +121,11 @@ char *conn_reserve(struct conn *c, size_t len)
 	c->out_tail = k;
 	c->out_bytes += len;
 	return k->data;
+}
+
+char *conn_reserve(struct conn *c, size_t len)
+{
+	return conn_reserve_room(c, len, len);
 }
 
 int conn_queue(struct conn *c, const void *data, size_t len)

@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #define CONN_IOV_MAX    64           /* queued chunks written by one sendmsg */
+#define CONN_ROOM_MAX   (64 * 1024)  /* conn_reserve_room: the most memory one chunk takes */
 #define CONN_SINK       4096         /* bytes dropped per read while lingering */
 #define CONN_LINGER_MAX (256 * 1024) /* input dropped after the answer before closing anyway */
 /* A watched record is re-read this often even without a notification: inotify drops events when
@@ -139,8 +140,14 @@ void conn_close(struct conn *c, uv_close_cb cb);
  * -1). */
 void conn_release(struct conn *c);
 
-/* Queues len bytes the caller writes into the returned space. NULL (errno ENOMEM) on failure. */
+/* Queues len bytes the caller writes into the returned space. NULL (errno ENOMEM) on failure.
+ * The space follows the last queued output in its memory when that has room left. */
 char *conn_reserve(struct conn *c, size_t len);
+
+/* conn_reserve, and when it takes new memory, room for room bytes (at most CONN_ROOM_MAX) in
+ * all: a caller that knows more output follows (a batch of events) gets it queued in one piece
+ * of memory, written with one iovec, instead of an allocation each. */
+char *conn_reserve_room(struct conn *c, size_t len, size_t room);
 
 /* Queues a copy of len bytes. Returns 0 or -ENOMEM. */
 int conn_queue(struct conn *c, const void *data, size_t len);

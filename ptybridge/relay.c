@@ -609,8 +609,9 @@ static void relay_stream_failed(struct relay *r, const char *line, size_t len)
 	hostproto_answer_release(&a);
 }
 
-/* One event line for the client: an SSE frame, or the line itself as a text frame. */
-static void relay_event(struct relay *r, const char *line, size_t len)
+/* One event line for the client: an SSE frame, or the line itself as a text frame. room: the
+ * bytes the host sent from this line on (the frames of a batch go into one piece of memory). */
+static void relay_event(struct relay *r, const char *line, size_t len, size_t room)
 {
 	struct hostproto_event ev;
 	char *space;
@@ -637,7 +638,7 @@ static void relay_event(struct relay *r, const char *line, size_t len)
 			conn_cut(&r->c);
 		return;
 	}
-	space = conn_reserve(&r->c, sse_encoded_len(&ev));
+	space = conn_reserve_room(&r->c, sse_encoded_len(&ev), room);
 	if (space == NULL) {
 		conn_cut(&r->c);
 		return;
@@ -645,7 +646,7 @@ static void relay_event(struct relay *r, const char *line, size_t len)
 	sse_encode(&ev, space);
 }
 
-static void relay_host_line(struct relay_host *h, const char *line, size_t len)
+static void relay_host_line(struct relay_host *h, const char *line, size_t len, size_t room)
 {
 	struct relay *r = h->r;
 
@@ -655,7 +656,7 @@ static void relay_host_line(struct relay_host *h, const char *line, size_t len)
 		return;
 	}
 	if (r->c.phase == CONN_WS || relay_at(r) == RS_STREAM)
-		relay_event(r, line, len);
+		relay_event(r, line, len, room);
 	else if (relay_at(r) == RS_ANSWER)
 		relay_host_answer(r, line, len);
 }
@@ -724,7 +725,7 @@ static void relay_host_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
 
 		if (nl == NULL)
 			break;
-		relay_host_line(h, h->buf + from, (size_t)(nl - (h->buf + from)));
+		relay_host_line(h, h->buf + from, (size_t)(nl - (h->buf + from)), h->len - from);
 		if (h->closing)
 			return;
 		from = h->scanned = (size_t)(nl - h->buf) + 1;
