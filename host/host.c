@@ -32,7 +32,7 @@ static void host_flush(struct host *h)
 			subs_publish(h, b);
 	}
 	evlog_batch_unref(b);
-	transcript_flush();
+	transcript_flush(&h->transcript);
 }
 
 uint64_t host_emit(struct host *h, const char *name, const char *data, size_t len, char **line,
@@ -124,7 +124,7 @@ void host_claude_line(struct host *h, const char *line, size_t len)
 			h->turn_running = false;
 		host_emit(h, name, line, len, NULL, NULL);
 	}
-	transcript_event(name, obj);
+	transcript_event(&h->transcript, name, obj);
 	json_object_put(obj);
 }
 
@@ -138,9 +138,9 @@ void host_claude_exited(struct host *h, int64_t status, int term_signal)
 	json_object_object_add(ev, "code", json_object_new_int64(status));
 	json_object_object_add(ev, "signal", json_object_new_int(term_signal));
 	host_emit_json(h, "exit", ev);
-	transcript_note("-- claude exited (status %lld, signal %d)", (long long)status,
-			term_signal);
-	transcript_flush();
+	transcript_note(&h->transcript, "-- claude exited (status %lld, signal %d)",
+			(long long)status, term_signal);
+	transcript_close(&h->transcript); /* everything written: the pane shows the end */
 	subs_drain(h);
 	perms_close_all(h);
 	for (size_t i = 0; i < HOST_SIGNALS; i++)
@@ -164,11 +164,11 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 	if (h == NULL)
 		return 1;
 	h->loop = uv_default_loop();
+	transcript_init(&h->transcript, h->loop);
 	h->cfg = cfg;
 	h->id = id;
 	h->log.fd = -1;
 	signal(SIGPIPE, SIG_IGN);
-	transcript_init();
 	if (hostproto_path(cfg, id, "", dir, sizeof(dir)) < 0 ||
 	    hostproto_path(cfg, id, "events.log", h->log_path, sizeof(h->log_path)) < 0) {
 		log_error("session paths are too long");
@@ -194,9 +194,9 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 		log_error("cannot start %s: %s", claude_argv[0], uv_strerror(r));
 		host_claude_exited(h, 127, 0);
 	} else {
-		transcript_note("-- agentd-host: session %s, claude pid %d", id,
+		transcript_note(&h->transcript, "-- agentd-host: session %s, claude pid %d", id,
 				h->claude.proc.pid);
-		transcript_flush();
+		transcript_flush(&h->transcript);
 		if (first_prompt != NULL && first_prompt[0] != '\0') {
 			json_object *p = json_object_new_string(first_prompt);
 
@@ -212,6 +212,9 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 	if (hostproto_path(cfg, id, "host.sock", dir, sizeof(dir)) == 0)
 		unlink(dir);
 out:
+	transcript_close(&h->transcript);
+	uv_run(h->loop, UV_RUN_DEFAULT);
+	transcript_free(&h->transcript);
 	evlog_close(&h->log);
 	evlog_batch_unref(h->batch);
 	claudeproc_free(h);

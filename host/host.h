@@ -23,6 +23,7 @@
 #include "evlog.h"
 #include "perms.h"
 #include "subs.h"
+#include "transcript.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -43,6 +44,7 @@ struct host {
 	struct claudeproc claude;
 	struct subs subs;
 	struct perms perms;
+	struct transcript transcript;
 	uv_signal_t sig[HOST_SIGNALS];
 };
 

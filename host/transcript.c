@@ -1,9 +1,13 @@
 #include "transcript.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static json_object *transcript_get(json_object *o, const char *key)
 {
@@ -13,23 +17,86 @@ static json_object *transcript_get(json_object *o, const char *key)
 	return v;
 }
 
-void transcript_init(void)
-{
-	/* glibc ignores the size when it allocates the buffer itself (it takes st_blksize: 1 KiB
-	 * on a tty, so a batch went out as a write per KiB): give it one. It lives as long as
-	 * stdout, to the end of the process. */
-	char *buf = malloc(TRANSCRIPT_BUFFER);
+static void transcript_on_timer(uv_timer_t *timer);
+static void transcript_on_poll(uv_poll_t *poll, int status, int events);
 
-	setvbuf(stdout, buf, _IOFBF, buf != NULL ? TRANSCRIPT_BUFFER : BUFSIZ);
+void transcript_init(struct transcript *t, uv_loop_t *loop)
+{
+	char path[256];
+
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+	uv_timer_init(loop, &t->timer);
+	t->timer.data = t;
+	t->handles = true;
+	/* A description of our own: O_NONBLOCK on the one stdout shares would reach claude's
+	 * stderr (the same pane) too. */
+	if (isatty(STDOUT_FILENO) && ttyname_r(STDOUT_FILENO, path, sizeof(path)) == 0)
+		t->fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (t->fd >= 0 && uv_poll_init(loop, &t->poll, t->fd) < 0) {
+		close(t->fd);
+		t->fd = -1;
+	}
+	if (t->fd < 0)
+		return;
+	t->poll.data = t;
 }
 
-static void transcript_content(json_object *content, const char *who)
+/* Room for n more bytes; false when there is no memory (the text is then dropped). */
+static bool transcript_room(struct transcript *t, size_t n)
+{
+	size_t want = t->cap > 0 ? t->cap : TRANSCRIPT_BUFFER;
+	char *grown;
+
+	if (t->len + n <= t->cap)
+		return true;
+	while (want < t->len + n)
+		want *= 2;
+	grown = realloc(t->buf, want);
+	if (grown == NULL)
+		return false;
+	t->buf = grown;
+	t->cap = want;
+	return true;
+}
+
+static void transcript_vprintf(struct transcript *t, const char *fmt, va_list ap)
+{
+	va_list again;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(t->buf != NULL ? t->buf + t->len : NULL, t->cap - t->len, fmt, ap);
+	if (n >= 0 && (size_t)n >= t->cap - t->len) {
+		if (transcript_room(t, (size_t)n + 1))
+			n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, again);
+		else
+			n = -1;
+	}
+	va_end(again);
+	if (n > 0)
+		t->len += (size_t)n;
+}
+
+static void transcript_printf(struct transcript *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void transcript_printf(struct transcript *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	transcript_vprintf(t, fmt, ap);
+	va_end(ap);
+}
+
+static void transcript_content(struct transcript *t, json_object *content, const char *who)
 {
 	size_t n =
 	    json_object_is_type(content, json_type_array) ? json_object_array_length(content) : 0;
 
 	if (json_object_is_type(content, json_type_string))
-		printf("%s: %s\n", who, json_object_get_string(content));
+		transcript_printf(t, "%s: %s\n", who, json_object_get_string(content));
 	for (size_t i = 0; i < n; i++) {
 		json_object *b = json_object_array_get_idx(content, i);
 		const char *type = json_object_get_string(transcript_get(b, "type"));
@@ -37,48 +104,168 @@ static void transcript_content(json_object *content, const char *who)
 		if (type == NULL)
 			continue;
 		if (strcmp(type, "text") == 0)
-			printf("%s: %s\n", who, json_object_get_string(transcript_get(b, "text")));
+			transcript_printf(t, "%s: %s\n", who,
+					  json_object_get_string(transcript_get(b, "text")));
 		else if (strcmp(type, "tool_use") == 0)
-			printf("%s wants to use %s: %s\n", who,
-			       json_object_get_string(transcript_get(b, "name")),
-			       json_object_to_json_string_ext(transcript_get(b, "input"),
-							      JSON_C_TO_STRING_PLAIN));
+			transcript_printf(t, "%s wants to use %s: %s\n", who,
+					  json_object_get_string(transcript_get(b, "name")),
+					  json_object_to_json_string_ext(transcript_get(b, "input"),
+									 JSON_C_TO_STRING_PLAIN));
 		else if (strcmp(type, "tool_result") == 0)
-			printf("tool result received\n");
+			transcript_printf(t, "tool result received\n");
 	}
 }
 
-void transcript_event(const char *name, json_object *obj)
+void transcript_event(struct transcript *t, const char *name, json_object *obj)
 {
 	json_object *msg = transcript_get(obj, "message");
 
 	/* A user line with isReplay is claude's echo of a prompt (--replay-user-messages): the
 	 * host printed the prompt when it sent it. */
 	if (strcmp(name, "assistant") == 0)
-		transcript_content(transcript_get(msg, "content"), "claude");
+		transcript_content(t, transcript_get(msg, "content"), "claude");
 	else if (strcmp(name, "user") == 0 &&
 		 !json_object_get_boolean(transcript_get(obj, "isReplay")))
-		transcript_content(transcript_get(msg, "content"), "user");
+		transcript_content(t, transcript_get(msg, "content"), "user");
 	else if (strcmp(name, "result") == 0)
-		printf("-- turn finished: %s\n",
-		       json_object_get_string(transcript_get(obj, "subtype")));
+		transcript_printf(t, "-- turn finished: %s\n",
+				  json_object_get_string(transcript_get(obj, "subtype")));
 	else if (strcmp(name, "control_request") == 0)
-		printf("-- permission requested for %s (answer it from the API)\n",
-		       json_object_get_string(
-			   transcript_get(transcript_get(obj, "request"), "tool_name")));
+		transcript_printf(t, "-- permission requested for %s (answer it from the API)\n",
+				  json_object_get_string(
+				      transcript_get(transcript_get(obj, "request"), "tool_name")));
 }
 
-void transcript_note(const char *fmt, ...)
+void transcript_note(struct transcript *t, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	transcript_vprintf(t, fmt, ap);
 	va_end(ap);
-	putchar('\n');
+	transcript_printf(t, "\n");
 }
 
-void transcript_flush(void)
+/* Drops the first n bytes (written). */
+static void transcript_consume(struct transcript *t, size_t n)
 {
-	fflush(stdout);
+	memmove(t->buf, t->buf + n, t->len - n);
+	t->len -= n;
+	if (t->len == 0 && t->cap > TRANSCRIPT_BUFFER) {
+		/* A burst went by: give its memory back. */
+		free(t->buf);
+		t->buf = NULL;
+		t->cap = 0;
+	}
+}
+
+/* Writes what the tty takes now (all of it when blocking is set: waits for room). When the
+ * pane is gone, the rest is dropped: nobody would read it. */
+static void transcript_write(struct transcript *t, bool blocking)
+{
+	int fd = t->fd >= 0 ? t->fd : STDOUT_FILENO;
+	size_t done = 0;
+
+	while (done < t->len) {
+		ssize_t n = write(fd, t->buf + done, t->len - done);
+
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN && blocking) {
+			struct pollfd p = {.fd = fd, .events = POLLOUT};
+
+			if (poll(&p, 1, -1) >= 0 || errno == EINTR)
+				continue;
+		}
+		if (n < 0 && errno == EAGAIN)
+			break;
+		done = t->len; /* the pane is gone: nobody reads the rest */
+		break;
+	}
+	transcript_consume(t, done);
+}
+
+/* One write now: what does not fit waits for the tty to have room. */
+static void transcript_write_now(struct transcript *t)
+{
+	uv_loop_t *loop = t->timer.loop;
+
+	t->last_write = uv_now(loop);
+	transcript_write(t, t->fd < 0 || t->len > TRANSCRIPT_BACKLOG_MAX);
+	if (t->fd < 0)
+		return;
+	if (t->len > 0 && !t->polling) {
+		uv_poll_start(&t->poll, UV_WRITABLE, transcript_on_poll);
+		t->polling = true;
+	} else if (t->len == 0 && t->polling) {
+		uv_poll_stop(&t->poll);
+		t->polling = false;
+	}
+}
+
+static void transcript_on_timer(uv_timer_t *timer)
+{
+	struct transcript *t = timer->data;
+
+	t->timer_on = false;
+	if (!t->polling && t->len > 0)
+		transcript_write_now(t);
+}
+
+static void transcript_on_poll(uv_poll_t *poll, int status, int events)
+{
+	struct transcript *t = poll->data;
+
+	/* The tty has room: the rest goes on (an error: the write finds out). */
+	transcript_write_now(t);
+}
+
+void transcript_flush(struct transcript *t)
+{
+	uint64_t now, next;
+
+	if (t->len == 0 || !t->handles) {
+		if (!t->handles && t->len > 0)
+			transcript_write(t, true);
+		return;
+	}
+	if (t->fd < 0 || t->len > TRANSCRIPT_BACKLOG_MAX) {
+		transcript_write_now(t);
+		return;
+	}
+	if (t->polling || t->timer_on)
+		return; /* written when the tty has room, or at the interval's end */
+	now = uv_now(t->timer.loop);
+	next = t->last_write + TRANSCRIPT_INTERVAL_MS;
+	if (t->last_write == 0 || now >= next) {
+		transcript_write_now(t);
+		return;
+	}
+	uv_timer_start(&t->timer, transcript_on_timer, next - now, 0);
+	t->timer_on = true;
+}
+
+void transcript_close(struct transcript *t)
+{
+	if (!t->handles)
+		return;
+	transcript_write(t, true);
+	t->handles = false;
+	uv_close((uv_handle_t *)&t->timer, NULL);
+	if (t->fd >= 0)
+		uv_close((uv_handle_t *)&t->poll, NULL);
+}
+
+void transcript_free(struct transcript *t)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	free(t->buf);
+	t->buf = NULL;
+	t->len = t->cap = 0;
 }
