@@ -124,6 +124,39 @@ Test(conn, output_waits_for_a_peer_that_never_reads)
 	pair_finish(&p);
 }
 
+/* A batch's frames share one piece of memory (conn_reserve_room), appended also while its
+ * first bytes are being written; the peer reads them whole and in order. */
+Test(conn, reserved_room_takes_a_batch_in_order_across_partial_writes)
+{
+	struct pair p;
+	char got[64];
+	char *a, *b, *c;
+	ssize_t n;
+
+	pair_open(&p);
+	a = conn_reserve_room(&p.c, 3, 8);
+	cr_assert(a != NULL);
+	memcpy(a, "one", 3);
+	b = conn_reserve(&p.c, 3); /* fits the room left: follows a in memory */
+	cr_assert(b == a + 3);
+	memcpy(b, "two", 3);
+	cr_assert(conn_queued(&p.c) == 6);
+	cr_assert(conn_write(&p.c) == 1);
+	cr_assert(conn_out_empty(&p.c));
+	c = conn_reserve(&p.c, 5); /* nothing queued: new memory */
+	cr_assert(c != NULL);
+	memcpy(c, "three", 5);
+	a = conn_reserve_room(&p.c, 4, 2); /* more than the room: as large as it must be */
+	cr_assert(a != NULL && a != c + 5);
+	memcpy(a, "four", 4);
+	cr_assert(conn_queued(&p.c) == 9);
+	cr_assert(conn_write(&p.c) == 1);
+	n = read(p.peer, got, sizeof(got));
+	cr_assert(n == 15);
+	cr_assert(memcmp(got, "onetwothreefour", 15) == 0);
+	pair_finish(&p);
+}
+
 Test(conn, error_answer_then_linger_until_eof)
 {
 	struct pair p;
