@@ -164,8 +164,10 @@ assert_eq "terminal session: claude is the pane's process, as the agents' user" 
 	"$(pane_pid "$TM1") $AGENT_UID" "${C1:-none} $(stat -c %u "/proc/${C1:-0}" 2>/dev/null)"
 C2=$(wait_pane_claude "$TM2")
 H2=$(pane_pid "$TM2")
-assert_match "structured session: the pane runs agentd-host" \
-	"^$(re "$BUILD_DIR/host/agentd-host") --set AGENTD_RUNTIME_DIR=$(re "$T/run") --set AGENTD_STATE_DIR=$(re "$T/state") " \
+assert_eq "structured session: the pane runs this build's agentd-host" \
+	"$(readlink -f "$BUILD_DIR/host/agentd-host")" "$(readlink -f "/proc/${H2:-0}/exe" 2>/dev/null)"
+assert_match "... with the runtime and state dirs" \
+	"agentd-host --set AGENTD_RUNTIME_DIR=$(re "$T/run") --set AGENTD_STATE_DIR=$(re "$T/state") " \
 	"$(cmdline "$H2")"
 assert_match "structured session: claude runs stream-json with --resume=<agentSessionId>" \
 	"^$(re "$CLAUDE") -p --input-format stream-json --output-format stream-json --verbose --replay-user-messages --permission-prompt-tool stdio --resume=$UUID2 $" \
@@ -211,7 +213,10 @@ IDS=$(session_events "$SID2" 0)
 assert_eq "structured session: the event replay starts at event 1" 1 "$(printf '%s\n' "$IDS" | head -n 1)"
 assert_eq "... and holds every event before and after the reboot, numbered without a gap" \
 	"$(seq 1 "$(wc -l <"$LOG2")" | tr '\n' ' ')" "$(printf '%s\n' "$IDS" | tr '\n' ' ')"
-check "... the new turn's events come after the old ones" test "$(wc -l <"$LOG2")" -gt "$N2"
+assert_match "... the new turn's result is numbered after the events before the reboot" \
+	"^([0-9]+) .*TURNSIX" "$(jq -c 'select(.event == "result") | "\(.id) \(.data.result)"' -r "$LOG2" | tail -n 1)"
+R6=$(jq -r 'select(.event == "result") | .id' "$LOG2" | tail -n 1)
+check "... (id ${R6:-none} > $N2)" test "${R6:-0}" -gt "$N2"
 EV_NEXT=$(curl -sN -m 3 -H "Last-Event-ID: $EV_LAST" "$BASE_URL/events" 2>/dev/null | tr -d '\r' |
 	sed -n 's/^id: //p' | head -n 1)
 assert_eq "/events: ids go on after the reboot (Last-Event-ID replays from the next)" \
