@@ -110,6 +110,8 @@ int claude_structured_argv(const struct config *cfg, const struct session *s, co
 	/* The host's pane has only the agent's environment: its own settings come as words. */
 	if ((r = claude_push(&b, "--set", 5)) < 0 ||
 	    (r = claude_pushf(&b, "AGENTD_RUNTIME_DIR=", cfg->runtime_dir)) < 0 ||
+	    (r = claude_push(&b, "--set", 5)) < 0 ||
+	    (r = claude_pushf(&b, "AGENTD_STATE_DIR=", cfg->state_dir)) < 0 ||
 	    (r = claude_push(&b, "--set", 5)) < 0)
 		return r;
 	snprintf(timeout, sizeof(timeout), "%d", cfg->permission_timeout);

@@ -21,7 +21,7 @@
 
 struct claude_argv {
 	char *argv[CLAUDE_ARGV_MAX + 1]; /* NULL-terminated; points into buf */
-	char buf[CONFIG_VALUE_MAX * 2 + CONFIG_PATH_MAX * 3 + SESSION_PROMPT_MAX + 256];
+	char buf[CONFIG_VALUE_MAX * 2 + CONFIG_PATH_MAX * 4 + SESSION_PROMPT_MAX + 256];
 };
 
 /* "NAME=value" words for tmux's -e, NULL-terminated; they point into buf. */
@@ -67,8 +67,8 @@ int claude_hook_settings_write(const struct config *cfg, const char *hook_bin, c
 
 /*
  * Builds the structured-mode argv for s into out: host_bin --set AGENTD_RUNTIME_DIR=<dir> --set
- * AGENTD_PERMISSION_TIMEOUT=<n> [--prompt <first_prompt>] <id> -- claude -p --input-format
- * stream-json --output-format stream-json --verbose --replay-user-messages
+ * AGENTD_STATE_DIR=<dir> --set AGENTD_PERMISSION_TIMEOUT=<n> [--prompt <first_prompt>] <id> --
+ * claude -p --input-format stream-json --output-format stream-json --verbose --replay-user-messages
  * --permission-prompt-tool stdio (--resume=<uuid> when has_transcript, else --session-id=<uuid>)
  * [extra args]. agentd-host runs in the pane, starts claude from the words after "--" and sends
  * first_prompt (NULL or "" for none) as the first user message. --replay-user-messages makes

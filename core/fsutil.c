@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #define FSUTIL_NFTW_FDS 16
+#define FSUTIL_COPY_BUF (64 * 1024)
 
 int fsutil_mkdir_p(const char *path)
 {
@@ -110,5 +111,63 @@ int fsutil_write_atomic(const char *path, const char *text, mode_t mode, bool sy
 		r = -errno;
 	if (r < 0)
 		unlink(tmp);
+	return r;
+}
+
+/* Copies the open file in to a new file at tmp (mode), synced. Returns 0 or -errno. */
+static int fsutil_copy_fd(int in, const char *tmp, mode_t mode)
+{
+	char buf[FSUTIL_COPY_BUF];
+	int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode), r = 0;
+	ssize_t n;
+
+	if (out < 0)
+		return -errno;
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (r = fsutil_write_all(out, buf, (size_t)n)) < 0) {
+			r = r < 0 ? r : -errno;
+			break;
+		}
+	}
+	if (r == 0 && fsync(out) < 0)
+		r = -errno;
+	if (close(out) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+int fsutil_move(const char *from, const char *to)
+{
+	char tmp[FSUTIL_PATH_MAX + 8];
+	struct stat st;
+	int in, r;
+
+	/* link refuses an existing to: nothing is ever replaced. */
+	if (link(from, to) == 0)
+		return unlink(from) < 0 ? -errno : 0;
+	if (errno != EXDEV)
+		return -errno;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", to) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	if (access(to, F_OK) == 0)
+		return -EEXIST;
+	in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0)
+		return -errno;
+	unlink(tmp); /* a copy an earlier move left unfinished */
+	if (fstat(in, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	else
+		r = fsutil_copy_fd(in, tmp, st.st_mode & 07777);
+	close(in);
+	if (r == 0 && link(tmp, to) < 0)
+		r = -errno;
+	unlink(tmp);
+	if (r == 0 && unlink(from) < 0)
+		r = -errno;
 	return r;
 }

@@ -30,4 +30,13 @@ bool fsutil_same_file(const char *a, const char *b);
  */
 int fsutil_write_atomic(const char *path, const char *text, mode_t mode, bool sync);
 
+/*
+ * Moves the regular file from to the path to, which must not exist (an existing to is -EEXIST,
+ * and from stays). On one filesystem a link and an unlink; across filesystems (/run is a tmpfs) a
+ * copy to "<to>.tmp" with from's mode, fsync'ed, renamed to to, then from is removed, so to is
+ * whole or absent whenever the move stops, and from is removed only once to is on disk. Returns 0
+ * or -errno.
+ */
+int fsutil_move(const char *from, const char *to);
+
 #endif

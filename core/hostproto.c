@@ -38,6 +38,21 @@ int hostproto_dir(const struct config *cfg, char *out, size_t outlen)
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
+int hostproto_state_path(const struct config *cfg, const char *id, const char *leaf, char *out,
+			 size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/" HOSTPROTO_DIR "/%s/%s", cfg->state_dir, id, leaf);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+int hostproto_state_dir(const struct config *cfg, char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/" HOSTPROTO_DIR, cfg->state_dir);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
 static json_object *hostproto_member(json_object *obj, const char *key)
 {
 	json_object *v = NULL;

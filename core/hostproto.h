@@ -2,11 +2,13 @@
  * The protocol between agentd-bridge and agentd-host, and where its files live: the one codec
  * both sides use (the bridge builds requests and reads answers and events; the host reads
  * requests and builds answers and events), so the two cannot disagree on a field or a limit.
- * Each structured session has a directory <runtime_dir>/agents/<id>/ holding:
- *   host.sock   the host's unix socket
- *   events.log  every event, one line each, as sent to subscribers
+ * Each structured session has two directories:
+ *   <runtime_dir>/agents/<id>/host.sock   the host's unix socket (gone with a reboot)
+ *   <state_dir>/agents/<id>/events.log    every event, one line each, as sent to subscribers:
+ *                                         it outlives a reboot, so a resumed session's host
+ *                                         goes on numbering and a client replays from event 1
  * agentd-host runs as the agent user (agentuser.h), so these are the agent's files, apart from
- * the records in <runtime_dir>/sessions/ that it may not write: <runtime_dir>/agents is the
+ * the records in <state_dir>/sessions/ that it may not write: both agents/ directories are the
  * agent user's, group the daemons' (setgid, mode 2750), so the host's socket gets the daemons'
  * group and nobody else reaches it; agentd-bridge talks only to a socket the agent user owns.
  *
@@ -65,6 +67,16 @@ int hostproto_path(const struct config *cfg, const char *id, const char *leaf, c
 /* Writes <runtime_dir>/agents (the directory of every host's directory). Returns 0 or
  * -ENAMETOOLONG. */
 int hostproto_dir(const struct config *cfg, char *out, size_t outlen);
+
+#define HOSTPROTO_LOG_NAME "events.log"
+
+/* Writes <state_dir>/agents/<id>/<leaf> (leaf "" gives the directory; HOSTPROTO_LOG_NAME the
+ * event log). Returns 0 or -ENAMETOOLONG. */
+int hostproto_state_path(const struct config *cfg, const char *id, const char *leaf, char *out,
+			 size_t outlen);
+
+/* Writes <state_dir>/agents. Returns 0 or -ENAMETOOLONG. */
+int hostproto_state_dir(const struct config *cfg, char *out, size_t outlen);
 
 /* ---- requests (bridge → host) ----------------------------------------------------------- */
 

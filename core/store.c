@@ -29,17 +29,86 @@ static int store_mkdir(const char *path, struct cause *cause)
 	return 0;
 }
 
-int store_init(struct store *st, const char *runtime_dir, struct cause *cause)
+/*
+ * Moves the *.json files of an older version's records dir from_dir (its records, or its .gone
+ * records) into to_dir; the caller holds the store-wide lock. A file to_dir has already stays
+ * where it is: nothing is replaced, nothing lost. Returns how many stayed.
+ */
+static int store_migrate_dir(const char *from_dir, const char *to_dir)
 {
-	int n = snprintf(st->dir, sizeof(st->dir), "%s/sessions", runtime_dir);
+	char from[SESSION_PATH_MAX * 2], to[SESSION_PATH_MAX * 2];
+	struct dirent *de;
+	DIR *d = opendir(from_dir);
+	int r, left = 0;
+
+	if (d == NULL)
+		return 0;
+	if (mkdir(to_dir, 0750) < 0 && errno != EEXIST) {
+		closedir(d);
+		return 1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.')
+			continue;
+		if (snprintf(from, sizeof(from), "%s/%s", from_dir, de->d_name) >=
+			(int)sizeof(from) ||
+		    snprintf(to, sizeof(to), "%s/%s", to_dir, de->d_name) >= (int)sizeof(to)) {
+			left++;
+			continue;
+		}
+		r = fsutil_move(from, to);
+		if (r < 0) {
+			log_warn("%s stays where it is: cannot move it to %s: %s", from, to,
+				 strerror(-r));
+			left++;
+		}
+	}
+	closedir(d);
+	return left;
+}
+
+/* The records an older version kept in <runtime_dir>/sessions/ move to the state dir, once. */
+static void store_migrate(const struct store *st, const char *runtime_dir)
+{
+	char legacy[SESSION_PATH_MAX], from[SESSION_PATH_MAX + 8], to[SESSION_PATH_MAX + 8];
+	struct stat sb;
+	int fd, left;
+
+	if (snprintf(legacy, sizeof(legacy), "%s/sessions", runtime_dir) >= (int)sizeof(legacy) ||
+	    lstat(legacy, &sb) < 0 || !S_ISDIR(sb.st_mode) || fsutil_same_file(legacy, st->dir))
+		return;
+	fd = store_lock_all(st);
+	if (fd < 0)
+		return;
+	left = store_migrate_dir(legacy, st->dir);
+	if (snprintf(from, sizeof(from), "%s/" STORE_GONE_DIR, legacy) < (int)sizeof(from) &&
+	    snprintf(to, sizeof(to), "%s/" STORE_GONE_DIR, st->dir) < (int)sizeof(to))
+		left += store_migrate_dir(from, to);
+	/* Only lock files are left, which lock nothing once the records are elsewhere. */
+	if (left == 0 && fsutil_rm_tree(legacy) == 0)
+		log_info("moved the session records from %s to %s (they outlive a reboot there)",
+			 legacy, st->dir);
+	store_unlock(fd);
+}
+
+int store_init(struct store *st, const char *state_dir, const char *runtime_dir,
+	       struct cause *cause)
+{
+	int n = snprintf(st->dir, sizeof(st->dir), "%s/sessions", state_dir);
 	int r;
 
 	if (n < 0 || (size_t)n >= sizeof(st->dir))
+		return cause_fail(cause, ENAMETOOLONG, "state directory path is too long");
+	n = snprintf(st->view, sizeof(st->view), "%s/sessions.json", runtime_dir);
+	if (n < 0 || (size_t)n >= sizeof(st->view))
 		return cause_fail(cause, ENAMETOOLONG, "runtime directory path is too long");
-	r = store_mkdir(runtime_dir, cause);
-	if (r < 0)
+	if ((r = store_mkdir(state_dir, cause)) < 0 || (r = store_mkdir(runtime_dir, cause)) < 0 ||
+	    (r = store_mkdir(st->dir, cause)) < 0)
 		return r;
-	return store_mkdir(st->dir, cause);
+	store_migrate(st, runtime_dir);
+	return 0;
 }
 
 static int store_flock(int fd)
@@ -272,7 +341,7 @@ int store_read(const struct store *st, const char *id, struct session *out, stru
 
 static int store_view_path(const struct store *st, char *out, size_t outlen)
 {
-	int n = snprintf(out, outlen, "%s.json", st->dir);
+	int n = snprintf(out, outlen, "%s", st->view);
 
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }

@@ -1,11 +1,13 @@
 /*
- * The record store: one JSON file per session in <runtime_dir>/sessions/<id>.json, written only as
+ * The record store: one JSON file per session in <state_dir>/sessions/<id>.json (records outlive a
+ * reboot: they are what brings the sessions back), written only as
  * temp file + fsync + rename so a reader never sees half a record. Every read-modify-write holds
  * the session's lock (flock on <id>.lock); readers never lock. Creation also takes the store-wide
  * lock so the session count and the new record are decided together. The lock file lives as long
  * as the record: a request about an unknown id, or a refused create, leaves no file behind.
  *
  * Every change also updates <runtime_dir>/sessions.json, the JSON array GET /sessions answers
+ * (derived, so it lives in the runtime dir, where nginx reads it; rebuilt when missing)
  * (API form, sorted by id), under its own lock and after the record's rename: the entry of the
  * changed id is made again from its record, and every other entry is kept as the view has it, so
  * a write reads the view and its own record, never the other records. Whoever patches last sees
@@ -27,11 +29,18 @@
 #define STORE_VIEW_MAX ((size_t)STORE_MAX_RECORDS * SESSION_RECORD_MAX)
 
 struct store {
-	char dir[SESSION_PATH_MAX]; /* <runtime_dir>/sessions */
+	char dir[SESSION_PATH_MAX];  /* <state_dir>/sessions: records, their locks, .gone/ */
+	char view[SESSION_PATH_MAX]; /* <runtime_dir>/sessions.json */
 };
 
-/* Creates <runtime_dir>/sessions (mode 0750) if needed. Returns 0 or -errno with cause. */
-int store_init(struct store *st, const char *runtime_dir, struct cause *cause);
+/*
+ * Creates the state dir, the runtime dir (one level each) and <state_dir>/sessions (mode 0750)
+ * if needed. Records that an older version kept in <runtime_dir>/sessions/ are moved into the
+ * state dir once (under the store-wide lock; a record the state dir has already is left where it
+ * is, with a log line): nothing is lost. Returns 0 or -errno with cause.
+ */
+int store_init(struct store *st, const char *state_dir, const char *runtime_dir,
+	       struct cause *cause);
 
 /*
  * Takes the exclusive lock of session id (blocking). Returns the lock fd (>= 0) to pass to
@@ -90,7 +99,7 @@ void store_gone_each(const struct store *st, void (*fn)(void *ctx, const char *i
  */
 int store_list(const struct store *st, struct session **out, size_t *n);
 
-/* Rebuilds <runtime_dir>/sessions.json from every record. Returns 0 or -errno. */
+/* Rebuilds the view <runtime_dir>/sessions.json from every record. Returns 0 or -errno. */
 int store_rebuild_view(const struct store *st);
 
 /* Writes the per-session path "<dir>/<id><suffix>" into out. Returns 0 or -ENAMETOOLONG. */

@@ -20,7 +20,7 @@ static void api_healthz(const struct app *app, struct request *req,
 
 	free(list);
 	if (access(app->store.dir, W_OK) < 0 || r < 0)
-		problem = "the runtime directory is not usable";
+		problem = "the session records directory (in the state dir) is not usable";
 	else if (tmux != 1)
 		problem = "the tmux server is not running";
 	json_object_object_add(o, "status", json_object_new_string(problem ? "error" : "ok"));

@@ -76,7 +76,7 @@ int app_init(struct app *app, const struct config *cfg, struct cause *cause)
 
 	memset(app, 0, sizeof(*app));
 	app->cfg = cfg;
-	if ((r = store_init(&app->store, cfg->runtime_dir, cause)) < 0)
+	if ((r = store_init(&app->store, cfg->state_dir, cfg->runtime_dir, cause)) < 0)
 		return r;
 	if ((r = tmux_init(&app->tmux, cfg)) < 0)
 		return cause_fail(cause, r, "tmux paths are too long");
@@ -90,27 +90,25 @@ int app_init(struct app *app, const struct config *cfg, struct cause *cause)
 	return agentuser_resolve(cfg, &app->agent, cause);
 }
 
-int app_prepare_agents_dir(const struct app *app, struct cause *cause)
+/* Lets the agent user search dir (o+x, no listing) and makes dir/agents its, group ours, mode
+ * 2750. Returns 0 or -errno with cause. */
+static int app_agents_dir(const struct app *app, const char *dir, const char *path,
+			  struct cause *cause)
 {
 	const struct agent_user *au = &app->agent;
-	char path[CONFIG_PATH_MAX];
 	struct stat st;
 	int fd, r = 0;
 
 	if (au->switch_user) {
-		if (stat(app->cfg->runtime_dir, &st) < 0)
-			return cause_fail(cause, errno, "cannot stat %s: %s", app->cfg->runtime_dir,
-					  strerror(errno));
-		if (!(st.st_mode & S_IXOTH) &&
-		    chmod(app->cfg->runtime_dir, (st.st_mode & 07777) | S_IXOTH) < 0)
+		if (stat(dir, &st) < 0)
+			return cause_fail(cause, errno, "cannot stat %s: %s", dir, strerror(errno));
+		if (!(st.st_mode & S_IXOTH) && chmod(dir, (st.st_mode & 07777) | S_IXOTH) < 0)
 			return cause_fail(cause, errno, "cannot let %s search %s (chmod o+x): %s",
-					  au->name, app->cfg->runtime_dir, strerror(errno));
+					  au->name, dir, strerror(errno));
 	}
-	if (hostproto_dir(app->cfg, path, sizeof(path)) < 0)
-		return cause_fail(cause, ENAMETOOLONG, "the runtime directory path is too long");
 	if (mkdir(path, 0750) < 0 && errno != EEXIST)
 		return cause_fail(cause, errno, "cannot create %s: %s", path, strerror(errno));
-	/* O_NOFOLLOW: the runtime dir is ours, but never chown what a link points at. */
+	/* O_NOFOLLOW: the directory above is ours, but never chown what a link points at. */
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return cause_fail(cause, errno, "cannot open %s: %s", path, strerror(errno));
@@ -127,4 +125,19 @@ int app_prepare_agents_dir(const struct app *app, struct cause *cause)
 		cause_set(cause, "cannot give %s to %s: %s", path, au->name, strerror(-r));
 	close(fd);
 	return r;
+}
+
+int app_prepare_agents_dir(const struct app *app, struct cause *cause)
+{
+	char path[CONFIG_PATH_MAX];
+	int r;
+
+	/* The hosts' sockets in the runtime dir, their event logs in the state dir. */
+	if (hostproto_dir(app->cfg, path, sizeof(path)) < 0)
+		return cause_fail(cause, ENAMETOOLONG, "the runtime directory path is too long");
+	if ((r = app_agents_dir(app, app->cfg->runtime_dir, path, cause)) < 0)
+		return r;
+	if (hostproto_state_dir(app->cfg, path, sizeof(path)) < 0)
+		return cause_fail(cause, ENAMETOOLONG, "the state directory path is too long");
+	return app_agents_dir(app, app->cfg->state_dir, path, cause);
 }

@@ -35,10 +35,10 @@ struct app {
 int app_init(struct app *app, const struct config *cfg, struct cause *cause);
 
 /*
- * Makes <runtime_dir>/agents (hostproto.h) the agent user's, group ours, mode 2750, and lets the
- * agent user search the runtime dir (o+x, no listing: everything else in it keeps its own mode,
- * none open to others but the list view). Run by agentd-api --init and at start. Returns 0 or
- * -errno with cause.
+ * Makes <runtime_dir>/agents and <state_dir>/agents (hostproto.h: the hosts' sockets, their event
+ * logs) the agent user's, group ours, mode 2750, and lets the agent user search the runtime and
+ * state dirs (o+x, no listing: everything else in them keeps its own mode, none open to others
+ * but the list view). Run by agentd-api --init and at start. Returns 0 or -errno with cause.
  */
 int app_prepare_agents_dir(const struct app *app, struct cause *cause);
 

@@ -170,6 +170,19 @@ static int create_agent_env(const struct app *app, struct claude_env *env, struc
 	return r;
 }
 
+/* Whether claude has a transcript of s in the agent's HOME (read as the agent: HOME is its). */
+static bool create_has_transcript(const struct app *app, const struct session *s)
+{
+	struct agentuser_fs fs;
+	bool has;
+
+	if (agentuser_fs_enter(&app->agent, &fs) < 0)
+		return false;
+	has = claude_has_transcript(s, app->agent.home, getenv("CLAUDE_CONFIG_DIR"));
+	agentuser_fs_leave(&fs);
+	return has;
+}
+
 int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
 {
 	char *cmd[CLAUDE_ARGV_MAX + AGENTUSER_PREFIX_WORDS + 1];
@@ -177,6 +190,7 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	struct claude_env *env = NULL;
 	struct claude_argv *cargv = NULL;
 	struct tmux_meta *meta = NULL;
+	struct session *copy = NULL;
 	struct tmux_new req;
 	int r;
 
@@ -185,18 +199,25 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	cargv = malloc(sizeof(*cargv));
 	meta = calloc(1, sizeof(*meta));
 	env = malloc(sizeof(*env));
-	if (cargv == NULL || meta == NULL || env == NULL) {
+	copy = malloc(sizeof(*copy));
+	if (cargv == NULL || meta == NULL || env == NULL || copy == NULL) {
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto out;
 	}
 	if (s->mode == SESSION_TERMINAL &&
 	    (r = create_settings(app, settings, sizeof(settings), cause)) < 0)
 		goto out;
+	/* A session claude ran with before (started over after it was lost or failed, or brought
+	 * back after a reboot) continues its conversation: --resume, and no bootstrap prompt, when
+	 * claude has its transcript (--session-id is refused once one exists). */
+	*copy = *s;
+	copy->launched = s->launched && create_has_transcript(app, s);
 	/* Structured: the bootstrap prompt becomes the first user message (agentd-host --prompt).
 	 */
 	r = s->mode == SESSION_STRUCTURED
-		? claude_structured_argv(app->cfg, s, app->host_bin, false, s->prompt, cargv)
-		: claude_terminal_argv(app->cfg, s, settings, cargv);
+		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched,
+					 copy->launched ? NULL : s->prompt, cargv)
+		: claude_terminal_argv(app->cfg, copy, settings, cargv);
 	if (r == 0)
 		r = agentuser_command(&app->agent, cargv->argv, cmd,
 				      sizeof(cmd) / sizeof(cmd[0]) - 1);
@@ -225,24 +246,15 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	r = tmux_new_session(&app->tmux, &req, cause);
 	if (r == -EEXIST)
 		cause_set(cause, "a tmux session named %s already exists", s->tmux_name);
+	if (r == 0 && copy->launched)
+		log_info("session %s: claude started in %s mode (--resume)", s->id,
+			 session_mode_name(s->mode));
 out:
+	free(copy);
 	free(cargv);
 	free(meta);
 	free(env);
 	return r;
-}
-
-/* Whether claude has a transcript of s in the agent's HOME (read as the agent: HOME is its). */
-static bool create_has_transcript(const struct app *app, const struct session *s)
-{
-	struct agentuser_fs fs;
-	bool has;
-
-	if (agentuser_fs_enter(&app->agent, &fs) < 0)
-		return false;
-	has = claude_has_transcript(s, app->agent.home, getenv("CLAUDE_CONFIG_DIR"));
-	agentuser_fs_leave(&fs);
-	return has;
 }
 
 /* Waits for pid to exit; past the deadline its process group is killed. */

@@ -28,8 +28,9 @@ int create_worker_alive(const struct app *app, const char *id);
 int create_worker_wait(const struct app *app, const char *id, int timeout_ms);
 
 /*
- * Starts claude for s in a new tmux session (s->worktree must exist). Shared by the worker and
- * recovery. Returns 0 or -errno with cause.
+ * Starts claude for s in a new tmux session (s->worktree must exist): with --resume when s was
+ * launched before and claude has its transcript, else --session-id and the bootstrap prompt.
+ * Shared by the worker and the boot pass (boot.h). Returns 0 or -errno with cause.
  */
 int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause);
 

@@ -1,5 +1,6 @@
 /* agentd-api: the REST side of agent-daemon, a FastCGI program behind nginx. */
 #include "app.h"
+#include "boot.h"
 #include "create.h"
 #include "gitrepo.h"
 #include "log.h"
@@ -20,7 +21,8 @@ static const char usage[] =
     "  --no-tmux-start  never start the tmux server (agentd-tmux.service owns it); sessions\n"
     "                   fail to start while it does not run\n"
     "  --init       write $AGENTD_RUNTIME_DIR/tmux.conf, start the tmux server unless it runs,\n"
-    "               recover session records from tmux, and exit\n"
+    "               at the first start after a reboot start the sessions that were running\n"
+    "               again (claude --resume), recover session records from tmux, and exit\n"
     "  --create ID  (internal) the detached worker that finishes creating session ID\n"
     "  token add NAME [--read-only] | token list | token revoke NAME | token init NAME\n"
     "               manage the bearer tokens in $AGENTD_STATE_DIR/tokens.json (a new token is\n"
@@ -40,6 +42,9 @@ static int prepare(const struct app *app, struct cause *cause)
 	    (r = tmux_write_conf(&app->tmux, cause)) < 0 ||
 	    (!app->tmux.no_start && (r = tmux_start_server(&app->tmux, cause)) < 0))
 		return r;
+	/* The first start after a reboot brings back what was running, before recovery judges. */
+	if ((r = boot_resume(app, cause)) < 0)
+		log_warn("%s", cause->msg);
 	return recovery_run(app, cause);
 }
 

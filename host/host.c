@@ -2,6 +2,7 @@
 
 #include "jsontext.h"
 
+#include "fsutil.h"
 #include "hostproto.h"
 #include "log.h"
 #include "requests.h"
@@ -158,7 +159,7 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 {
 	static const int signals[HOST_SIGNALS] = {SIGTERM, SIGHUP, SIGINT};
 	struct host *h = calloc(1, sizeof(*h));
-	char dir[CONFIG_PATH_MAX];
+	char dir[CONFIG_PATH_MAX], state[CONFIG_PATH_MAX], old_log[CONFIG_PATH_MAX];
 	int r, code = 1;
 
 	if (h == NULL)
@@ -170,12 +171,27 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 	h->log.fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	if (hostproto_path(cfg, id, "", dir, sizeof(dir)) < 0 ||
-	    hostproto_path(cfg, id, "events.log", h->log_path, sizeof(h->log_path)) < 0) {
+	    hostproto_state_path(cfg, id, "", state, sizeof(state)) < 0 ||
+	    hostproto_state_path(cfg, id, HOSTPROTO_LOG_NAME, h->log_path, sizeof(h->log_path)) <
+		0 ||
+	    hostproto_path(cfg, id, HOSTPROTO_LOG_NAME, old_log, sizeof(old_log)) < 0) {
 		log_error("session paths are too long");
 		goto out;
 	}
-	if ((mkdir(dir, 0750) < 0 && errno != EEXIST) ||
-	    (r = evlog_open(&h->log, h->log_path)) < 0) {
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
+		log_error("cannot create %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	/* The log outlives a reboot in the state dir; one that an older host kept in the runtime
+	 * dir moves there once, so the numbering goes on. */
+	if (mkdir(state, 0750) < 0 && errno != EEXIST) {
+		log_error("cannot create %s: %s", state, strerror(errno));
+		goto out;
+	}
+	if (access(h->log_path, F_OK) < 0 && access(old_log, F_OK) == 0 &&
+	    (r = fsutil_move(old_log, h->log_path)) < 0)
+		log_warn("cannot move %s to %s: %s", old_log, h->log_path, strerror(-r));
+	if ((r = evlog_open(&h->log, h->log_path)) < 0) {
 		log_error("cannot open %s: %s", h->log_path, strerror(errno));
 		goto out;
 	}

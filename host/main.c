@@ -11,12 +11,14 @@ static const char usage[] =
     "usage: agentd-host [--set KEY=VALUE]... [--prompt TEXT] SESSION-ID -- CLAUDE [ARGS...]\n"
     "\n"
     "Runs claude in stream-json mode for a structured agentd session: keeps its output in\n"
-    "$AGENTD_RUNTIME_DIR/agents/SESSION-ID/events.log, serves it on host.sock there (the\n"
-    "bridge relays it as SSE / WebSocket), and prints a readable transcript. agentd-api starts\n"
+    "$AGENTD_STATE_DIR/agents/SESSION-ID/events.log, serves it on\n"
+    "$AGENTD_RUNTIME_DIR/agents/SESSION-ID/host.sock (the bridge relays it as SSE /\n"
+    "WebSocket), and prints a readable transcript. agentd-api starts\n"
     "it with tmux respawn-pane; SIGTERM or SIGHUP ends claude's process group and the host.\n"
     "--prompt TEXT starts the first turn with TEXT (a session created in structured mode).\n"
-    "--set KEY=VALUE sets an AGENTD_* setting (agentd-api passes AGENTD_RUNTIME_DIR and\n"
-    "AGENTD_PERMISSION_TIMEOUT: the pane's environment is only the agent's); no configuration\n"
+    "--set KEY=VALUE sets an AGENTD_* setting (agentd-api passes AGENTD_RUNTIME_DIR,\n"
+    "AGENTD_STATE_DIR and AGENTD_PERMISSION_TIMEOUT: the pane's environment is only the\n"
+    "agent's); no configuration\n"
     "file or environment variable is read.\n";
 
 int main(int argc, char **argv)

@@ -3,6 +3,7 @@
 #include "attention.h"
 #include "conn.h"
 #include "evlog.h"
+#include "fsutil.h"
 #include "hostproto.h"
 #include "http.h"
 #include "jsontext.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EVENTS_PATH      "/events"
 #define EVENTS_JSON_OUT  (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -403,6 +405,30 @@ static void events_handle_closed(uv_handle_t *h)
 		events_free(ev);
 }
 
+/* The log an older version kept in the runtime dir moves to the state dir once (both files, the
+ * older first), so ids go on; a log the state dir has already is never replaced. */
+static void events_migrate(struct bridge *b, const struct events *ev)
+{
+	const char *const leaves[] = {EVENTS_LOG_OLD_NAME, EVENTS_LOG_NAME};
+	const char *const to[] = {ev->old_path, ev->path};
+
+	if (access(ev->path, F_OK) == 0 || access(ev->old_path, F_OK) == 0)
+		return;
+	for (size_t i = 0; i < 2; i++) {
+		char from[CONFIG_PATH_MAX];
+		int r;
+
+		if (config_runtime_path(b->cfg, leaves[i], from, sizeof(from)) < 0 ||
+		    access(from, F_OK) < 0)
+			continue;
+		r = fsutil_move(from, to[i]);
+		if (r < 0)
+			log_warn("cannot move %s to %s: %s", from, to[i], strerror(-r));
+		else
+			log_info("moved %s to %s (it outlives a reboot there)", from, to[i]);
+	}
+}
+
 int events_open(struct bridge *b, struct cause *cause)
 {
 	struct events *ev = calloc(1, sizeof(*ev));
@@ -418,12 +444,13 @@ int events_open(struct bridge *b, struct cause *cause)
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (config_runtime_path(b->cfg, EVENTS_LOG_NAME, ev->path, sizeof(ev->path)) < 0 ||
-	    config_runtime_path(b->cfg, EVENTS_LOG_OLD_NAME, ev->old_path, sizeof(ev->old_path)) <
+	if (config_state_path(b->cfg, EVENTS_LOG_NAME, ev->path, sizeof(ev->path)) < 0 ||
+	    config_state_path(b->cfg, EVENTS_LOG_OLD_NAME, ev->old_path, sizeof(ev->old_path)) <
 		0) {
-		r = cause_fail(cause, ENAMETOOLONG, "runtime directory path is too long");
+		r = cause_fail(cause, ENAMETOOLONG, "state directory path is too long");
 		goto fail;
 	}
+	events_migrate(b, ev);
 	r = evlog_open(&ev->log, ev->path);
 	if (r < 0) {
 		r = cause_fail(cause, -r, "cannot open %s: %s", ev->path, strerror(-r));

@@ -5,7 +5,8 @@
  * (an inotify watch of the records directory: created, changed, deleted — compared with the last
  * session object it published, so only real changes make an event).
  *
- * The log is <runtime_dir>/events.log, one event per line in the bridge↔host event form
+ * The log is <state_dir>/events.log (it outlives a reboot), one event per line in the bridge↔host
+ * event form
  * ({"id":N,"event":"<name>","data":<JSON>}, core/hostproto.h's codec), rotated to events.log.1
  * when it passes EVENTS_LOG_MAX bytes (two files: the bounded history a Last-Event-ID can
  * replay). Ids are monotonic across restarts of every daemon: the next id continues from the

@@ -431,7 +431,7 @@ static int server_setup(struct server *s, const struct config *cfg,
 	b->cfg = cfg;
 	b->opt = *opt;
 	LIST_INIT(&b->conns.head);
-	r = store_init(&b->store, cfg->runtime_dir, cause);
+	r = store_init(&b->store, cfg->state_dir, cfg->runtime_dir, cause);
 	if (r < 0)
 		return r;
 	r = tmux_init(&tm, cfg);

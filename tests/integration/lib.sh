@@ -100,7 +100,7 @@ ensure_agent_user || {
 export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
 
 # host_log ID: the event log of a structured session's agentd-host (its dir is the agent's).
-host_log() { printf '%s/run/agents/%s/events.log' "$T" "$1"; }
+host_log() { printf '%s/state/agents/%s/events.log' "$T" "$1"; }
 
 # as_agent CMD...: runs CMD as the agents' user, with its HOME (the way a pane's process runs)
 # and without the harness's credentials (AGENTD_TEST_TOKEN, CURL_HOME's .curlrc).
@@ -566,7 +566,7 @@ alive() { kill -0 "$1" 2>/dev/null; }
 
 record_count() {
 	local n
-	n=$(find "$T/run/sessions" -maxdepth 1 -name '*.json' 2>/dev/null | wc -l)
+	n=$(find "$T/state/sessions" -maxdepth 1 -name '*.json' 2>/dev/null | wc -l)
 	echo "${n:-0}"
 }
 
@@ -587,7 +587,7 @@ assert_nothing_created() {
 		pass "$1"
 	else
 		fail "$1" "records=$r worktrees=$w tmux sessions=$s clones=$c (all expected 0)" \
-			"$(ls -la "$T/run/sessions" "$T/code" 2>&1 | head -20)"
+			"$(ls -la "$T/state/sessions" "$T/code" 2>&1 | head -20)"
 	fi
 }
 

@@ -113,6 +113,15 @@ assert_eq "another local user cannot reach a host's socket" EACCES \
 	"$(setpriv --reuid=nobody --regid=nogroup --clear-groups -- env python3 "$PROBE" connect "$T/run/agents/$SID2/host.sock")"
 assert_eq "the agents' directory is the agent's, group root, 2750" "$AGENT_USER root 2750" \
 	"$(stat -c '%U %G %a' "$T/run/agents")"
+# The hosts' event logs outlive a reboot in the state dir (issue 14): the same rules there.
+assert_eq "the agents' directory in the state dir is the agent's, group root, 2750" \
+	"$AGENT_USER root 2750" "$(stat -c '%U %G %a' "$STATE/agents")"
+assert_eq "a host's event log there is the agent's" "$AGENT_USER" \
+	"$(stat -c '%U' "$(host_log "$SID2")" 2>&1)"
+assert_eq "another local user cannot read a host's event log" EACCES \
+	"$(setpriv --reuid=nobody --regid=nogroup --clear-groups -- env python3 "$PROBE" open "$(host_log "$SID2")" r)"
+assert_eq "the agent cannot make a file in the state dir" EACCES \
+	"$(probe open "$STATE/agent-was-here" create)"
 
 # The host's directory is the agent's: it can put a link to tmux's socket where the bridge looks
 # for its host. The bridge talks only to a socket the agent user listens on.
@@ -129,13 +138,13 @@ as_agent rm -f "$H/host.sock" && as_agent mv "$H/host.sock.real" "$H/host.sock"
 check "the token store exists" test -s "$STATE/tokens.json"
 assert_eq "the agent cannot read the token store" EACCES "$(probe open "$STATE/tokens.json" r)"
 assert_eq "... nor replace it" EACCES "$(probe rename "$STATE/tokens.json")"
-assert_eq "the agent cannot read a record" EACCES "$(probe open "$T/run/sessions/widgets-1.json" r)"
-assert_eq "... nor write one" EACCES "$(probe open "$T/run/sessions/widgets-1.json" w)"
-assert_eq "... nor replace one" EACCES "$(probe rename "$T/run/sessions/widgets-1.json")"
-assert_eq "... nor make one" EACCES "$(probe open "$T/run/sessions/widgets-9.json" create)"
+assert_eq "the agent cannot read a record" EACCES "$(probe open "$T/state/sessions/widgets-1.json" r)"
+assert_eq "... nor write one" EACCES "$(probe open "$T/state/sessions/widgets-1.json" w)"
+assert_eq "... nor replace one" EACCES "$(probe rename "$T/state/sessions/widgets-1.json")"
+assert_eq "... nor make one" EACCES "$(probe open "$T/state/sessions/widgets-9.json" create)"
 assert_eq "the agent cannot write the list view" EACCES "$(probe open "$T/run/sessions.json" w)"
 assert_eq "... nor replace it" EACCES "$(probe rename "$T/run/sessions.json")"
-assert_eq "the agent cannot write the /events log" EACCES "$(probe open "$T/run/events.log" w)"
+assert_eq "the agent cannot write the /events log" EACCES "$(probe open "$T/state/events.log" w)"
 assert_eq "the agent cannot write the tmux config" EACCES "$(probe open "$T/run/tmux.conf" w)"
 assert_eq "the agent cannot open deploy/up's lock (holding it would keep deploy/up from starting)" \
 	EACCES "$(probe open "$T/run/up.lock" r)"
@@ -149,7 +158,7 @@ assert_eq "the agent cannot read nginx's access log" EACCES \
 # --- the same from inside the structured session's pane -------------------------------------------
 # A tool the fake claude runs (after the operator allowed it), as an agent's tool runs.
 IN_PANE="for s in api.sock bridge.sock tmux.sock; do python3 $PROBE connect $T/run/\$s; done;"
-IN_PANE+=" python3 $PROBE open $STATE/tokens.json r; python3 $PROBE open $T/run/sessions/widgets-1.json w"
+IN_PANE+=" python3 $PROBE open $STATE/tokens.json r; python3 $PROBE open $T/state/sessions/widgets-1.json w"
 sse_start inside POST "/sessions/$SID2/prompt" \
 	"$(jq -cn --arg c "( $IN_PANE ) >pane-probe.txt 2>&1" '{prompt: ("RUNBASH " + $c)}')"
 if sse_wait_event inside '.event == "permission"' 20; then
@@ -226,7 +235,7 @@ for c in "${!CREDS[@]}"; do
 	assert_refused "create ($c)" "$(probe http "$PORT" POST /sessions "${CRED_ARGS[@]}" \
 		--data "$(create_body acme widgets 9)")"
 done
-check_not "no session widgets-9 was made" test -e "$T/run/sessions/widgets-9.json"
+check_not "no session widgets-9 was made" test -e "$T/state/sessions/widgets-9.json"
 
 # delete
 for c in "${!CREDS[@]}"; do

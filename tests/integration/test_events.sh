@@ -11,7 +11,7 @@ source "$(dirname "$0")/structured/lib_structured.sh"
 
 make_remote acme widgets
 start_stack || exit 1
-LOG=$T/run/events.log
+LOG=$T/state/events.log
 
 # ev_ids NAME: the ids of the events received, as a JSON array.
 ev_ids() { sse_events "$1" | jq -s -c '[.[].id]'; }

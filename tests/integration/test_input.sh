@@ -57,7 +57,7 @@ BASE=$(listing)
 create acme widgets 2
 assert_status "second session: 201" 201
 assert_state "second session becomes running" widgets-2 running 15
-check "the running session has a lock file" test -e "$T/run/sessions/widgets-2.lock"
+check "the running session has a lock file" test -e "$T/state/sessions/widgets-2.lock"
 api DELETE /sessions/widgets-2
 assert_status "second session deleted" 200
 assert_same_listing "create + delete leaves no file in the runtime dir (no .lock, no .worker)" "$BASE"
@@ -144,8 +144,8 @@ for body in '{"repo":{"owner":"acme","name":"widgets"},"issue":9,"issue":10}' \
 	assert_status "POST /sessions with a key twice: 400 ($body)" 400
 	assert_jq "the 400 names the repeated key" '.error | test("same key twice")'
 done
-check_not "no session was created from a body with a key twice" test -e "$T/run/sessions/widgets-9.json"
-check_not "... nor the one of the last value" test -e "$T/run/sessions/widgets-10.json"
+check_not "no session was created from a body with a key twice" test -e "$T/state/sessions/widgets-9.json"
+check_not "... nor the one of the last value" test -e "$T/state/sessions/widgets-10.json"
 create acme widgets 11
 assert_status "a session for /mode and the bridge: 201" 201
 assert_state "it becomes running" widgets-11 running 15

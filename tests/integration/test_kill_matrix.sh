@@ -176,7 +176,7 @@ dishonest() {
 
 records_sound() {
 	local f n=0 bad=
-	for f in "$T"/run/sessions/*.json; do
+	for f in "$T"/state/sessions/*.json; do
 		[ -f "$f" ] || continue
 		n=$((n + 1))
 		jq -e '.id and .state' "$f" >/dev/null 2>&1 || bad+=" $(basename "$f")"

@@ -22,7 +22,7 @@ now_ms() { date +%s%3N; }
 wait_exited() {
 	local deadline=$((SECONDS + DEADLINE)) st
 	while :; do
-		st=$(jq -r .state "$T/run/sessions/$1.json" 2>/dev/null)
+		st=$(jq -r .state "$T/state/sessions/$1.json" 2>/dev/null)
 		[ "$st" == exited ] && break
 		[ $SECONDS -ge $deadline ] && break
 		sleep 0.01
@@ -37,7 +37,7 @@ wait_exited() {
 note_state() {
 	(
 		local deadline=$((SECONDS + DEADLINE))
-		until [ "$(jq -r .state "$T/run/sessions/$1.json" 2>/dev/null)" == "$2" ]; do
+		until [ "$(jq -r .state "$T/state/sessions/$1.json" 2>/dev/null)" == "$2" ]; do
 			[ $SECONDS -ge $deadline ] && exit 0
 			sleep 0.01
 		done
@@ -182,7 +182,7 @@ T0=$(now_ms)
 kill -KILL "$SERVER"
 deadline=$((SECONDS + DEADLINE))
 while :; do
-	LOST=$(jq -s -c '[.[].state] | unique' "$T"/run/sessions/*.json 2>/dev/null)
+	LOST=$(jq -s -c '[.[].state] | unique' "$T"/state/sessions/*.json 2>/dev/null)
 	[ "$LOST" == '["lost"]' ] && break
 	[ $SECONDS -ge $deadline ] && break
 	sleep 0.01

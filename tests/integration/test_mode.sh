@@ -124,7 +124,7 @@ assert_eq "the pane cwd is still the worktree" "$WT" \
 	"$(tmx display -p -t "=widgets-7:" '#{pane_current_path}' 2>&1)"
 check_not "the terminal claude is gone" alive "$PANE0"
 PANE1=$(pane_pid widgets-7)
-assert_match "the pane runs agentd-host" 'agentd-host --set AGENTD_RUNTIME_DIR=[^ ]+ --set AGENTD_PERMISSION_TIMEOUT=600 widgets-7 -- ' \
+assert_match "the pane runs agentd-host" 'agentd-host --set AGENTD_RUNTIME_DIR=[^ ]+ --set AGENTD_STATE_DIR=[^ ]+ --set AGENTD_PERMISSION_TIMEOUT=600 widgets-7 -- ' \
 	"$(tr '\0' ' ' <"/proc/$PANE1/cmdline" 2>/dev/null)"
 one_claude "one claude in structured mode" widgets-7
 REC=$(pane_claude widgets-7)
@@ -170,7 +170,7 @@ api POST /sessions "$(jq -cn '{repo: {owner: "acme", name: "widgets"}, issue: 9,
 assert_status "create in structured mode: 201" 201
 assert_json "... answered with mode structured" .mode '"structured"'
 assert_state "widgets-9 runs" widgets-9 running 10
-LOG9=$T/run/agents/widgets-9/events.log
+LOG9=$T/state/agents/widgets-9/events.log
 deadline=$((SECONDS + 10))
 until grep -q '"event":"result"' "$LOG9" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.1; done
 assert_eq "the first turn ran to its result without any client" 1 \

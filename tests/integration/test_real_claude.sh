@@ -179,7 +179,7 @@ assert_json "system/init carries agentSessionId" .session_id "\"$UUID\"" "$(sse_
 assert_json "the result is a success saying Done." '[.subtype, .is_error, .result, .session_id]' \
 	"[\"success\",false,\"Done.\",\"$UUID\"]" "${RESULT:-null}"
 check "the SSE events are agentd-host's events: numbered, in order, none missing, same data" \
-	python3 "$RC_DIR/sse_events.py" "$T/sse.out" "$T/run/agents/$SID/events.log"
+	python3 "$RC_DIR/sse_events.py" "$T/sse.out" "$T/state/agents/$SID/events.log"
 check "the allowed command ran in the worktree" test -f "$WORKTREE/real-claude-was-here"
 api POST "/sessions/$SID/permissions/${RID:-none}" '{"behavior":"allow"}'
 assert_status "a second answer to the same request answers 409" 409

@@ -74,7 +74,7 @@ if wait_user_text "$PROMPT2" "$TURN_WAIT"; then
 	pass "the fake API got '$PROMPT2' as the first user message's text"
 else
 	fail "the fake API got '$PROMPT2' as the first user message's text" \
-		"user texts: $(user_texts | head -n 5)" "$(tail -n 5 "$T/run/agents/widgets-2/events.log" 2>/dev/null)"
+		"user texts: $(user_texts | head -n 5)" "$(tail -n 5 "$T/state/agents/widgets-2/events.log" 2>/dev/null)"
 fi
 S_CLAUDE=
 for p in $(descendants "$(pane_pid widgets-2)"); do
@@ -87,7 +87,7 @@ check "claude runs with --replay-user-messages" \
 	grep -qxF -- --replay-user-messages <(tr '\0' '\n' <"/proc/${S_CLAUDE:-0}/cmdline" 2>/dev/null)
 # The session's event log holds the bootstrap prompt: claude's replay of it, right after its
 # init (the web UI shows it as the user's first message).
-EVLOG2=$T/run/agents/widgets-2/events.log
+EVLOG2=$T/state/agents/widgets-2/events.log
 deadline=$((SECONDS + TURN_WAIT))
 until grep -q '"event":"result"' "$EVLOG2" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.2; done
 assert_jq "the event log: system/init, then the prompt replayed (user, isReplay), then the answer" \

@@ -22,7 +22,7 @@ assert_status "POST /sessions (structured) answers 201" 201
 SID=$(printf '%s' "$BODY" | jq -r .id)
 assert_state "the session is running" "$SID" running 60
 # The bootstrap prompt is a turn of its own: the next prompt waits for its result.
-EVLOG=$T/run/agents/$SID/events.log
+EVLOG=$T/state/agents/$SID/events.log
 deadline=$((SECONDS + TURN_WAIT))
 until grep -q '"event":"result"' "$EVLOG" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.2; done
 check "the bootstrap turn ended with a result" grep -q '"event":"result"' "$EVLOG"

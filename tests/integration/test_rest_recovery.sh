@@ -73,7 +73,7 @@ if start_stack; then
 fi
 
 # --- records deleted: rebuilt from tmux ------------------------------------------------------------
-rm -f "$T"/run/sessions/*.json
+rm -f "$T"/state/sessions/*.json
 if kill_api KILL; then
 	if wait_listed 3 15; then pass "records rebuilt from tmux: 3 sessions"; else
 		fail "records rebuilt from tmux: 3 sessions" "got: ${BODY:0:600}"

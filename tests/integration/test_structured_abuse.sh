@@ -44,7 +44,7 @@ assert_match "no Host header: 400" '^HTTP/1.1 400 ' "$(raw_first nohost)"
 
 # --- a client that never reads a big replay is cut; the others are served meanwhile -------------
 for i in 1 2 3; do sse_run b$i POST /sessions/$SID/prompt '{"prompt":"BIGLINE"}'; done
-LOGSIZE=$(stat -c %s "$T/run/agents/$SID/events.log")
+LOGSIZE=$(stat -c %s "$T/state/agents/$SID/events.log")
 python3 "$RAW_PY" "$SOCK" "GET /sessions/$SID/events?after=0 HTTP/1.1\r\nHost: x\r\n\r\n" \
 	--read-after 8 >"$T/stall.raw" 2>&1 &
 STALL=$!

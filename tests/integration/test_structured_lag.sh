@@ -35,7 +35,7 @@ ORDER=$(sse_events lag | jq -r 'select(.event == "assistant") | .data | fromjson
 	.message.content[0].text | split(" ")[1]' | awk -v n=$N '$1 != NR - 1 { bad++ }
 	END { print (NR == n && bad == 0) ? "in order" : "out of order: " NR " lines, " bad " misplaced" }')
 assert_eq "the assistant lines came in claude's order" "in order" "$ORDER"
-LOGGED=$(grep -c '"event":"assistant"' "$T/run/agents/$SID/events.log")
+LOGGED=$(grep -c '"event":"assistant"' "$T/state/agents/$SID/events.log")
 assert_eq "the event log holds the whole turn" "$N" "$LOGGED"
 
 # --- a stream that cannot go on ends with an error event ------------------------------------------
@@ -43,7 +43,7 @@ assert_eq "the event log holds the whole turn" "$N" "$LOGGED"
 # host's back (the one way to make it unreadable here), so the host cannot send the rest.
 sse_start cut GET "/sessions/$SID/events?after=0" - --pause 6 --rate 8192 --timeout 120
 sleep 2
-truncate -s 0 "$T/run/agents/$SID/events.log"
+truncate -s 0 "$T/state/agents/$SID/events.log"
 sse_wait_end cut 120 || fail "the cut reader finished within 120 s" "$(tail -n 3 "$T/cut.log")"
 LAST=$(sse_events cut | tail -n 1)
 assert_jq "the stream ends with an error event (log_error)" \

@@ -23,7 +23,7 @@ assert_eq "then a prompt runs a turn" "system user assistant result" "$(sse_name
 
 SID=$(structured_session acme widgets 1) || exit 1
 WT=$T/code/widgets-issue-1
-LOG=$T/run/agents/$SID/events.log
+LOG=$T/state/agents/$SID/events.log
 
 # --- the client drops the prompt stream mid-turn --------------------------------------------
 sse_run c1 POST /sessions/$SID/prompt '{"prompt":"RUNBASH touch after-drop"}' --stop-after 2

@@ -99,10 +99,20 @@ assert_eq "agentd-bridge has no capability" "CapabilityBoundingSet=" \
 	"$(grep '^CapabilityBoundingSet=' "$UNITDIR/agentd-bridge.service")"
 assert_eq "agentd-api may write /run/agentd and /code" "ReadWritePaths=/run/agentd /code" \
 	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-api.service")"
-assert_eq "agentd-api's state dir is AGENTD_STATE_DIR's default, /var/lib/agentd (tokens)" \
+assert_eq "agentd-api's state dir is AGENTD_STATE_DIR's default, /var/lib/agentd (tokens, records)" \
 	StateDirectory=agentd "$(grep '^StateDirectory=' "$UNITDIR/agentd-api.service")"
 assert_eq "agentd-bridge may write /run/agentd" "ReadWritePaths=/run/agentd" \
 	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-bridge.service")"
+# Issue 14: the records and the /events log outlive a reboot in the state dir, which both write;
+# the agents pass through it to their hosts' event logs (0711, as tmpfiles.d makes it).
+for u in agentd-api agentd-bridge; do
+	assert_eq "$u writes the state dir /var/lib/agentd, mode 0711" \
+		"StateDirectory=agentd StateDirectoryMode=0711" \
+		"$(grep -E '^StateDirectory(Mode)?=' "$UNITDIR/$u.service" | tr '\n' ' ' | sed 's/ $//')"
+done
+assert_match "tmpfiles.d makes the state dir (0711) and the agents' directory in it" \
+	'd /var/lib/agentd 0711 root root -.d /var/lib/agentd/agents 2750 agentd root -' \
+	"$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf" | tr '\n' '.')"
 for u in agentd-api agentd-bridge agentd-telegram; do
 	assert_eq "$u is Type=notify" Type=notify "$(grep '^Type=' "$UNITDIR/$u.service")"
 done

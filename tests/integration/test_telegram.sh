@@ -73,7 +73,7 @@ for _ in $(seq 50); do [ -e "$WT/tg-allowed" ] && break; sleep 0.1; done
 check "the allowed command ran" test -e "$WT/tg-allowed"
 assert_jq "agent-daemon recorded the press as the bot's, for the user (by telegram:$U)" \
 	"[.[] | select(.event == \"permission_resolved\") | .data][0] | .behavior == \"allow\" and
-	 .by == \"telegram:$U\"" "$(jq -s -c . "$T/run/events.log")"
+	 .by == \"telegram:$U\"" "$(jq -s -c . "$T/state/events.log")"
 assert_jq "the press was answered (answerCallbackQuery)" \
 	"any(.[]; .callback_query_id == \"$QID\" and .text == \"Allowed\")" "$(tg_answers)"
 assert_tg "the answer reads: the tool use, the wait, the text, the result" "$U" \

@@ -61,7 +61,7 @@ fi
 if wait_record "$SID" "(.lastActivity | fromdateiso8601) >= $TYPED_AT" true 10; then
 	pass "lastActivity follows terminal output"
 else
-	fail "lastActivity follows terminal output" "typed at $TYPED_AT; record: $(cat "$T/run/sessions/$SID.json")"
+	fail "lastActivity follows terminal output" "typed at $TYPED_AT; record: $(cat "$T/state/sessions/$SID.json")"
 fi
 client_cmd c1 'text "as text frame\r"'
 if wait_output c1 'fake claude got: as text frame' 10; then

@@ -61,8 +61,8 @@ plant_old_record() {
 	jq --arg wt "$T/code/a_b-issue-2" '.id = "a_b-2" | .repo.name = "a_b" | .worktree = $wt |
 		.tmuxName = "a_b-2" | .state = "running" |
 		.agentSessionId = "3f1c9a2e-5b7d-4e8f-9a1b-2c3d4e5f6a7b"' \
-		"$T/run/sessions/a.b-2.json" >"$T/run/sessions/a_b-2.json.tmp" &&
-		mv "$T/run/sessions/a_b-2.json.tmp" "$T/run/sessions/a_b-2.json"
+		"$T/state/sessions/a.b-2.json" >"$T/state/sessions/a_b-2.json.tmp" &&
+		mv "$T/state/sessions/a_b-2.json.tmp" "$T/state/sessions/a_b-2.json"
 }
 plant_old_record
 get_session a_b-2

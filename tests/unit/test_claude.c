@@ -361,6 +361,8 @@ Test(claude, structured_first_launch_with_prompt)
 			      "--set",
 			      "AGENTD_RUNTIME_DIR=/run/agentd",
 			      "--set",
+			      "AGENTD_STATE_DIR=/var/lib/agentd",
+			      "--set",
 			      "AGENTD_PERMISSION_TIMEOUT=600",
 			      "--prompt",
 			      prompt,
@@ -393,14 +395,30 @@ Test(claude, structured_resume_without_prompt)
 	snprintf(id, sizeof(id), "--resume=%s", s.agent_session_id);
 	cr_assert_eq(claude_structured_argv(&cfg, &s, "agentd-host", true, "", &out), 0);
 	expect_argv(&out,
-		    (const char *[]){"agentd-host", "--set", "AGENTD_RUNTIME_DIR=/run/agentd",
-				     "--set", "AGENTD_PERMISSION_TIMEOUT=600", s.id, "--", "claude",
-				     "-p", "--input-format", "stream-json", "--output-format",
-				     "stream-json", "--verbose", "--replay-user-messages",
-				     "--permission-prompt-tool", "stdio", id, "--model=x"},
-		    19);
+		    (const char *[]){"agentd-host",
+				     "--set",
+				     "AGENTD_RUNTIME_DIR=/run/agentd",
+				     "--set",
+				     "AGENTD_STATE_DIR=/var/lib/agentd",
+				     "--set",
+				     "AGENTD_PERMISSION_TIMEOUT=600",
+				     s.id,
+				     "--",
+				     "claude",
+				     "-p",
+				     "--input-format",
+				     "stream-json",
+				     "--output-format",
+				     "stream-json",
+				     "--verbose",
+				     "--replay-user-messages",
+				     "--permission-prompt-tool",
+				     "stdio",
+				     id,
+				     "--model=x"},
+		    21);
 	cr_assert_eq(claude_structured_argv(&cfg, &s, "agentd-host", true, NULL, &out), 0);
-	cr_assert_eq(argv_count(out.argv), 19);
+	cr_assert_eq(argv_count(out.argv), 21);
 }
 
 /* Issue 8, point 4: a prompt that reads as an option stays the prompt. */
@@ -424,14 +442,14 @@ Test(claude, option_like_prompt_follows_double_dash)
 		/* Structured: the prompt is --prompt's value for the host, never claude's word. */
 		cr_assert_eq(
 		    claude_structured_argv(&cfg, &s, "agentd-host", false, prompts[i], &out), 0);
-		cr_assert_str_eq(out.argv[5], "--prompt");
-		cr_assert_str_eq(out.argv[6], prompts[i]);
-		cr_assert_str_eq(out.argv[7], s.id);
-		cr_assert_str_eq(out.argv[8], "--");
+		cr_assert_str_eq(out.argv[7], "--prompt");
+		cr_assert_str_eq(out.argv[8], prompts[i]);
+		cr_assert_str_eq(out.argv[9], s.id);
+		cr_assert_str_eq(out.argv[10], "--");
 		/* claude's words are those it gets without a prompt. */
-		cr_assert_eq(argv_count(out.argv), 21);
-		cr_assert_str_eq(out.argv[9], "claude");
-		cr_assert_str_eq(out.argv[20], "--model=x");
+		cr_assert_eq(argv_count(out.argv), 23);
+		cr_assert_str_eq(out.argv[11], "claude");
+		cr_assert_str_eq(out.argv[22], "--model=x");
 	}
 }
 

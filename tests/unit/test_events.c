@@ -95,13 +95,14 @@ static void rig_open(struct rig *r, unsigned log_max)
 	cr_assert_not_null(mkdtemp(r->dir));
 	config_defaults(&r->cfg);
 	snprintf(r->cfg.runtime_dir, sizeof(r->cfg.runtime_dir), "%s", r->dir);
+	snprintf(r->cfg.state_dir, sizeof(r->cfg.state_dir), "%s", r->dir);
 	cr_assert_eq(uv_loop_init(&r->loop), 0);
 	r->b.loop = &r->loop;
 	r->b.cfg = &r->cfg;
 	r->b.opt = (struct bridge_options){
 	    .stall_timeout_ms = 60 * 1000, .max_clients = 8, .events_log_max = log_max};
 	LIST_INIT(&r->b.conns.head);
-	cr_assert_eq(store_init(&r->b.store, r->dir, &cause), 0, "%s", cause.msg);
+	cr_assert_eq(store_init(&r->b.store, r->dir, r->dir, &cause), 0, "%s", cause.msg);
 	cr_assert_eq(events_open(&r->b, &cause), 0, "%s", cause.msg);
 	cr_assert_not_null(r->b.events);
 }

@@ -27,7 +27,7 @@ static void setup(void)
 
 	snprintf(rundir, sizeof(rundir), "/tmp/agentd-roster-XXXXXX");
 	cr_assert_not_null(mkdtemp(rundir));
-	cr_assert_eq(store_init(&st, rundir, &c), 0, "store_init: %s", c.msg);
+	cr_assert_eq(store_init(&st, rundir, rundir, &c), 0, "store_init: %s", c.msg);
 	cr_assert_eq(uv_loop_init(&loop), 0);
 	roster = roster_create(&loop, &st);
 	cr_assert_not_null(roster);

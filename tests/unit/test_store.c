@@ -35,7 +35,7 @@ static void setup(void)
 	snprintf(rundir, sizeof(rundir), "/tmp/agentd-store-XXXXXX");
 	cr_assert_not_null(mkdtemp(rundir));
 	janitor(rundir);
-	cr_assert_eq(store_init(&st, rundir, &c), 0, "store_init: %s", c.msg);
+	cr_assert_eq(store_init(&st, rundir, rundir, &c), 0, "store_init: %s", c.msg);
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -134,11 +134,45 @@ Test(store, init_creates_dir)
 	cr_assert_eq(sb.st_mode & 07777, 0750);
 	snprintf(path, sizeof(path), "%s/sessions", rundir);
 	cr_assert_str_eq(st.dir, path);
-	cr_assert_eq(store_init(&other, rundir, &c), 0, "init is idempotent: %s", c.msg);
+	cr_assert_eq(store_init(&other, rundir, rundir, &c), 0, "init is idempotent: %s", c.msg);
 	/* A runtime dir that does not exist yet is created (one level). */
 	snprintf(path, sizeof(path), "%s/fresh", rundir);
-	cr_assert_eq(store_init(&other, path, &c), 0, "%s", c.msg);
+	cr_assert_eq(store_init(&other, path, path, &c), 0, "%s", c.msg);
 	cr_assert_eq(stat(other.dir, &sb), 0);
+}
+
+/* Records an older version kept in <runtime_dir>/sessions/ move to the state dir once; one the
+ * state dir has already is left where it was (nothing replaced, nothing lost). */
+Test(store, init_moves_records_from_the_runtime_dir)
+{
+	struct store other;
+	struct session a, b, got;
+	struct cause c = {{0}};
+	char state[128], path[256];
+
+	make(&a, "moved", 1);
+	write_ok(&a);
+	make(&b, "both", 2);
+	write_ok(&b);
+	snprintf(state, sizeof(state), "%s/state", rundir);
+	cr_assert_eq(mkdir(state, 0700), 0);
+	snprintf(path, sizeof(path), "%s/sessions", state);
+	cr_assert_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/sessions/both-2.json", state);
+	cr_assert_eq(symlink("/dev/null", path), 0); /* "already there": must not be replaced */
+	cr_assert_eq(store_init(&other, state, rundir, &c), 0, "%s", c.msg);
+	cr_assert_eq(store_read(&other, "moved-1", &got, &c), 0, "%s", c.msg);
+	cr_assert_str_eq(got.id, "moved-1");
+	snprintf(path, sizeof(path), "%s/sessions/moved-1.json", rundir);
+	cr_assert_neq(access(path, F_OK), 0, "the old record is gone");
+	snprintf(path, sizeof(path), "%s/sessions/both-2.json", rundir);
+	cr_assert_eq(access(path, F_OK), 0, "a record the state dir has stays where it was");
+	snprintf(path, sizeof(path), "%s/sessions.json", rundir);
+	cr_assert_str_eq(other.view, path);
+	/* Once moved, nothing is moved again. */
+	unlink(path);
+	cr_assert_eq(store_init(&other, state, rundir, &c), 0, "%s", c.msg);
+	cr_assert_eq(store_read(&other, "moved-1", &got, &c), 0, "%s", c.msg);
 }
 
 Test(store, init_errors)
@@ -152,17 +186,17 @@ Test(store, init_errors)
 	memset(longdir, 'd', SESSION_PATH_MAX);
 	longdir[0] = '/';
 	longdir[SESSION_PATH_MAX] = '\0';
-	cr_assert_eq(store_init(&other, longdir, &c), -ENAMETOOLONG);
+	cr_assert_eq(store_init(&other, longdir, longdir, &c), -ENAMETOOLONG);
 	cr_assert_neq(c.msg[0], '\0');
 	free(longdir);
 	snprintf(path, sizeof(path), "%s/no/such/parent", rundir);
 	c.msg[0] = '\0';
-	cr_assert_eq(store_init(&other, path, &c), -ENOENT);
+	cr_assert_eq(store_init(&other, path, path, &c), -ENOENT);
 	cr_assert_not_null(strstr(c.msg, path), "cause '%s' names the path", c.msg);
 	/* A file where the directory should be. */
 	snprintf(path, sizeof(path), "%s/sessions/x-1.json", rundir);
 	put_file("x-1.json", "{}", 2);
-	cr_assert_lt(store_init(&other, path, &c), 0);
+	cr_assert_lt(store_init(&other, path, path, &c), 0);
 }
 
 Test(store, write_read_round_trip)

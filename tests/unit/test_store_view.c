@@ -38,7 +38,7 @@ static void setup(void)
 
 	snprintf(rundir, sizeof(rundir), "/tmp/agentd-view-XXXXXX");
 	cr_assert_not_null(mkdtemp(rundir));
-	cr_assert_eq(store_init(&st, rundir, &c), 0, "store_init: %s", c.msg);
+	cr_assert_eq(store_init(&st, rundir, rundir, &c), 0, "store_init: %s", c.msg);
 	snprintf(view, sizeof(view), "%s/sessions.json", rundir);
 }
 

@@ -130,7 +130,7 @@ wait_bridge() {
 }
 
 # record_field ID JQ: a field of the session record on disk.
-record_field() { jq -r "$2" "$T/run/sessions/$1.json" 2>/dev/null; }
+record_field() { jq -r "$2" "$T/state/sessions/$1.json" 2>/dev/null; }
 
 # wait_record ID JQ EXPECTED TIMEOUT
 wait_record() {
@@ -147,7 +147,7 @@ assert_record() {
 	if wait_record "$2" "$3" "$4" "${5:-10}"; then
 		pass "$1"
 	else
-		fail "$1" "expected $3 == $4" "record: $(cat "$T/run/sessions/$2.json" 2>/dev/null)"
+		fail "$1" "expected $3 == $4" "record: $(cat "$T/state/sessions/$2.json" 2>/dev/null)"
 	fi
 }
 
