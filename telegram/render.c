@@ -75,14 +75,24 @@ void render_tool(char *out, size_t outlen, const char *tool, json_object *input)
 	render_cut(out, outlen, cut, RENDER_TOOL_MAX);
 }
 
-static int render_assistant(struct buf *out, json_object *data)
+/* The content blocks of an assistant or user event (its message.content array), or NULL. */
+static json_object *render_content(json_object *data)
 {
 	json_object *msg, *content;
-	int r = 0;
 
 	if (!json_object_object_get_ex(data, "message", &msg) ||
 	    !json_object_object_get_ex(msg, "content", &content) ||
 	    !json_object_is_type(content, json_type_array))
+		return NULL;
+	return content;
+}
+
+static int render_assistant(struct buf *out, json_object *data)
+{
+	json_object *content = render_content(data);
+	int r = 0;
+
+	if (content == NULL)
 		return 0;
 	for (size_t i = 0; r == 0 && i < json_object_array_length(content); i++) {
 		json_object *b = json_object_array_get_idx(content, i), *input = NULL;
@@ -131,12 +141,10 @@ static const char *render_result_text(json_object *b)
 
 static int render_user(struct buf *out, json_object *data)
 {
-	json_object *msg, *content, *err;
+	json_object *content = render_content(data), *err;
 	int r = 0;
 
-	if (!json_object_object_get_ex(data, "message", &msg) ||
-	    !json_object_object_get_ex(msg, "content", &content) ||
-	    !json_object_is_type(content, json_type_array))
+	if (content == NULL)
 		return 0;
 	for (size_t i = 0; r == 0 && i < json_object_array_length(content); i++) {
 		json_object *b = json_object_array_get_idx(content, i);
