@@ -353,3 +353,13 @@ fail:
 	json_tokener_free(tok);
 	return NULL;
 }
+
+const char *jsontext_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}

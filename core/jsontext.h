@@ -45,4 +45,10 @@ json_object *jsontext_parse(const char *text, size_t len, int depth, struct caus
  */
 bool jsontext_has_duplicate_key(const char *text, size_t len, json_object *root);
 
+/*
+ * The string member key of o, or NULL (o NULL or not an object, no such member, or not a string).
+ * Borrowed: valid while o is.
+ */
+const char *jsontext_str(json_object *o, const char *key);
+
 #endif

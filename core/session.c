@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include "isotime.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <signal.h>
@@ -337,7 +339,7 @@ const char *session_unavailable(const struct session *s, char *msg, size_t msgle
 		snprintf(msg, msglen, "the session failed: %s", s->error);
 		return "not_running";
 	case SESSION_EXITED:
-		session_format_time(s->exited_at, at, sizeof(at));
+		isotime_format(s->exited_at, at, sizeof(at));
 		snprintf(msg, msglen,
 			 "the agent exited with status %d%s%s at %s; POST /sessions restarts it",
 			 s->exit_status, s->exit_signal[0] != '\0' ? " by " : "", s->exit_signal,
@@ -371,47 +373,16 @@ int session_mode_parse(const char *s, enum session_mode *out)
 	return -EINVAL;
 }
 
-void session_format_time(int64_t t, char *out, size_t outlen)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	gmtime_r(&tt, &tm);
-	strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-static int session_parse_time(const char *s, int64_t *out)
-{
-	struct tm tm;
-	const char *end;
-
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (end == NULL || *end != '\0')
-		return -EINVAL;
-	*out = (int64_t)timegm(&tm);
-	/* Only times that format back to the same 20 characters (a 4-digit year, not before 1970).
-	 */
-	if (*out < 0 || *out > SESSION_TIME_LAST)
-		return -EINVAL;
-	return 0;
-}
-
 static void session_add_str(json_object *o, const char *key, const char *val)
 {
 	json_object_object_add(o, key, json_object_new_string(val));
 }
 
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ" from unix milliseconds. */
 static void session_add_time_ms(json_object *o, const char *key, int64_t ms)
 {
-	char buf[40];
-	int64_t r = ms % 1000;
+	char buf[ISOTIME_MS_LEN + 1];
 
-	if (r < 0)
-		r += 1000;
-	session_format_time((ms - r) / 1000, buf, sizeof(buf));
-	snprintf(buf + 19, sizeof(buf) - 19, ".%03dZ", (int)r);
+	isotime_format_ms(ms, buf, sizeof(buf));
 	session_add_str(o, key, buf);
 }
 
@@ -436,9 +407,9 @@ static json_object *session_pending_json(const struct session *s, bool for_disk)
 
 static void session_add_time(json_object *o, const char *key, int64_t t)
 {
-	char buf[32];
+	char buf[ISOTIME_LEN + 1];
 
-	session_format_time(t, buf, sizeof(buf));
+	isotime_format(t, buf, sizeof(buf));
 	session_add_str(o, key, buf);
 }
 
@@ -516,7 +487,7 @@ static int session_get_time(json_object *o, const char *key, int64_t *out, struc
 {
 	const char *v = session_get_str(o, key);
 
-	if (v == NULL || session_parse_time(v, out) < 0)
+	if (v == NULL || isotime_parse(v, out) < 0)
 		return cause_fail(cause, EINVAL, "field %s is not a time", key);
 	return 0;
 }
@@ -561,25 +532,6 @@ static int session_exit_from_json(struct session *s, json_object *obj, struct ca
 		if ((r = session_get_time(obj, "exitedAt", &s->exited_at, cause)) < 0)
 			return r;
 	}
-	return 0;
-}
-
-static int session_parse_time_ms(const char *v, int64_t *out)
-{
-	char secs[32];
-	size_t n = strlen(v);
-	int64_t t;
-
-	/* "YYYY-MM-DDTHH:MM:SS.mmmZ" */
-	if (n != 24 || v[19] != '.' || v[23] != 'Z' || !isdigit((unsigned char)v[20]) ||
-	    !isdigit((unsigned char)v[21]) || !isdigit((unsigned char)v[22]))
-		return -EINVAL;
-	memcpy(secs, v, 19);
-	secs[19] = 'Z';
-	secs[20] = '\0';
-	if (session_parse_time(secs, &t) < 0)
-		return -EINVAL;
-	*out = t * 1000 + (v[20] - '0') * 100 + (v[21] - '0') * 10 + (v[22] - '0');
 	return 0;
 }
 
@@ -639,7 +591,7 @@ static int session_attention_from_json(struct session *s, json_object *obj, stru
 		return cause_fail(cause, EINVAL, "field activity is invalid");
 	if (json_object_object_get_ex(obj, "activityAt", &v) &&
 	    ((str = session_get_str(obj, "activityAt")) == NULL ||
-	     session_parse_time_ms(str, &s->activity_at) < 0))
+	     isotime_parse_ms(str, &s->activity_at) < 0))
 		return cause_fail(cause, EINVAL, "field activityAt is not a time");
 	if (json_object_object_get_ex(obj, "pending", &v)) {
 		int r = session_pending_from_json(s, v, cause);

@@ -23,10 +23,9 @@
 #define SESSION_ERROR_MAX  512
 #define SESSION_UUID_LEN   36
 #define SESSION_RECORD_MAX (64 * 1024)
-#define SESSION_EXIT_MAX   255            /* exitStatus: an exit code, or 128 + a signal number */
-#define SESSION_SIGNAL_MAX 16             /* "SIGKILL", "SIGRTMIN+15", ... */
-#define SESSION_TIME_LAST  253402300799LL /* 9999-12-31T23:59:59Z: times are 1970..9999 */
-#define SESSION_BY_MAX     193            /* = AUTH_BY_MAX (core/auth.h): identity[:actor] */
+#define SESSION_EXIT_MAX   255 /* exitStatus: an exit code, or 128 + a signal number */
+#define SESSION_SIGNAL_MAX 16  /* "SIGKILL", "SIGRTMIN+15", ... */
+#define SESSION_BY_MAX     193 /* = AUTH_BY_MAX (core/auth.h): identity[:actor] */
 
 enum session_state {
 	SESSION_CREATING,
@@ -184,9 +183,6 @@ struct session_create {
  * cause.
  */
 int session_parse_create(json_object *root, struct session_create *in, struct cause *cause);
-
-/* Formats unix seconds as "YYYY-MM-DDTHH:MM:SSZ" into out (at least 21 bytes). */
-void session_format_time(int64_t t, char *out, size_t outlen);
 
 /*
  * Encodes s as a new JSON object (caller puts it). With for_disk, fields used only by the daemons

@@ -1,7 +1,7 @@
 #include "tokens.h"
 
 #include "fsutil.h"
-#include "session.h"
+#include "isotime.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 bool tokens_name_valid(const char *name)
@@ -62,8 +61,6 @@ static int tokens_unhex(const char *s, uint8_t out[TOKEN_HASH_LEN])
 static int tokens_time(json_object *o, const char *key, bool nullable, int64_t *out)
 {
 	json_object *v;
-	struct tm tm;
-	const char *s, *end;
 
 	*out = 0;
 	if (!json_object_object_get_ex(o, key, &v))
@@ -72,13 +69,7 @@ static int tokens_time(json_object *o, const char *key, bool nullable, int64_t *
 		return 0;
 	if (!json_object_is_type(v, json_type_string))
 		return -EINVAL;
-	s = json_object_get_string(v);
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (end == NULL || *end != '\0')
-		return -EINVAL;
-	*out = (int64_t)timegm(&tm);
-	return 0;
+	return isotime_parse(json_object_get_string(v), out);
 }
 
 static int tokens_entry(json_object *o, struct token_entry *e, struct cause *cause)
@@ -176,11 +167,11 @@ out:
 
 static json_object *tokens_time_json(int64_t t)
 {
-	char buf[32];
+	char buf[ISOTIME_LEN + 1];
 
 	if (t == 0)
 		return NULL;
-	session_format_time(t, buf, sizeof(buf));
+	isotime_format(t, buf, sizeof(buf));
 	return json_object_new_string(buf);
 }
 

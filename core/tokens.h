@@ -4,6 +4,7 @@
  * credential. One JSON file, replaced atomically (mode 0600):
  *   {"tokens":[{"name":"admin","sha256":"<64 hex>","readOnly":false,
  *               "createdAt":"2026-11-25T12:00:00Z","lastUsed":"…" or null}]}
+ * (times are isotime's: 1970..9999, as the session records').
  * Tokens are 32 random bytes as "agentd_" + 43 base64url characters: a fast hash is enough (no
  * password to guess), and a presented token is compared with every entry in constant time.
  * Everything here but tokens_load/tokens_save is pure.

@@ -3,6 +3,7 @@
  * with the same conversation (--resume when claude has a transcript). Under the session lock, and
  * the old process is gone before the answer, so two claude processes never run for one session.
  */
+#include "api_sessions.h"
 #include "create.h"
 #include "log.h"
 #include "router.h"
@@ -37,21 +38,8 @@ static void api_mode_post(const struct app *app, struct request *req,
 		    "the body must be {\"mode\": \"terminal\"} or {\"mode\": \"structured\"}");
 		goto out;
 	}
-	s = malloc(sizeof(*s));
-	fd = s != NULL ? store_lock(&app->store, args[0]) : -ENOMEM;
-	r = fd == -ENOENT ? fd : fd < 0 ? 0 : store_read(&app->store, args[0], s, &cause);
-	if (r == -ENOENT) {
-		request_error(req, 404, "not_found", "no session %s", args[0]);
+	if ((fd = api_session_lock(app, req, args[0], &s)) < 0)
 		goto out;
-	}
-	if (fd < 0) {
-		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
-		goto out;
-	}
-	if (r < 0) {
-		request_error(req, 500, "store_error", "%s", cause.msg);
-		goto out;
-	}
 	if (s->state != SESSION_RUNNING && s->state != SESSION_ATTACHED) {
 		request_error(req, 409, "not_running",
 			      "session %s is %s; only a running session can switch mode", s->id,

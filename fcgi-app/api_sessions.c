@@ -1,4 +1,5 @@
-/* The /sessions resource: create (asynchronous), list, get, delete. */
+#include "api_sessions.h"
+
 #include "api_worktrees.h"
 #include "create.h"
 #include "gitrepo.h"
@@ -179,6 +180,28 @@ static void api_sessions_list(const struct app *app, struct request *req,
 	request_reply(req, 200, arr, NULL);
 }
 
+int api_session_lock(const struct app *app, struct request *req, const char *id, struct session **s)
+{
+	struct cause cause = {{0}};
+	int fd, r;
+
+	*s = malloc(sizeof(**s));
+	fd = *s != NULL ? store_lock(&app->store, id) : -ENOMEM;
+	r = fd == -ENOENT ? fd : fd < 0 ? 0 : store_read(&app->store, id, *s, &cause);
+	if (r == -ENOENT)
+		request_error(req, 404, "not_found", "no session %s", id);
+	else if (fd < 0)
+		request_error(req, 500, "store_error", "cannot lock session %s", id);
+	else if (r < 0)
+		request_error(req, 500, "store_error", "%s", cause.msg);
+	else
+		return fd;
+	store_unlock(fd);
+	free(*s);
+	*s = NULL;
+	return -1;
+}
+
 /* Validates the id of a path: 400 when malformed. Returns true when the caller may go on. */
 static bool api_check_id(struct request *req, const char *id)
 {
@@ -256,21 +279,8 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 			      "session %s is still being created; try again", args[0]);
 		return;
 	}
-	s = malloc(sizeof(*s));
-	fd = s != NULL ? store_lock(&app->store, args[0]) : -ENOMEM;
-	r = fd == -ENOENT ? fd : fd < 0 ? 0 : store_read(&app->store, args[0], s, &cause);
-	if (r == -ENOENT) {
-		request_error(req, 404, "not_found", "no session %s", args[0]);
+	if ((fd = api_session_lock(app, req, args[0], &s)) < 0)
 		goto out;
-	}
-	if (fd < 0) {
-		request_error(req, 500, "store_error", "cannot lock session %s", args[0]);
-		goto out;
-	}
-	if (r < 0) {
-		request_error(req, 500, "store_error", "%s", cause.msg);
-		goto out;
-	}
 	s->state = SESSION_STOPPING;
 	snprintf(s->by, sizeof(s->by), "%s", req->by);
 	store_write(&app->store, s, NULL);

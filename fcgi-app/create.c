@@ -2,6 +2,7 @@
 
 #include "claude.h"
 #include "gitrepo.h"
+#include "isotime.h"
 #include "log.h"
 #include "proc.h"
 #include "worktree.h"
@@ -231,7 +232,7 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	snprintf(meta->issue, sizeof(meta->issue), "%ld", s->issue);
 	snprintf(meta->mode, sizeof(meta->mode), "%s", session_mode_name(s->mode));
 	snprintf(meta->agent_session, sizeof(meta->agent_session), "%s", s->agent_session_id);
-	session_format_time(s->created_at, meta->created, sizeof(meta->created));
+	isotime_format(s->created_at, meta->created, sizeof(meta->created));
 	snprintf(meta->prompt, sizeof(meta->prompt), "%s", s->prompt);
 	if ((r = create_agent_env(app, env, cause)) < 0)
 		goto out;

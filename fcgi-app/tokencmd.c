@@ -1,6 +1,7 @@
 #include "tokencmd.h"
 
 #include "fsutil.h"
+#include "isotime.h"
 #include "tokens.h"
 
 #include <errno.h>
@@ -48,15 +49,10 @@ static int tokencmd_lock(const struct config *cfg, char *store, size_t storelen)
 
 static void tokencmd_time(int64_t t, char *out, size_t outlen)
 {
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (t == 0) {
+	if (t == 0)
 		snprintf(out, outlen, "never");
-		return;
-	}
-	gmtime_r(&tt, &tm);
-	strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	else
+		isotime_format(t, out, outlen);
 }
 
 int tokencmd_main(const struct config *cfg, int argc, char **argv)

@@ -1,6 +1,7 @@
 #include "approvals.h"
 
 #include "hostproto.h"
+#include "jsontext.h"
 #include "log.h"
 #include "render.h"
 #include "session.h"
@@ -28,16 +29,6 @@ struct approval_press {
 	char who[RENDER_NAME_MAX + 1];
 	char action;
 };
-
-static const char *ap_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
 
 static struct approval_op *ap_op(struct bot *b, const char *key, approvals_done_fn done, void *arg,
 				 bool remove)
@@ -159,8 +150,8 @@ static unsigned ap_decide(struct bot *b, struct state_approval *a, const char *d
 unsigned approvals_request(struct bot *b, const char *session, json_object *data,
 			   approvals_done_fn done, void *arg)
 {
-	const char *rid = ap_str(data, "requestId"), *tool = ap_str(data, "toolName");
-	const char *mode = ap_str(data, "mode");
+	const char *rid = jsontext_str(data, "requestId"), *tool = jsontext_str(data, "toolName");
+	const char *mode = jsontext_str(data, "mode");
 	bool terminal = mode != NULL && strcmp(mode, "terminal") == 0;
 	json_object *sugg = NULL;
 	char *suggestions = NULL;
@@ -208,14 +199,14 @@ unsigned approvals_request(struct bot *b, const char *session, json_object *data
 unsigned approvals_resolved(struct bot *b, const char *session, json_object *data,
 			    approvals_done_fn done, void *arg)
 {
-	const char *rid = ap_str(data, "requestId");
+	const char *rid = jsontext_str(data, "requestId");
 	char decision[RENDER_DECISION_MAX];
 	unsigned n = 0;
 
 	if (rid == NULL)
 		return 0;
-	render_decision(decision, sizeof(decision), ap_str(data, "behavior"), ap_str(data, "by"),
-			NULL, false);
+	render_decision(decision, sizeof(decision), jsontext_str(data, "behavior"),
+			jsontext_str(data, "by"), NULL, false);
 	for (unsigned i = 0; i < b->st->napprovals;) {
 		struct state_approval *a = &b->st->approvals[i];
 		unsigned before = b->st->napprovals;
@@ -237,7 +228,7 @@ static json_object *ap_session(json_object *sessions, const char *id)
 {
 	for (size_t i = 0; i < json_object_array_length(sessions); i++) {
 		json_object *s = json_object_array_get_idx(sessions, i);
-		const char *sid = ap_str(s, "id");
+		const char *sid = jsontext_str(s, "id");
 
 		if (sid != NULL && strcmp(sid, id) == 0)
 			return s;
@@ -255,7 +246,7 @@ static json_object *ap_pending(json_object *s, const char *rid)
 		return NULL;
 	for (size_t i = 0; i < json_object_array_length(pending); i++) {
 		json_object *p = json_object_array_get_idx(pending, i);
-		const char *id = ap_str(p, "requestId");
+		const char *id = jsontext_str(p, "requestId");
 
 		if (id != NULL && strcmp(id, rid) == 0)
 			return p;
@@ -292,7 +283,7 @@ unsigned approvals_snapshot(struct bot *b, json_object *sessions, approvals_done
 
 unsigned approvals_pending(struct bot *b, json_object *s, approvals_done_fn done, void *arg)
 {
-	const char *id = ap_str(s, "id"), *mode = ap_str(s, "mode");
+	const char *id = jsontext_str(s, "id"), *mode = jsontext_str(s, "mode");
 	json_object *pending;
 	unsigned n = 0;
 
@@ -306,11 +297,11 @@ unsigned approvals_pending(struct bot *b, json_object *s, approvals_done_fn done
 
 		/* As a permission event says it (no input: the description shows it). */
 		data = json_object_new_object();
-		if ((v = ap_str(p, "requestId")) != NULL)
+		if ((v = jsontext_str(p, "requestId")) != NULL)
 			json_object_object_add(data, "requestId", json_object_new_string(v));
-		if ((v = ap_str(p, "toolName")) != NULL)
+		if ((v = jsontext_str(p, "toolName")) != NULL)
 			json_object_object_add(data, "toolName", json_object_new_string(v));
-		if ((v = ap_str(p, "description")) != NULL)
+		if ((v = jsontext_str(p, "description")) != NULL)
 			json_object_object_add(data, "description", json_object_new_string(v));
 		if (mode != NULL && strcmp(mode, "terminal") == 0)
 			json_object_object_add(data, "mode", json_object_new_string(mode));

@@ -172,16 +172,6 @@ static int64_t botapi_int(json_object *o, const char *key)
 	return json_object_get_int64(v);
 }
 
-static const char *botapi_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 int botapi_parse_update(json_object *u, struct botapi_update *out)
 {
 	json_object *m, *from = NULL, *chat = NULL, *v;
@@ -195,7 +185,7 @@ int botapi_parse_update(json_object *u, struct botapi_update *out)
 	    json_object_is_type(m, json_type_object)) {
 		json_object_object_get_ex(m, "from", &from);
 		json_object_object_get_ex(m, "chat", &chat);
-		out->text = botapi_str(m, "text");
+		out->text = jsontext_str(m, "text");
 		out->user = botapi_int(from, "id");
 		out->chat = botapi_int(chat, "id");
 		if (out->text != NULL && out->user != 0 && out->chat != 0)
@@ -211,14 +201,14 @@ int botapi_parse_update(json_object *u, struct botapi_update *out)
 		out->user = botapi_int(from, "id");
 		out->chat = botapi_int(chat, "id");
 		out->message_id = botapi_int(msg, "message_id");
-		out->callback_id = botapi_str(m, "id");
-		out->callback_data = botapi_str(m, "data");
+		out->callback_id = jsontext_str(m, "id");
+		out->callback_data = jsontext_str(m, "data");
 		if (out->callback_id != NULL && out->user != 0)
 			out->kind = BOTAPI_CALLBACK;
 	}
 	if (out->kind != BOTAPI_OTHER)
 		render_user_name(out->user_name, sizeof(out->user_name),
-				 botapi_str(from, "first_name"), (long long)out->user);
+				 jsontext_str(from, "first_name"), (long long)out->user);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include "approvals.h"
+#include "jsontext.h"
 #include "log.h"
 #include "render.h"
 #include "session.h"
@@ -27,6 +28,16 @@
 	"/interrupt: end the running turn of this chat's session\n"                                \
 	"Anything else is a prompt to this chat's session (structured mode)."
 
+struct cmd_call;
+
+/*
+ * What a command makes of agent-daemon's answer a (never an aborted request): what it writes into
+ * msg (msglen bytes, empty on entry) is said to the chat after it returns; it may also say things
+ * itself, before that.
+ */
+typedef void cmd_answer_fn(struct cmd_call *c, const struct agentc_answer *a, char *msg,
+			   size_t msglen);
+
 /* What an answer of agent-daemon is about. */
 struct cmd_call {
 	struct bot *b;
@@ -34,6 +45,7 @@ struct cmd_call {
 	int64_t user;
 	char session[SESSION_ID_MAX + 1];
 	char extra[COMMANDS_ARG_MAX];
+	cmd_answer_fn *answer;
 };
 
 void commands_word(const char *text, char *out, size_t outlen)
@@ -92,11 +104,26 @@ static struct cmd_call *cmd_call(struct bot *b, const struct botapi_update *u, c
 	return c;
 }
 
-/* Sends the request; on failure to start it says so and frees c. */
-static void cmd_send(struct cmd_call *c, const char *method, const char *path, json_object *body,
-		     bool for_user, agentc_fn fn)
+/* Every command's agentc callback: c->answer's message said, then c freed. */
+static void cmd_done(void *arg, const struct agentc_answer *a)
 {
-	if (agentc_request(c->b->agentd, method, path, body, for_user ? c->user : 0, fn, c) ==
+	struct cmd_call *c = arg;
+	char msg[COMMANDS_MSG_MAX] = "";
+
+	if (!a->aborted) {
+		c->answer(c, a, msg, sizeof(msg));
+		if (msg[0] != '\0')
+			bot_say(c->b, c->chat, msg);
+	}
+	free(c);
+}
+
+/* Sends the request, whose answer goes to answer; on failure to start it says so and frees c. */
+static void cmd_send(struct cmd_call *c, const char *method, const char *path, json_object *body,
+		     bool for_user, cmd_answer_fn *answer)
+{
+	c->answer = answer;
+	if (agentc_request(c->b->agentd, method, path, body, for_user ? c->user : 0, cmd_done, c) ==
 	    NULL) {
 		bot_say(c->b, c->chat, "The request could not be sent (out of memory).");
 		free(c);
@@ -127,71 +154,46 @@ static void cmd_choose(struct bot *b, int64_t chat, const char *session)
 	bot_changed(b);
 }
 
-static const char *cmd_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 /* ---- /sessions ---------------------------------------------------------------------------- */
 
-static void cmd_sessions_done(void *arg, const struct agentc_answer *a)
+static void cmd_sessions_answer(struct cmd_call *c, const struct agentc_answer *a, char *msg,
+				size_t msglen)
 {
-	struct cmd_call *c = arg;
 	struct state_chat *chat = state_chat(c->b->st, c->chat, false);
 	struct buf out;
 
-	if (a->aborted) {
-		free(c);
-		return;
-	}
 	if (a->status != 200 || a->body == NULL) {
-		char msg[COMMANDS_MSG_MAX];
-
-		snprintf(msg, sizeof(msg), "The sessions could not be listed: %s", a->err);
-		bot_say(c->b, c->chat, msg);
-		free(c);
+		snprintf(msg, msglen, "The sessions could not be listed: %s", a->err);
 		return;
 	}
+	/* Longer than a msg can be: said here. */
 	buf_init(&out, 0);
 	if (render_sessions(&out, a->body, chat != NULL ? chat->current : NULL) == 0)
 		bot_say(c->b, c->chat, buf_str(&out));
 	buf_free(&out);
-	free(c);
 }
 
 /* ---- /new ------------------------------------------------------------------------------------ */
 
-static void cmd_new_done(void *arg, const struct agentc_answer *a)
+static void cmd_new_answer(struct cmd_call *c, const struct agentc_answer *a, char *msg,
+			   size_t msglen)
 {
-	struct cmd_call *c = arg;
-	char msg[COMMANDS_MSG_MAX];
-	const char *id = cmd_str(a->body, "id"), *state = cmd_str(a->body, "state");
-	const char *mode = cmd_str(a->body, "mode");
+	const char *id = jsontext_str(a->body, "id"), *state = jsontext_str(a->body, "state");
+	const char *mode = jsontext_str(a->body, "mode");
 
-	if (a->aborted) {
-		free(c);
-		return;
-	}
 	if ((a->status == 201 || a->status == 200) && id != NULL && session_id_valid(id)) {
 		cmd_choose(c->b, c->chat, id);
-		snprintf(msg, sizeof(msg), "%s %s (%s, %s mode). It is this chat's session now: %s",
-			 id, a->status == 201 ? "is starting" : "exists already",
-			 state ? state : "?", mode ? mode : "?",
+		snprintf(msg, msglen, "%s %s (%s, %s mode). It is this chat's session now: %s", id,
+			 a->status == 201 ? "is starting" : "exists already", state ? state : "?",
+			 mode ? mode : "?",
 			 mode != NULL && strcmp(mode, "structured") == 0
 			     ? "write to prompt it."
 			     : "/mode structured lets you prompt it from here.");
 		/* Requests it already waits for (an existing session). */
 		approvals_pending(c->b, a->body, NULL, NULL);
 	} else {
-		snprintf(msg, sizeof(msg), "The session was not created: %s", a->err);
+		snprintf(msg, msglen, "The session was not created: %s", a->err);
 	}
-	bot_say(c->b, c->chat, msg);
-	free(c);
 }
 
 static void cmd_new(struct bot *b, const struct botapi_update *u)
@@ -236,40 +238,33 @@ static void cmd_new(struct bot *b, const struct botapi_update *u)
 	json_object_object_add(body, "issue", json_object_new_int64(issue));
 	if (mode != NULL)
 		json_object_object_add(body, "mode", json_object_new_string(mode));
-	cmd_send(c, "POST", "/sessions", body, true, cmd_new_done);
+	cmd_send(c, "POST", "/sessions", body, true, cmd_new_answer);
 }
 
 /* ---- /use ------------------------------------------------------------------------------------ */
 
-static void cmd_use_done(void *arg, const struct agentc_answer *a)
+static void cmd_use_answer(struct cmd_call *c, const struct agentc_answer *a, char *msg,
+			   size_t msglen)
 {
-	struct cmd_call *c = arg;
-	char msg[COMMANDS_MSG_MAX];
-
-	if (a->aborted) {
-		free(c);
-		return;
-	}
 	if (a->status == 200) {
-		const char *mode = cmd_str(a->body, "mode"), *act = cmd_str(a->body, "activity");
+		const char *mode = jsontext_str(a->body, "mode"),
+			   *act = jsontext_str(a->body, "activity");
 
 		cmd_choose(c->b, c->chat, c->session);
-		snprintf(msg, sizeof(msg), "This chat's session is %s (%s mode, %s).%s", c->session,
+		snprintf(msg, msglen, "This chat's session is %s (%s mode, %s).%s", c->session,
 			 mode ? mode : "?", act ? act : "?",
 			 mode != NULL && strcmp(mode, "structured") == 0
 			     ? " Write to prompt it."
 			     : " /mode structured lets you prompt it from here.");
+		/* Said before the requests it waits for. */
 		bot_say(c->b, c->chat, msg);
+		msg[0] = '\0';
 		approvals_pending(c->b, a->body, NULL, NULL);
 	} else if (a->status == 404) {
-		snprintf(msg, sizeof(msg), "There is no session %s. /sessions lists them.",
-			 c->session);
-		bot_say(c->b, c->chat, msg);
+		snprintf(msg, msglen, "There is no session %s. /sessions lists them.", c->session);
 	} else {
-		snprintf(msg, sizeof(msg), "%s: %s", c->session, a->err);
-		bot_say(c->b, c->chat, msg);
+		snprintf(msg, msglen, "%s: %s", c->session, a->err);
 	}
-	free(c);
 }
 
 static void cmd_use(struct bot *b, const struct botapi_update *u)
@@ -284,27 +279,19 @@ static void cmd_use(struct bot *b, const struct botapi_update *u)
 	if ((c = cmd_call(b, u, args[0])) == NULL)
 		return;
 	snprintf(path, sizeof(path), "/sessions/%s", args[0]);
-	cmd_send(c, "GET", path, NULL, false, cmd_use_done);
+	cmd_send(c, "GET", path, NULL, false, cmd_use_answer);
 }
 
 /* ---- /mode ----------------------------------------------------------------------------------- */
 
-static void cmd_mode_done(void *arg, const struct agentc_answer *a)
+static void cmd_mode_answer(struct cmd_call *c, const struct agentc_answer *a, char *msg,
+			    size_t msglen)
 {
-	struct cmd_call *c = arg;
-	char msg[COMMANDS_MSG_MAX];
-
-	if (a->aborted) {
-		free(c);
-		return;
-	}
 	if (a->status == 200)
-		snprintf(msg, sizeof(msg), "%s is in %s mode now.%s", c->session, c->extra,
+		snprintf(msg, msglen, "%s is in %s mode now.%s", c->session, c->extra,
 			 strcmp(c->extra, "structured") == 0 ? " Write to prompt it." : "");
 	else
-		snprintf(msg, sizeof(msg), "%s stays as it is: %s", c->session, a->err);
-	bot_say(c->b, c->chat, msg);
-	free(c);
+		snprintf(msg, msglen, "%s stays as it is: %s", c->session, a->err);
 }
 
 static void cmd_mode(struct bot *b, const struct botapi_update *u)
@@ -325,39 +312,32 @@ static void cmd_mode(struct bot *b, const struct botapi_update *u)
 	body = json_object_new_object();
 	json_object_object_add(body, "mode", json_object_new_string(args[0]));
 	snprintf(path, sizeof(path), "/sessions/%s/mode", session);
-	cmd_send(c, "POST", path, body, true, cmd_mode_done);
+	cmd_send(c, "POST", path, body, true, cmd_mode_answer);
 }
 
 /* ---- /stop ----------------------------------------------------------------------------------- */
 
-static void cmd_stop_done(void *arg, const struct agentc_answer *a)
+static void cmd_stop_answer(struct cmd_call *c, const struct agentc_answer *a, char *msg,
+			    size_t msglen)
 {
-	struct cmd_call *c = arg;
-	const char *wt = cmd_str(a->body, "worktree"), *reason = cmd_str(a->body, "reason");
-	const char *kept_ref = cmd_str(a->body, "keptRef");
-	char msg[COMMANDS_MSG_MAX];
+	const char *wt = jsontext_str(a->body, "worktree"),
+		   *reason = jsontext_str(a->body, "reason");
+	const char *kept_ref = jsontext_str(a->body, "keptRef");
 	json_object *v;
 
-	if (a->aborted) {
-		free(c);
-		return;
-	}
 	if (a->status != 200) {
-		snprintf(msg, sizeof(msg), "%s was not stopped: %s", c->session, a->err);
-		bot_say(c->b, c->chat, msg);
-		free(c);
+		snprintf(msg, msglen, "%s was not stopped: %s", c->session, a->err);
 		return;
 	}
 	state_unfollow_all(c->b->st, c->session);
 	bot_changed(c->b);
 	if (wt != NULL && strcmp(wt, "kept") == 0)
-		snprintf(msg, sizeof(msg),
+		snprintf(msg, msglen,
 			 "%s is stopped. Its worktree is kept: %s. /stop %s force removes it "
 			 "anyway (its commits stay under refs/agentd/kept/).",
 			 c->session, reason ? reason : "it would lose work", c->session);
 	else if (wt != NULL && strcmp(wt, "removed") == 0)
-		snprintf(msg, sizeof(msg), "%s is stopped and its worktree removed%s%s%s.",
-			 c->session,
+		snprintf(msg, msglen, "%s is stopped and its worktree removed%s%s%s.", c->session,
 			 json_object_object_get_ex(a->body, "ignoredRemoved", &v) &&
 				 json_object_get_int64(v) > 0
 			     ? " (with its ignored files)"
@@ -365,9 +345,7 @@ static void cmd_stop_done(void *arg, const struct agentc_answer *a)
 			 kept_ref != NULL ? "; its commits are kept as " : "",
 			 kept_ref != NULL ? kept_ref : "");
 	else
-		snprintf(msg, sizeof(msg), "%s is stopped (it had no worktree).", c->session);
-	bot_say(c->b, c->chat, msg);
-	free(c);
+		snprintf(msg, msglen, "%s is stopped (it had no worktree).", c->session);
 }
 
 static void cmd_stop(struct bot *b, const struct botapi_update *u)
@@ -397,26 +375,18 @@ static void cmd_stop(struct bot *b, const struct botapi_update *u)
 		return;
 	if ((c = cmd_call(b, u, session)) == NULL)
 		return;
-	cmd_send(c, "DELETE", path, NULL, true, cmd_stop_done);
+	cmd_send(c, "DELETE", path, NULL, true, cmd_stop_answer);
 }
 
 /* ---- /interrupt ------------------------------------------------------------------------------ */
 
-static void cmd_interrupt_done(void *arg, const struct agentc_answer *a)
+static void cmd_interrupt_answer(struct cmd_call *c, const struct agentc_answer *a, char *msg,
+				 size_t msglen)
 {
-	struct cmd_call *c = arg;
-	char msg[COMMANDS_MSG_MAX];
-
-	if (a->aborted) {
-		free(c);
-		return;
-	}
 	if (a->status == 200)
-		snprintf(msg, sizeof(msg), "%s: interrupted; its turn ends now.", c->session);
+		snprintf(msg, msglen, "%s: interrupted; its turn ends now.", c->session);
 	else
-		snprintf(msg, sizeof(msg), "%s: %s", c->session, a->err);
-	bot_say(c->b, c->chat, msg);
-	free(c);
+		snprintf(msg, msglen, "%s: %s", c->session, a->err);
 }
 
 static void cmd_interrupt(struct bot *b, const struct botapi_update *u)
@@ -428,7 +398,7 @@ static void cmd_interrupt(struct bot *b, const struct botapi_update *u)
 	if ((session = cmd_current(b, u)) == NULL || (c = cmd_call(b, u, session)) == NULL)
 		return;
 	snprintf(path, sizeof(path), "/sessions/%s/interrupt", session);
-	cmd_send(c, "POST", path, NULL, true, cmd_interrupt_done);
+	cmd_send(c, "POST", path, NULL, true, cmd_interrupt_answer);
 }
 
 /* ---- dispatch -------------------------------------------------------------------------------- */
@@ -452,7 +422,7 @@ void commands_message(struct bot *b, const struct botapi_update *u)
 		struct cmd_call *c = cmd_call(b, u, NULL);
 
 		if (c != NULL)
-			cmd_send(c, "GET", "/sessions", NULL, false, cmd_sessions_done);
+			cmd_send(c, "GET", "/sessions", NULL, false, cmd_sessions_answer);
 	} else if (strcmp(word, "new") == 0) {
 		cmd_new(b, u);
 	} else if (strcmp(word, "use") == 0) {

@@ -1,6 +1,7 @@
 #include "feed.h"
 
 #include "approvals.h"
+#include "jsontext.h"
 #include "log.h"
 #include "session.h"
 
@@ -61,16 +62,6 @@ void feed_destroy(struct feed *f)
 	free(f);
 }
 
-static const char *feed_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 /* The head event is handled: its id is recorded, the next one starts. */
 static void feed_complete(struct feed *f)
 {
@@ -115,7 +106,7 @@ static unsigned feed_snapshot(struct feed *f, json_object *data)
 
 			for (size_t k = 0; !found && k < json_object_array_length(sessions); k++) {
 				const char *id =
-				    feed_str(json_object_array_get_idx(sessions, k), "id");
+				    jsontext_str(json_object_array_get_idx(sessions, k), "id");
 
 				found = id != NULL && strcmp(id, c->follows[j]) == 0;
 			}
@@ -134,7 +125,7 @@ static unsigned feed_snapshot(struct feed *f, json_object *data)
 /* Starts handling it; returns the messages it waits for. */
 static unsigned feed_handle(struct feed *f, struct feed_item *it)
 {
-	const char *session = feed_str(it->data, "session");
+	const char *session = jsontext_str(it->data, "session");
 
 	if (it->data == NULL)
 		return 0;
@@ -142,10 +133,10 @@ static unsigned feed_handle(struct feed *f, struct feed_item *it)
 		return feed_snapshot(f, it->data);
 	if (strcmp(it->name, "session") == 0) {
 		json_object *s = NULL;
-		const char *change = feed_str(it->data, "change"), *id;
+		const char *change = jsontext_str(it->data, "change"), *id;
 
 		json_object_object_get_ex(it->data, "session", &s);
-		id = feed_str(s, "id");
+		id = jsontext_str(s, "id");
 		if (change != NULL && strcmp(change, "deleted") == 0 && id != NULL &&
 		    session_id_valid(id)) {
 			state_unfollow_all(f->b->st, id);
@@ -154,9 +145,10 @@ static unsigned feed_handle(struct feed *f, struct feed_item *it)
 		}
 		/* A terminal session that starts waiting: its requests (the permission events
 		 * come first and say more; a request they brought already has its message). */
-		if (feed_str(s, "mode") != NULL && strcmp(feed_str(s, "mode"), "terminal") == 0 &&
-		    feed_str(s, "activity") != NULL &&
-		    strcmp(feed_str(s, "activity"), "waiting") == 0)
+		if (jsontext_str(s, "mode") != NULL &&
+		    strcmp(jsontext_str(s, "mode"), "terminal") == 0 &&
+		    jsontext_str(s, "activity") != NULL &&
+		    strcmp(jsontext_str(s, "activity"), "waiting") == 0)
 			return approvals_pending(f->b, s, feed_op_done, f);
 		return 0;
 	}

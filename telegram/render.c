@@ -1,5 +1,6 @@
 #include "render.h"
 
+#include "jsontext.h"
 #include "session.h"
 #include "split.h"
 
@@ -8,16 +9,6 @@
 #include <string.h>
 
 #define RENDER_LINE_MAX 1024
-
-static const char *render_str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
 
 /* Copies the first line of s, cut to max UTF-16 units with an ellipsis when cut. */
 static void render_cut(char *out, size_t outlen, const char *s, size_t max)
@@ -73,7 +64,7 @@ void render_tool(char *out, size_t outlen, const char *tool, json_object *input)
 	char cut[RENDER_LINE_MAX];
 
 	for (size_t i = 0; arg == NULL && i < sizeof(keys) / sizeof(keys[0]); i++)
-		arg = render_str(input, keys[i]);
+		arg = jsontext_str(input, keys[i]);
 	if (tool == NULL || *tool == '\0')
 		tool = "a tool";
 	if (arg == NULL || *arg == '\0') {
@@ -84,23 +75,33 @@ void render_tool(char *out, size_t outlen, const char *tool, json_object *input)
 	render_cut(out, outlen, cut, RENDER_TOOL_MAX);
 }
 
-static int render_assistant(struct buf *out, json_object *data)
+/* The content blocks of an assistant or user event (its message.content array), or NULL. */
+static json_object *render_content(json_object *data)
 {
 	json_object *msg, *content;
-	int r = 0;
 
 	if (!json_object_object_get_ex(data, "message", &msg) ||
 	    !json_object_object_get_ex(msg, "content", &content) ||
 	    !json_object_is_type(content, json_type_array))
+		return NULL;
+	return content;
+}
+
+static int render_assistant(struct buf *out, json_object *data)
+{
+	json_object *content = render_content(data);
+	int r = 0;
+
+	if (content == NULL)
 		return 0;
 	for (size_t i = 0; r == 0 && i < json_object_array_length(content); i++) {
 		json_object *b = json_object_array_get_idx(content, i), *input = NULL;
-		const char *type = render_str(b, "type"), *text;
+		const char *type = jsontext_str(b, "type"), *text;
 		char line[RENDER_LINE_MAX + 64];
 
 		if (type == NULL)
 			continue;
-		if (strcmp(type, "text") == 0 && (text = render_str(b, "text")) != NULL) {
+		if (strcmp(type, "text") == 0 && (text = jsontext_str(b, "text")) != NULL) {
 			size_t len = strlen(text);
 
 			while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
@@ -111,7 +112,7 @@ static int render_assistant(struct buf *out, json_object *data)
 			char tool[RENDER_LINE_MAX];
 
 			json_object_object_get_ex(b, "input", &input);
-			render_tool(tool, sizeof(tool), render_str(b, "name"), input);
+			render_tool(tool, sizeof(tool), jsontext_str(b, "name"), input);
 			snprintf(line, sizeof(line), "🔧 %s", tool);
 			r = render_line(out, line);
 		}
@@ -130,7 +131,7 @@ static const char *render_result_text(json_object *b)
 		return json_object_get_string(c);
 	if (json_object_is_type(c, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(c); i++) {
-			const char *t = render_str(json_object_array_get_idx(c, i), "text");
+			const char *t = jsontext_str(json_object_array_get_idx(c, i), "text");
 
 			if (t != NULL)
 				return t;
@@ -140,16 +141,14 @@ static const char *render_result_text(json_object *b)
 
 static int render_user(struct buf *out, json_object *data)
 {
-	json_object *msg, *content, *err;
+	json_object *content = render_content(data), *err;
 	int r = 0;
 
-	if (!json_object_object_get_ex(data, "message", &msg) ||
-	    !json_object_object_get_ex(msg, "content", &content) ||
-	    !json_object_is_type(content, json_type_array))
+	if (content == NULL)
 		return 0;
 	for (size_t i = 0; r == 0 && i < json_object_array_length(content); i++) {
 		json_object *b = json_object_array_get_idx(content, i);
-		const char *type = render_str(b, "type"), *text;
+		const char *type = jsontext_str(b, "type"), *text;
 		char cut[RENDER_LINE_MAX], line[RENDER_LINE_MAX + 16];
 
 		if (type == NULL)
@@ -162,7 +161,7 @@ static int render_user(struct buf *out, json_object *data)
 				   RENDER_ERROR_MAX);
 			snprintf(line, sizeof(line), "⚠️ %s", cut);
 			r = render_line(out, line);
-		} else if (strcmp(type, "text") == 0 && (text = render_str(b, "text")) != NULL &&
+		} else if (strcmp(type, "text") == 0 && (text = jsontext_str(b, "text")) != NULL &&
 			   strncmp(text, "[Request interrupted", 20) == 0) {
 			r = render_line(out, "⏹ interrupted");
 		}
@@ -173,7 +172,7 @@ static int render_user(struct buf *out, json_object *data)
 static int render_result(struct buf *out, json_object *data)
 {
 	json_object *v, *errors;
-	const char *subtype = render_str(data, "subtype");
+	const char *subtype = jsontext_str(data, "subtype");
 	bool is_error =
 	    json_object_object_get_ex(data, "is_error", &v) && json_object_get_boolean(v);
 	char line[RENDER_LINE_MAX + 64], part[128], cut[RENDER_LINE_MAX];
@@ -224,13 +223,13 @@ int render_turn_event(struct buf *out, const char *name, json_object *data)
 	if (strcmp(name, "result") == 0)
 		return render_result(out, data);
 	if (strcmp(name, "permission") == 0) {
-		s = render_str(data, "toolName");
+		s = jsontext_str(data, "toolName");
 		render_cut(cut, sizeof(cut), s != NULL ? s : "a tool", RENDER_TOOL_MAX);
 		snprintf(line, sizeof(line), "⏸ %s waits for approval", cut);
 		return render_line(out, line);
 	}
 	if (strcmp(name, "error") == 0) {
-		s = render_str(data, "error");
+		s = jsontext_str(data, "error");
 		render_cut(cut, sizeof(cut), s != NULL ? s : "the stream ended", RENDER_ERROR_MAX);
 		snprintf(line, sizeof(line), "⚠️ %s", cut);
 		return render_para(out, line, strlen(line));
@@ -246,7 +245,8 @@ bool render_turn_ends(const char *name)
 int render_permission(struct buf *out, const char *session, json_object *data, const char *web_url)
 {
 	json_object *input = NULL;
-	const char *tool = render_str(data, "toolName"), *desc = render_str(data, "description");
+	const char *tool = jsontext_str(data, "toolName"),
+		   *desc = jsontext_str(data, "description");
 	const char *arg = NULL;
 	char cut[RENDER_LINE_MAX];
 	int r;
@@ -261,7 +261,7 @@ int render_permission(struct buf *out, const char *session, json_object *data, c
 						   "pattern", "url",       "query"};
 
 		for (size_t i = 0; arg == NULL && i < sizeof(keys) / sizeof(keys[0]); i++)
-			arg = render_str(input, keys[i]);
+			arg = jsontext_str(input, keys[i]);
 	}
 	/* The command itself may span lines: it is shown whole up to the limit. */
 	if (r == 0 && arg != NULL && *arg != '\0') {
@@ -349,8 +349,9 @@ int render_sessions(struct buf *out, json_object *sessions, const char *current)
 	for (int rank = 0; r == 0 && rank <= 4; rank++) {
 		for (size_t i = 0; r == 0 && i < n; i++) {
 			json_object *s = json_object_array_get_idx(sessions, i), *pending, *p0;
-			const char *id = render_str(s, "id"), *act = render_str(s, "activity");
-			const char *mode = render_str(s, "mode"), *state = render_str(s, "state");
+			const char *id = jsontext_str(s, "id"), *act = jsontext_str(s, "activity");
+			const char *mode = jsontext_str(s, "mode"),
+				   *state = jsontext_str(s, "state");
 			bool plain_state = state == NULL || strcmp(state, "running") == 0 ||
 					   strcmp(state, "attached") == 0;
 
@@ -369,8 +370,8 @@ int render_sessions(struct buf *out, json_object *sessions, const char *current)
 				const char *name, *desc;
 
 				p0 = json_object_array_get_idx(pending, 0);
-				name = render_str(p0, "toolName");
-				desc = render_str(p0, "description");
+				name = jsontext_str(p0, "toolName");
+				desc = jsontext_str(p0, "description");
 				snprintf(tool, sizeof(tool), "%s%s%s",
 					 name != NULL ? name : "a tool",
 					 desc != NULL && *desc != '\0' ? ": " : "",

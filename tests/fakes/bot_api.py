@@ -45,12 +45,12 @@ as Telegram's ids do).
 import argparse
 import json
 import math
-import os
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+import fakehttp
 
 TEXT_MAX = 4096
 CALLBACK_DATA_MAX = 64
@@ -358,32 +358,20 @@ class Fake:
                          "polling": self.polling}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(fakehttp.Handler):
     server_version = "fake-bot-api/1"
-
-    def log_message(self, fmt, *args):
-        pass
 
     def reply(self, status, obj):
         data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
         try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.send(status, "application/json", data)
         except OSError:
             pass  # the client went away (a bot killed while it polled)
 
     def body(self):
-        try:
-            n = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            n = 0
-        if n <= 0:
+        raw = self.read_raw_body(BODY_MAX)
+        if raw is None:
             return {}
-        raw = self.rfile.read(min(n, BODY_MAX))
         try:
             v = json.loads(raw.decode("utf-8"))
         except ValueError:
@@ -433,28 +421,14 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     ap = argparse.ArgumentParser(description="fake Telegram Bot API (loopback only)")
     ap.add_argument("--token", required=True, help="the bot token it accepts")
-    ap.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: a free one)")
-    ap.add_argument("--port-file", help="write the port here instead of printing it")
+    fakehttp.add_listen_args(ap)
     ap.add_argument("--log", help="append one JSON line per Bot API request to this file")
     ap.add_argument("--first-update", type=int, default=1, help="the first update's id")
     args = ap.parse_args()
 
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    server.daemon_threads = True
+    server = fakehttp.server(Handler, args.port)
     server.fake = Fake(args.token, args.log, args.first_update)
-    port = server.server_address[1]
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write("%d\n" % port)
-        os.replace(tmp, args.port_file)
-    else:
-        print(port, flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return fakehttp.serve(server, args.port_file)
 
 
 if __name__ == "__main__":

@@ -28,13 +28,13 @@ is the parsed JSON body (or the raw text when it is not JSON, or null when empty
 
 import argparse
 import json
-import os
 import re
 import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import fakehttp
 
 MODEL = "claude-sonnet-4-5-20250929"
 MARKER = "RUNBASH"
@@ -134,21 +134,12 @@ def stream_body(msg_id, blocks, stop_reason):
     return "".join(out)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as the CLI's HTTP client expects
+class Handler(fakehttp.Handler):
     server_version = "fake-messages-api/1"
 
-    def log_message(self, fmt, *args):
-        pass  # the request log is --log; stderr stays quiet
-
     def reply(self, status, ctype, payload):
-        data = payload.encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("request-id", "req_" + uuid.uuid4().hex[:24])
-        self.end_headers()
-        self.wfile.write(data)
+        self.send(status, ctype, payload.encode("utf-8"),
+                  [("request-id", "req_" + uuid.uuid4().hex[:24])])
 
     def record(self, body):
         path = self.server.log_path
@@ -161,11 +152,7 @@ class Handler(BaseHTTPRequestHandler):
             f.write(line + "\n")
 
     def read_body(self):
-        try:
-            n = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            n = 0
-        raw = self.rfile.read(min(max(n, 0), BODY_MAX)) if n > 0 else b""
+        raw = self.read_raw_body(BODY_MAX)
         if not raw:
             return None
         text = raw.decode("utf-8", "replace")
@@ -199,28 +186,14 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     ap = argparse.ArgumentParser(description="fake Anthropic Messages API (loopback only)")
-    ap.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: a free one)")
-    ap.add_argument("--port-file", help="write the port here instead of printing it")
+    fakehttp.add_listen_args(ap)
     ap.add_argument("--log", help="append one JSON line per request to this file")
     args = ap.parse_args()
 
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    server.daemon_threads = True
+    server = fakehttp.server(Handler, args.port)
     server.log_path = args.log
     server.log_lock = threading.Lock()
-    port = server.server_address[1]
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write("%d\n" % port)
-        os.replace(tmp, args.port_file)
-    else:
-        print(port, flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return fakehttp.serve(server, args.port_file)
 
 
 if __name__ == "__main__":

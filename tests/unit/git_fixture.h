@@ -10,12 +10,12 @@
 
 #include "gitrepo.h"
 #include "inventory.h"
+#include "testdir.h"
 #include "worktree.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <git2.h>
 #include <pthread.h>
 #include <spawn.h>
@@ -61,16 +61,6 @@ const char *__lsan_default_suppressions(void)
 
 /* snprintf into an array, failing the test on truncation. */
 #define FMT(buf, ...) cr_assert_lt(snprintf((buf), sizeof(buf), __VA_ARGS__), (int)sizeof(buf))
-
-static inline int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-static inline void rm_tree(const char *path)
-{
-	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static inline bool exists(const char *path)
 {
@@ -175,7 +165,7 @@ extern int __lsan_do_recoverable_leak_check(void) __attribute__((weak));
 static inline void teardown(void)
 {
 	if (fx.tmp[0] != '\0' && strncmp(fx.tmp, "/tmp/agentd-wt-", 15) == 0)
-		rm_tree(fx.tmp);
+		testdir_remove(fx.tmp);
 	if (__lsan_do_recoverable_leak_check != NULL && __lsan_do_recoverable_leak_check() != 0) {
 		fputs("memory leaked (report above)\n", stderr);
 		abort(); /* an assertion in a fini hook does not fail the test; a crash does */

@@ -5,11 +5,12 @@
  */
 #include "config.h"
 
+#include "testdir.h"
+
 #include <criterion/criterion.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,6 @@ static char tmpdir[64];
 static char conf_path[128];
 
 static void write_conf(const char *text);
-static void janitor(const char *dir);
 
 /* Removes every AGENTD_* variable the runner may have exported, so each test starts clean. */
 static void clear_agentd_env(void)
@@ -45,50 +45,11 @@ static void clear_agentd_env(void)
 static void setup(void)
 {
 	clear_agentd_env();
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/agentd-config-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-	janitor(tmpdir);
+	testdir_make(tmpdir, sizeof(tmpdir), "/tmp/agentd-config-XXXXXX");
+	testdir_janitor(tmpdir, NULL, NULL);
 	snprintf(conf_path, sizeof(conf_path), "%s/agentd.conf", tmpdir);
 	cr_assert_eq(setenv("AGENTD_CONFIG", conf_path, 1), 0);
 	write_conf(""); /* tests that need another file overwrite it */
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-/*
- * Removes dir once this test process ends, however it ends: Criterion skips .fini when a test
- * crashes. A grandchild (so that it is nobody's child to wait for) holds the read end of a pipe
- * whose write end only this process has, and cleans up at EOF.
- */
-static void janitor(const char *dir)
-{
-	int p[2], status;
-	pid_t pid;
-
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char ch;
-
-		if (fork() != 0)
-			_exit(0);
-		for (int fd = 0; fd < 1024; fd++)
-			if (fd != p[0])
-				close(fd);
-		while (read(p[0], &ch, 1) < 0 && errno == EINTR)
-			;
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		_exit(0);
-	}
-	close(p[0]);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
 }
 
 static void teardown(void)

@@ -10,6 +10,7 @@
  */
 #include "hooks.h"
 #include "panes.h"
+#include "testdir.h"
 
 #include <criterion/criterion.h>
 
@@ -115,8 +116,7 @@ static void open_hooks(unsigned wait_ms)
 static void setup(void)
 {
 	memset(&got, 0, sizeof(got));
-	snprintf(dir, sizeof(dir), "/tmp/test_hooks.XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	testdir_make(dir, sizeof(dir), "/tmp/test_hooks.XXXXXX");
 	snprintf(sock_path, sizeof(sock_path), "%s/hooks.sock", dir);
 	snprintf(count_path, sizeof(count_path), "%s/runs", dir);
 	set_pane(getpid());
@@ -136,9 +136,7 @@ static void teardown(void)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	json_object_put(got.payload);
-	unlink(count_path);
-	unlink(sock_path);
-	rmdir(dir);
+	testdir_remove(dir);
 }
 
 TestSuite(hooks, .init = setup, .fini = teardown);
@@ -170,6 +168,15 @@ static int client(void)
 static void send_text(int fd, const char *text)
 {
 	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+}
+
+/* A hook's connection that has sent text. */
+static int hook_send(const char *text)
+{
+	int fd = client();
+
+	send_text(fd, text);
+	return fd;
 }
 
 /* Runs the loop until cond() or WAIT_MS. */
@@ -215,8 +222,8 @@ static void read_line(int fd, char *buf, size_t cap)
 }
 
 /* The peer sees the end with nothing more: EOF, or a reset when the bridge closed with bytes of
- * ours unread. */
-static void expect_eof(int fd)
+ * ours unread. Then closes fd. */
+static void expect_eof_and_close(int fd)
 {
 	ssize_t n;
 	char c;
@@ -225,6 +232,19 @@ static void expect_eof(int fd)
 	cr_assert(run_until(fd_readable), "closed within %d ms", WAIT_MS);
 	n = read(fd, &c, 1);
 	cr_assert(n == 0 || (n < 0 && errno == ECONNRESET), "nothing but the end: %zd", n);
+	close(fd);
+}
+
+/* Opens the hooks (waiting wait_ms for a decision), then a hook asking for a permission: returns
+ * its connection, with the first line it read in line. */
+static int open_and_ask(unsigned wait_ms, char *line, size_t cap)
+{
+	int fd;
+
+	open_hooks(wait_ms);
+	fd = hook_send("{\"event\":\"PermissionRequest\",\"payload\":{}}\n");
+	read_line(fd, line, cap);
+	return fd;
 }
 
 static bool reported(void)
@@ -250,8 +270,7 @@ Test(hooks, a_report_is_passed_on_and_acknowledged)
 	int fd;
 
 	open_hooks(60000);
-	fd = client();
-	send_text(fd, "{\"event\":\"Stop\",\"payload\":{\"stop_hook_active\":false}}\n");
+	fd = hook_send("{\"event\":\"Stop\",\"payload\":{\"stop_hook_active\":false}}\n");
 	cr_assert(run_until(reported));
 	cr_assert_eq(got.event, HOOK_STOP);
 	cr_assert_str_eq(got.id, "acme-widgets-1", "the session of the peer's pane");
@@ -259,8 +278,7 @@ Test(hooks, a_report_is_passed_on_and_acknowledged)
 			 "{ \"stop_hook_active\": false }");
 	read_line(fd, line, sizeof(line));
 	cr_assert_str_eq(line, "{\"decision\":null}");
-	expect_eof(fd);
-	close(fd);
+	expect_eof_and_close(fd);
 	cr_assert_eq(got.asks + got.gones, 0);
 }
 
@@ -270,9 +288,8 @@ Test(hooks, the_list_is_asked_for_only_when_a_peer_is_not_in_it)
 
 	open_hooks(60000);
 	for (int i = 0; i < 3; i++) {
-		int fd = client();
+		int fd = hook_send("{\"event\":\"PreToolUse\",\"payload\":{}}\n");
 
-		send_text(fd, "{\"event\":\"PreToolUse\",\"payload\":{}}\n");
 		read_line(fd, line, sizeof(line));
 		cr_assert_str_eq(line, "{\"decision\":null}");
 		close(fd);
@@ -288,8 +305,7 @@ Test(hooks, a_permission_request_waits_for_its_decision)
 	int fd;
 
 	open_hooks(60000);
-	fd = client();
-	send_text(fd, "{\"event\":\"PermissionRequest\",\"payload\":{\"tool_name\":\"Bash\"}}\n");
+	fd = hook_send("{\"event\":\"PermissionRequest\",\"payload\":{\"tool_name\":\"Bash\"}}\n");
 	cr_assert(run_until(asked));
 	cr_assert_str_eq(got.asked_rid, "", "a first ask");
 	read_line(fd, line, sizeof(line));
@@ -299,8 +315,7 @@ Test(hooks, a_permission_request_waits_for_its_decision)
 	read_line(fd, line, sizeof(line));
 	cr_assert_str_eq(line,
 			 "{\"decision\":{\"behavior\":\"allow\",\"updatedInput\":{\"a\":1}}}");
-	expect_eof(fd);
-	close(fd);
+	expect_eof_and_close(fd);
 	uv_run(&loop, UV_RUN_NOWAIT);
 	cr_assert_eq(got.gones + got.expireds, 0, "answered: neither gone nor expired");
 	json_object_put(d);
@@ -314,15 +329,13 @@ Test(hooks, an_ask_made_again_keeps_its_id_and_gets_a_kept_answer)
 
 	got.decide_at_once = d;
 	open_hooks(60000);
-	fd = client();
-	send_text(fd, "{\"event\":\"PermissionRequest\",\"payload\":{},\"requestId\":\"r-7\"}\n");
+	fd = hook_send("{\"event\":\"PermissionRequest\",\"payload\":{},\"requestId\":\"r-7\"}\n");
 	cr_assert(run_until(asked));
 	cr_assert_str_eq(got.asked_rid, "r-7");
 	read_line(fd, line, sizeof(line));
 	cr_assert_str_eq(line, "{\"decision\":{\"behavior\":\"deny\",\"message\":\"no\"}}",
 			 "no interim line: the decision was there");
-	expect_eof(fd);
-	close(fd);
+	expect_eof_and_close(fd);
 	json_object_put(d);
 }
 
@@ -331,10 +344,7 @@ Test(hooks, a_hook_that_goes_is_gone)
 	char line[256];
 	int fd;
 
-	open_hooks(60000);
-	fd = client();
-	send_text(fd, "{\"event\":\"PermissionRequest\",\"payload\":{}}\n");
-	read_line(fd, line, sizeof(line));
+	fd = open_and_ask(60000, line, sizeof(line));
 	cr_assert_str_eq(line, "{\"requestId\":\"r-1\"}");
 	close(fd); /* claude ended the hook: the dialog was answered in the TUI */
 	cr_assert(run_until(gone));
@@ -347,17 +357,13 @@ Test(hooks, the_wait_runs_out)
 	char line[256];
 	int fd;
 
-	open_hooks(150);
-	fd = client();
-	send_text(fd, "{\"event\":\"PermissionRequest\",\"payload\":{}}\n");
-	read_line(fd, line, sizeof(line));
+	fd = open_and_ask(150, line, sizeof(line));
 	cr_assert_str_eq(line, "{\"requestId\":\"r-1\"}");
 	cr_assert(run_until(expired));
 	cr_assert_str_eq(got.expired_rid, "r-1");
 	read_line(fd, line, sizeof(line));
 	cr_assert_str_eq(line, "{\"decision\":null}", "the TUI's dialog asks alone");
-	expect_eof(fd);
-	close(fd);
+	expect_eof_and_close(fd);
 	uv_run(&loop, UV_RUN_NOWAIT);
 	cr_assert_eq(got.gones, 0);
 }
@@ -369,12 +375,10 @@ Test(hooks, an_ask_refused_gets_no_decision)
 
 	got.ask_result = -EALREADY;
 	open_hooks(60000);
-	fd = client();
-	send_text(fd, "{\"event\":\"PermissionRequest\",\"payload\":{},\"requestId\":\"r-2\"}\n");
+	fd = hook_send("{\"event\":\"PermissionRequest\",\"payload\":{},\"requestId\":\"r-2\"}\n");
 	read_line(fd, line, sizeof(line));
 	cr_assert_str_eq(line, "{\"decision\":null}");
-	expect_eof(fd);
-	close(fd);
+	expect_eof_and_close(fd);
 	cr_assert_eq(got.gones, 0);
 }
 
@@ -383,14 +387,10 @@ Test(hooks, closing_tells_the_sink_nothing)
 	char line[256];
 	int fd;
 
-	open_hooks(60000);
-	fd = client();
-	send_text(fd, "{\"event\":\"PermissionRequest\",\"payload\":{}}\n");
-	read_line(fd, line, sizeof(line));
+	fd = open_and_ask(60000, line, sizeof(line));
 	hooks_close(hooks);
 	hooks = NULL;
-	expect_eof(fd);
-	close(fd);
+	expect_eof_and_close(fd);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	cr_assert_eq(got.gones + got.expireds, 0, "the hook asks the next bridge");
 	cr_assert_eq(access(sock_path, F_OK), -1, "the socket file is gone");
@@ -416,10 +416,8 @@ Test(hooks, a_peer_in_no_pane_is_refused)
 
 	set_pane(other);
 	open_hooks(60000);
-	fd = client();
-	send_text(fd, "{\"event\":\"Stop\",\"payload\":{}}\n");
-	expect_eof(fd);
-	close(fd);
+	fd = hook_send("{\"event\":\"Stop\",\"payload\":{}}\n");
+	expect_eof_and_close(fd);
 	cr_assert_eq(got.reports, 0);
 	cr_assert_eq(runs(), 1);
 	kill(other, SIGKILL);
@@ -433,12 +431,10 @@ Test(hooks, refused_peers_ask_tmux_at_most_so_often)
 	set_pane(other);
 	open_hooks(60000);
 	for (int i = 0; i < 6; i++) {
-		fds[i] = client();
-		send_text(fds[i], "{\"event\":\"Stop\",\"payload\":{}}\n");
+		fds[i] = hook_send("{\"event\":\"Stop\",\"payload\":{}}\n");
 	}
 	for (int i = 0; i < 6; i++) {
-		expect_eof(fds[i]);
-		close(fds[i]);
+		expect_eof_and_close(fds[i]);
 	}
 	cr_assert_leq(runs(), 2, "%d runs of tmux for peers that came together", runs());
 	kill(other, SIGKILL);
@@ -453,18 +449,13 @@ Test(hooks, an_over_long_report_or_a_second_line_is_refused)
 	open_hooks(60000);
 	memset(big, 'x', len);
 	big[len] = '\0';
-	fd = client();
-	send_text(fd, big);
-	expect_eof(fd);
-	close(fd);
-	fd = client();
-	send_text(fd, "{\"event\":\"Stop\",\"payload\":{}}\n{\"event\":\"Stop\",\"payload\":{}}\n");
-	expect_eof(fd);
-	close(fd);
-	fd = client();
-	send_text(fd, "{\"event\":\"Stop\"}\n");
-	expect_eof(fd);
-	close(fd);
+	fd = hook_send(big);
+	expect_eof_and_close(fd);
+	fd =
+	    hook_send("{\"event\":\"Stop\",\"payload\":{}}\n{\"event\":\"Stop\",\"payload\":{}}\n");
+	expect_eof_and_close(fd);
+	fd = hook_send("{\"event\":\"Stop\"}\n");
+	expect_eof_and_close(fd);
 	cr_assert_eq(got.reports, 0);
 	free(big);
 }
@@ -474,12 +465,8 @@ Test(hooks, a_waiting_hook_that_sends_more_is_gone)
 	char line[256];
 	int fd;
 
-	open_hooks(60000);
-	fd = client();
-	send_text(fd, "{\"event\":\"PermissionRequest\",\"payload\":{}}\n");
-	read_line(fd, line, sizeof(line));
+	fd = open_and_ask(60000, line, sizeof(line));
 	send_text(fd, "x");
 	cr_assert(run_until(gone));
-	expect_eof(fd);
-	close(fd);
+	expect_eof_and_close(fd);
 }

@@ -168,3 +168,17 @@ Test(jsontext, content_type)
 		cr_assert_not(jsontext_content_type_ok(bad[i]), "accepted '%s'",
 			      bad[i] ? bad[i] : "(null)");
 }
+
+Test(jsontext, str_is_a_string_member_or_null)
+{
+	json_object *o = json_tokener_parse("{\"s\":\"x\",\"n\":1,\"z\":null,\"e\":\"\"}");
+
+	cr_assert_not_null(o);
+	cr_assert_str_eq(jsontext_str(o, "s"), "x");
+	cr_assert_str_eq(jsontext_str(o, "e"), "");
+	cr_assert_null(jsontext_str(o, "n"), "a number is no string");
+	cr_assert_null(jsontext_str(o, "z"), "nor is null");
+	cr_assert_null(jsontext_str(o, "missing"));
+	cr_assert_null(jsontext_str(NULL, "s"), "no object, no member");
+	json_object_put(o);
+}

@@ -5,10 +5,11 @@
  */
 #include "panes.h"
 
+#include "testdir.h"
+
 #include <criterion/criterion.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,23 +18,14 @@
 
 static char root[64];
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void setup(void)
 {
-	snprintf(root, sizeof(root), "/tmp/test_panes.XXXXXX");
-	cr_assert_not_null(mkdtemp(root));
+	testdir_make(root, sizeof(root), "/tmp/test_panes.XXXXXX");
 }
 
 static void teardown(void)
 {
-	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	testdir_remove(root);
 }
 
 TestSuite(panes, .init = setup, .fini = teardown);

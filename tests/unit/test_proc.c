@@ -4,12 +4,13 @@
  */
 #include "proc.h"
 
+#include "testdir.h"
+
 #include <criterion/criterion.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,56 +22,15 @@
 
 static char tmpdir[64];
 
-static void janitor(const char *dir);
-
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/agentd-proc-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-	janitor(tmpdir);
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-/*
- * Removes dir once this test process ends, however it ends: Criterion skips .fini when a test
- * crashes. A grandchild (so that it is nobody's child to wait for) holds the read end of a pipe
- * whose write end only this process has, and cleans up at EOF.
- */
-static void janitor(const char *dir)
-{
-	int p[2], status;
-	pid_t pid;
-
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char ch;
-
-		if (fork() != 0)
-			_exit(0);
-		for (int fd = 0; fd < 1024; fd++)
-			if (fd != p[0])
-				close(fd);
-		while (read(p[0], &ch, 1) < 0 && errno == EINTR)
-			;
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		_exit(0);
-	}
-	close(p[0]);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	testdir_make(tmpdir, sizeof(tmpdir), "/tmp/agentd-proc-XXXXXX");
+	testdir_janitor(tmpdir, NULL, NULL);
 }
 
 static void teardown(void)
 {
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	testdir_remove(tmpdir);
 }
 
 TestSuite(proc, .init = setup, .fini = teardown);

@@ -7,10 +7,11 @@
  */
 #include "roster.h"
 
+#include "testdir.h"
+
 #include <criterion/criterion.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,17 +26,11 @@ static void setup(void)
 {
 	struct cause c = {{0}};
 
-	snprintf(rundir, sizeof(rundir), "/tmp/agentd-roster-XXXXXX");
-	cr_assert_not_null(mkdtemp(rundir));
+	testdir_make(rundir, sizeof(rundir), "/tmp/agentd-roster-XXXXXX");
 	cr_assert_eq(store_init(&st, rundir, rundir, &c), 0, "store_init: %s", c.msg);
 	cr_assert_eq(uv_loop_init(&loop), 0);
 	roster = roster_create(&loop, &st);
 	cr_assert_not_null(roster);
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static void teardown(void)
@@ -44,7 +39,7 @@ static void teardown(void)
 	cr_assert_not(roster_busy(roster));
 	roster_destroy(roster);
 	cr_assert_eq(uv_loop_close(&loop), 0);
-	nftw(rundir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	testdir_remove(rundir);
 }
 
 TestSuite(roster, .init = setup, .fini = teardown);

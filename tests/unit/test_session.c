@@ -392,18 +392,6 @@ Test(session, state_and_mode_names_round_trip)
 	cr_assert_eq(session_mode_parse("", &m), -EINVAL);
 }
 
-Test(session, format_time)
-{
-	char out[32];
-
-	session_format_time(0, out, sizeof(out));
-	cr_assert_str_eq(out, "1970-01-01T00:00:00Z");
-	session_format_time(1773397800, out, sizeof(out));
-	cr_assert_str_eq(out, "2026-03-13T10:30:00Z");
-	session_format_time(4102444799LL, out, sizeof(out));
-	cr_assert_str_eq(out, "2099-12-31T23:59:59Z");
-}
-
 /* ---- JSON ---- */
 
 /* A session with every field set to something other than its default. */

@@ -5,12 +5,13 @@
  */
 #include "store.h"
 
+#include "testdir.h"
+
 #include <criterion/criterion.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,59 +27,18 @@
 static char rundir[64];
 static struct store st;
 
-static void janitor(const char *dir);
-
 static void setup(void)
 {
 	struct cause c = {{0}};
 
-	snprintf(rundir, sizeof(rundir), "/tmp/agentd-store-XXXXXX");
-	cr_assert_not_null(mkdtemp(rundir));
-	janitor(rundir);
+	testdir_make(rundir, sizeof(rundir), "/tmp/agentd-store-XXXXXX");
+	testdir_janitor(rundir, NULL, NULL);
 	cr_assert_eq(store_init(&st, rundir, rundir, &c), 0, "store_init: %s", c.msg);
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-/*
- * Removes dir once this test process ends, however it ends: Criterion skips .fini when a test
- * crashes. A grandchild (so that it is nobody's child to wait for) holds the read end of a pipe
- * whose write end only this process has, and cleans up at EOF.
- */
-static void janitor(const char *dir)
-{
-	int p[2], status;
-	pid_t pid;
-
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char ch;
-
-		if (fork() != 0)
-			_exit(0);
-		for (int fd = 0; fd < 1024; fd++)
-			if (fd != p[0])
-				close(fd);
-		while (read(p[0], &ch, 1) < 0 && errno == EINTR)
-			;
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		_exit(0);
-	}
-	close(p[0]);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
 }
 
 static void teardown(void)
 {
-	nftw(rundir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	testdir_remove(rundir);
 }
 
 TestSuite(store, .init = setup, .fini = teardown);

@@ -6,11 +6,12 @@
  */
 #include "store.h"
 
+#include "testdir.h"
+
 #include <criterion/criterion.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,27 +25,18 @@ static char rundir[64];
 static char view[128];
 static struct store st;
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void setup(void)
 {
 	struct cause c = {{0}};
 
-	snprintf(rundir, sizeof(rundir), "/tmp/agentd-view-XXXXXX");
-	cr_assert_not_null(mkdtemp(rundir));
+	testdir_make(rundir, sizeof(rundir), "/tmp/agentd-view-XXXXXX");
 	cr_assert_eq(store_init(&st, rundir, rundir, &c), 0, "store_init: %s", c.msg);
 	snprintf(view, sizeof(view), "%s/sessions.json", rundir);
 }
 
 static void teardown(void)
 {
-	nftw(rundir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	testdir_remove(rundir);
 }
 
 TestSuite(store_view, .init = setup, .fini = teardown);

@@ -8,6 +8,8 @@
  */
 #include "state.h"
 
+#include "testdir.h"
+
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -18,35 +20,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[] = "/tmp/tg-state-XXXXXX";
+static char dir[64];
 static char path[256];
 
 static void setup(void)
 {
-	cr_assert_not_null(mkdtemp(dir));
+	testdir_make(dir, sizeof(dir), "/tmp/tg-state-XXXXXX");
 	snprintf(path, sizeof(path), "%s/telegram.json", dir);
 }
 
 static void teardown(void)
 {
-	char tmp[300];
-
-	unlink(path);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	unlink(tmp);
-	rmdir(dir);
+	testdir_remove(dir);
 }
 
 TestSuite(tg_state, .init = setup, .fini = teardown);
-
-static void write_file(const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f);
-	fputs(text, f);
-	fclose(f);
-}
 
 /* Loads path into a new state, expecting err; returns the state (or NULL when it failed). */
 static struct state *load(int err, const char *want)
@@ -156,7 +144,7 @@ Test(tg_state, a_save_replaces_the_file_whole)
 	struct state *st = sample(), *back;
 	struct cause c = {{0}};
 
-	write_file("{\"junk\": 1}");
+	testdir_write(path, "{\"junk\": 1}");
 	cr_assert_eq(state_save(st, path, &c), 0, "%s", c.msg);
 	st->offset = 5;
 	cr_assert_eq(state_save(st, path, &c), 0, "%s", c.msg);
@@ -296,7 +284,7 @@ Test(tg_state, what_is_not_a_state_file_is_refused)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct state *st;
 
-		write_file(bad[i].text);
+		testdir_write(path, bad[i].text);
 		st = load(-EINVAL, "not a state file");
 		cr_assert_null(st, "case %zu", i);
 	}

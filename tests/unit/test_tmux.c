@@ -6,12 +6,12 @@
 #include "tmux.h"
 
 #include "proc.h"
+#include "testdir.h"
 
 #include <criterion/criterion.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,74 +27,36 @@ static char rundir[64];
 static struct config cfg;
 static struct tmux tm;
 
-static void janitor(const char *dir, const char *bin, const char *sock);
+/* Runs in the janitor (testdir_janitor), which reads tm as it was when setup called it. */
+static void kill_server(void *arg)
+{
+	struct tmux *t = arg;
+	char *const argv[] = {t->bin, "-S", t->socket, "kill-server", NULL};
+	struct proc_opts opts = {.keep_fd = -1};
+
+	proc_run(argv, &opts, NULL, 0, NULL);
+}
 
 static void setup(void)
 {
 	const char *bin = getenv("AGENTD_TMUX");
 
 	unsetenv("TMUX"); /* the runner may itself be inside tmux */
-	snprintf(rundir, sizeof(rundir), "/tmp/agentd-tmux-XXXXXX");
-	cr_assert_not_null(mkdtemp(rundir));
+	testdir_make(rundir, sizeof(rundir), "/tmp/agentd-tmux-XXXXXX");
 	config_defaults(&cfg);
 	snprintf(cfg.runtime_dir, sizeof(cfg.runtime_dir), "%s", rundir);
 	if (bin != NULL && bin[0] != '\0')
 		snprintf(cfg.tmux, sizeof(cfg.tmux), "%s", bin);
 	cr_assert_eq(tmux_init(&tm, &cfg), 0);
-	janitor(rundir, tm.bin, tm.socket);
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-/*
- * Stops the tmux server on sock and removes dir once this test process ends, however it ends:
- * Criterion skips .fini when a test crashes. A grandchild (so that it is nobody's child to wait
- * for) holds the read end of a pipe whose write end only this process has, and cleans up at EOF.
- */
-static void janitor(const char *dir, const char *bin, const char *sock)
-{
-	int p[2], status;
-	pid_t pid;
-
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char ch;
-
-		if (fork() != 0)
-			_exit(0);
-		for (int fd = 0; fd < 1024; fd++)
-			if (fd != p[0])
-				close(fd);
-		while (read(p[0], &ch, 1) < 0 && errno == EINTR)
-			;
-		{
-			char *const argv[] = {(char *)bin, "-S", (char *)sock, "kill-server", NULL};
-			struct proc_opts opts = {.keep_fd = -1};
-
-			proc_run(argv, &opts, NULL, 0, NULL);
-		}
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		_exit(0);
-	}
-	close(p[0]);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	/* Stops the server and removes rundir however the test process ends (Criterion skips .fini
+	 * when a test crashes). */
+	testdir_janitor(rundir, kill_server, &tm);
 }
 
 static void teardown(void)
 {
-	char *const argv[] = {tm.bin, "-S", tm.socket, "kill-server", NULL};
-	struct proc_opts opts = {.keep_fd = -1};
-
-	proc_run(argv, &opts, NULL, 0, NULL);
-	nftw(rundir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	kill_server(&tm);
+	testdir_remove(rundir);
 }
 
 TestSuite(tmux, .init = setup, .fini = teardown, .timeout = 60);

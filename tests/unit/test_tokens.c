@@ -1,5 +1,7 @@
 #include "tokens.h"
 
+#include "testdir.h"
+
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,35 +11,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[] = "/tmp/agentd-tokens-XXXXXX";
+static char dir[64];
 static char path[256];
 
 static void setup(void)
 {
-	cr_assert_not_null(mkdtemp(dir));
+	testdir_make(dir, sizeof(dir), "/tmp/agentd-tokens-XXXXXX");
 	snprintf(path, sizeof(path), "%s/tokens.json", dir);
 }
 
 static void teardown(void)
 {
-	char tmp[300];
-
-	unlink(path);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	unlink(tmp);
-	rmdir(dir);
+	testdir_remove(dir);
 }
 
 TestSuite(tokens, .init = setup, .fini = teardown);
-
-static void write_file(const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f);
-	fputs(text, f);
-	fclose(f);
-}
 
 Test(tokens, names)
 {
@@ -138,7 +126,7 @@ Test(tokens, a_corrupt_store_is_refused_whole)
 		struct tokens t = {0};
 		struct cause cause = {{0}};
 
-		write_file(bad[i]);
+		testdir_write(path, bad[i]);
 		cr_assert_lt(tokens_load(path, &t, &cause), 0, "accepted: %s", bad[i]);
 		cr_assert_neq(cause.msg[0], '\0');
 		cr_assert_eq(t.n, 0, "a refused store holds nothing");
@@ -147,7 +135,7 @@ Test(tokens, a_corrupt_store_is_refused_whole)
 		struct tokens t = {0};
 		struct cause cause = {{0}};
 
-		write_file(dup);
+		testdir_write(path, dup);
 		cr_assert_eq(tokens_load(path, &t, &cause), -EINVAL, "a name listed twice");
 		cr_assert_eq(t.n, 0);
 	}

@@ -109,7 +109,7 @@ Test(worktree, debris_of_failed_add_is_cleaned)
 	add(8, path);
 	assert_head_branch(path, "feat/issue-8");
 	/* A worktree whose directory vanished keeps its branch "checked out" until pruned. */
-	rm_tree(path);
+	testdir_remove(path);
 	add(8, path);
 	assert_head_branch(path, "feat/issue-8");
 }
@@ -183,7 +183,7 @@ Test(worktree, worktrees_made_by_the_git_cli)
 	    "refs/remotes/origin/main");
 	add(16, path);
 	assert_head_branch(path, "feat/issue-16");
-	rm_tree(path);
+	testdir_remove(path);
 	add(16, path);
 	assert_head_branch(path, "feat/issue-16");
 	cr_assert_eq(worktree_is_dirty(path, NULL), 0);
@@ -232,7 +232,7 @@ Test(worktree, dirty_detection)
 	write_file(f, "u\n");
 	cr_assert_eq(worktree_is_dirty(path, &c), 1, "untracked file not seen");
 	FMT(plain, "%s/deep", path);
-	rm_tree(plain);
+	testdir_remove(plain);
 
 	FMT(f, "%s/build.log", path);
 	write_file(f, "ignored\n");

@@ -6,6 +6,9 @@
 # (default 2.1.328), AGENTD_TEST_CLAUDE=<claude executable> (no npm install).
 # shellcheck shell=bash disable=SC2034
 
+# shellcheck source=SCRIPTDIR/../../fakes/lib_fakes.sh
+source "$REPO/tests/fakes/lib_fakes.sh"
+
 FAKE_API=$REPO/tests/fakes/messages_api.py
 NPM_PACKAGE=@anthropic-ai/claude-code
 CLAUDE_VERSION=${AGENTD_TEST_CLAUDE_VERSION:-2.1.328}
@@ -126,18 +129,8 @@ main_requests() {
 }
 
 start_fake_api() {
-	local deadline=$((SECONDS + 20))
-	python3 "$FAKE_API" --port 0 --port-file "$T/api.port" --log "$API_LOG" \
-		>>"$T/logs/fake-api.log" 2>&1 &
-	API_PID=$!
-	while [ ! -s "$T/api.port" ]; do
-		if ! alive "$API_PID" || [ $SECONDS -ge $deadline ]; then
-			fail "the fake Messages API starts" "$(cat "$T/logs/fake-api.log")"
-			return 1
-		fi
-		sleep 0.1
-	done
-	API_PORT=$(cat "$T/api.port")
+	fake_start API_PID API_PORT "the fake Messages API" "$T/logs/fake-api.log" "$T/api.port" \
+		"$FAKE_API" --log "$API_LOG" || return 1
 	log "fake Messages API on 127.0.0.1:$API_PORT (pid $API_PID)"
 }
 

@@ -9,6 +9,9 @@
 #   tg_press 1001 1001 "$(jq .message_id <<<"$MSG")" Allow
 # shellcheck shell=bash disable=SC2034
 
+# shellcheck source=SCRIPTDIR/../../fakes/lib_fakes.sh
+source "$REPO/tests/fakes/lib_fakes.sh"
+
 FAKE_BOT=$REPO/tests/fakes/bot_api.py
 TG_TOKEN=4242:fake-token_for-tests
 TG_USER=1001   # allowed
@@ -26,18 +29,8 @@ stop_fake_bot() {
 }
 
 start_fake_bot() {
-	local deadline=$((SECONDS + 20))
-	python3 "$FAKE_BOT" --token "$TG_TOKEN" --port 0 --port-file "$T/bot.port" --log "$BOT_LOG" \
-		>>"$T/logs/fake-bot.log" 2>&1 &
-	BOT_PID=$!
-	while [ ! -s "$T/bot.port" ]; do
-		if ! alive "$BOT_PID" || [ $SECONDS -ge $deadline ]; then
-			fail "the fake Bot API starts" "$(cat "$T/logs/fake-bot.log")"
-			return 1
-		fi
-		sleep 0.1
-	done
-	BOT_PORT=$(cat "$T/bot.port")
+	fake_start BOT_PID BOT_PORT "the fake Bot API" "$T/logs/fake-bot.log" "$T/bot.port" \
+		"$FAKE_BOT" --token "$TG_TOKEN" --log "$BOT_LOG" || return 1
 	TG=http://127.0.0.1:$BOT_PORT
 	# The bot's own token for the door, named telegram: what it does for a user is recorded as
 	# by telegram:<user id> (X-Agentd-Actor).
