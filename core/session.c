@@ -305,6 +305,12 @@ int session_state_parse(const char *s, enum session_state *out)
 	return -EINVAL;
 }
 
+void session_launch(struct session *s)
+{
+	s->launched = true;
+	s->launch++; /* wraps after 4 billion launches: only "not the same" is asked of it */
+}
+
 void session_set_exited(struct session *s, int status, int signal, int64_t at)
 {
 	const char *abbrev = signal > 0 ? sigabbrev_np(signal) : NULL;
@@ -455,6 +461,9 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	}
 	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
+		json_object_object_add(o, "launch", json_object_new_int64(s->launch));
+		json_object_object_add(o, "pendingLaunch",
+				       json_object_new_int64(s->pending_launch));
 		json_object_object_add(o, "hostEvent",
 				       json_object_new_int64((int64_t)s->host_event));
 	}
@@ -576,6 +585,20 @@ static int session_pending_from_json(struct session *s, json_object *arr, struct
 	return 0;
 }
 
+/* A launch count: 0..UINT32_MAX. Returns 0 or -EINVAL. */
+static int session_launch_from_json(json_object *v, uint32_t *out)
+{
+	int64_t n;
+
+	if (!json_object_is_type(v, json_type_int))
+		return -EINVAL;
+	n = json_object_get_int64(v);
+	if (n < 0 || n > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)n;
+	return 0;
+}
+
 /* The hub's fields: each optional (records written before them have none), checked when
  * present. */
 static int session_attention_from_json(struct session *s, json_object *obj, struct cause *cause)
@@ -599,6 +622,9 @@ static int session_attention_from_json(struct session *s, json_object *obj, stru
 		if (r < 0)
 			return r;
 	}
+	if (json_object_object_get_ex(obj, "pendingLaunch", &v) &&
+	    session_launch_from_json(v, &s->pending_launch) < 0)
+		return cause_fail(cause, EINVAL, "field pendingLaunch is not a count");
 	if (json_object_object_get_ex(obj, "hostEvent", &v)) {
 		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
 			return cause_fail(cause, EINVAL, "field hostEvent is not an event id");
@@ -665,6 +691,9 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 			return cause_fail(cause, EINVAL, "field launched is not a boolean");
 		s->launched = json_object_get_boolean(v);
 	}
+	if (json_object_object_get_ex(obj, "launch", &v) &&
+	    session_launch_from_json(v, &s->launch) < 0)
+		return cause_fail(cause, EINVAL, "field launch is not a count");
 	if (json_object_object_get_ex(obj, "error", &v) &&
 	    (r = session_copy_str(obj, "error", s->error, sizeof(s->error), cause)) < 0)
 		return r;

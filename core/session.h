@@ -74,6 +74,9 @@ struct session {
 	char agent_session_id[SESSION_UUID_LEN + 1];
 	int clients;
 	bool launched; /* claude has run once: later launches use --resume */
+	/* Disk only: how many times agentd-api started claude for this session (session_launch),
+	 * so the hub knows a request asked by an earlier claude, even one a reboot ended. */
+	uint32_t launch;
 	char prompt[SESSION_PROMPT_MAX + 1];
 	char error[SESSION_ERROR_MAX];
 	int64_t created_at, updated_at, last_activity; /* unix seconds */
@@ -90,10 +93,16 @@ struct session {
 	int64_t activity_at; /* unix milliseconds of the last activity change */
 	unsigned n_pending;
 	struct session_pending pending[SESSION_PENDING_MAX];
+	uint32_t pending_launch; /* disk only: the launch the pending requests were asked under */
 	/* Disk only: the last event of the session's agentd-host the hub took in (structured
 	 * mode), so a restarted bridge goes on from there. */
 	uint64_t host_event;
 };
+
+/* Notes that claude was just started for s (the first time or again: create, restart, mode
+ * switch, after a reboot): later launches resume its conversation, and the requests an earlier
+ * claude asked are known as gone. */
+void session_launch(struct session *s);
 
 /* Validators for API input. Return true when s is acceptable. */
 bool session_owner_valid(const char *s);

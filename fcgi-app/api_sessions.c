@@ -90,6 +90,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 			       sizeof(s->agent_session_id));
 			s->launched = true;
 		}
+		s->launch = old.launch; /* requests of an earlier claude stay known as gone */
 		s->created_at = old.created_at;
 	}
 	snprintf(s->by, sizeof(s->by), "%s", req->by);

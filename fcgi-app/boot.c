@@ -82,7 +82,7 @@ static void boot_start(const struct app *app, struct session *s)
 		log_error("session %s: %s", s->id, s->error);
 		return;
 	}
-	s->launched = true;
+	session_launch(s);
 	s->error[0] = '\0';
 	s->last_activity = (int64_t)time(NULL);
 	log_info("session %s: started again after a reboot (%s mode, worktree %s)", s->id,

@@ -330,7 +330,7 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 	tmux_signal(&app->tmux); /* the liveness watcher watches the new process */
 	s->mode = mode;
 	s->state = s->clients > 0 ? SESSION_ATTACHED : SESSION_RUNNING;
-	s->launched = true;
+	session_launch(s);
 	s->error[0] = '\0';
 	s->last_activity = (int64_t)time(NULL);
 	log_info("session %s: claude started in %s mode (%s)", s->id, session_mode_name(mode),
@@ -352,7 +352,7 @@ static void create_finish(const struct app *app, const char *id, int result, con
 		goto out;
 	if (result == 0) {
 		s->state = SESSION_RUNNING;
-		s->launched = true;
+		session_launch(s);
 		s->error[0] = '\0';
 		log_info("session %s is running", id);
 	} else {

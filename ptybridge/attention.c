@@ -54,6 +54,7 @@ struct att_session {
 	enum session_activity activity;
 	int64_t activity_at;
 	uint64_t host_event;
+	uint32_t launch; /* the record's: which claude the requests below come from */
 	struct att_request req[ATT_PENDING_MAX];
 	struct att_answered answered[ATT_ANSWERED_MAX];
 	size_t answered_next;
@@ -110,6 +111,7 @@ static void att_write(struct att_session *s)
 	ra.activity = s->activity;
 	ra.activity_at = s->activity_at;
 	ra.host_event = s->host_event;
+	ra.pending_launch = s->launch;
 	for (size_t i = 0; i < ATT_PENDING_MAX && ra.n_pending < SESSION_PENDING_MAX; i++) {
 		const struct att_request *q = &s->req[i];
 		struct session_pending *p = &ra.pending[ra.n_pending];
@@ -514,6 +516,7 @@ static struct att_session *att_session_new(struct attention *a, const struct ses
 		 * those it no longer has are dropped then. Terminal: the hook asks again. */
 		q->orphan_until = uv_now(a->b->loop) + ATT_ORPHAN_MS;
 	}
+	s->launch = rec->pending_launch;
 	LIST_INSERT_HEAD(&a->sessions, s, link);
 	return s;
 }
@@ -556,6 +559,20 @@ void attention_session_changed(struct attention *a, const char *id, const struct
 		s->mode = rec->mode;
 		s->state = rec->state;
 		att_set(s, SESSION_IDLE, true);
+	}
+	if (rec->launch != s->launch) {
+		/* claude was started again (after a reboot, too: the requests its record kept are
+		 * then an earlier claude's, which nobody can answer any more). */
+		bool had = false;
+
+		for (size_t i = 0; i < ATT_PENDING_MAX; i++)
+			if (s->req[i].used) {
+				att_withdraw(s, &s->req[i], "restart");
+				had = true;
+			}
+		s->launch = rec->launch;
+		if (had)
+			att_set(s, s->activity, true);
 	}
 	s->mode = rec->mode;
 	s->state = rec->state;

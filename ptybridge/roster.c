@@ -94,6 +94,7 @@ static void roster_work(uv_work_t *req)
 			s.activity_at = e->job_att.activity_at;
 			s.n_pending = e->job_att.n_pending;
 			memcpy(s.pending, e->job_att.pending, sizeof(s.pending));
+			s.pending_launch = e->job_att.pending_launch;
 			s.host_event = e->job_att.host_event;
 		}
 		r = store_write(st, &s, &cause);

@@ -48,6 +48,7 @@ struct roster_attention {
 	int64_t activity_at; /* unix milliseconds */
 	unsigned n_pending;
 	struct session_pending pending[SESSION_PENDING_MAX];
+	uint32_t pending_launch; /* the record's launch those requests were asked under */
 	uint64_t host_event;
 };
 

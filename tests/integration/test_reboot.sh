@@ -6,6 +6,7 @@
 # - both sessions come back by themselves (running), same worktree and branch, in their mode,
 #   claude started with --resume=<agentSessionId> (its command line), as the agents' user;
 # - a new prompt in each reaches the fake API with the earlier turns in its messages;
+# - an approval pending when the machine went down is withdrawn (by "restart"), answers get 409;
 # - the deleted session stays deleted (no record, no tmux session, not listed);
 # - the records and event logs survived in the state dir: the structured session's event
 #   replay starts at event 1 and goes on with the new turn's ids, /events ids go on.
@@ -46,6 +47,12 @@ turn_words() {
 	printf '%s' "$1" | jq -r '[.messages[] | select(.role == "user" or .role == "assistant") |
 		.content | if type == "string" then [{type: "text", text: .}] else . end | .[] |
 		select(.type == "text") | .text | scan("TURN[A-Z]+")] | join(" ")' 2>/dev/null
+}
+
+# events_has EVENT RID [JQ]: /events' log holds EVENT for request RID (its data matching JQ).
+events_has() {
+	jq -e --arg e "$1" --arg r "$2" "select(.event == \$e) | .data | fromjson |
+		select(.requestId == \$r and (${3:-true}))" "$T/state/events.log" >/dev/null 2>&1
 }
 
 # session_events ID AFTER: the ids of GET /sessions/ID/events?after=AFTER (replay, then 3 s of
@@ -115,6 +122,17 @@ SSE_PID=
 assert_match "structured session: POST /prompt answers with the fake model" \
 	'Hello from the fake model \(TURNFOUR\)' "$(sse_data result)"
 N2=$(wc -l <"$LOG2")
+# A tool use left waiting for its approval when the machine goes down: that claude is gone
+# for good, so after the reboot nobody may answer it (withdrawn at once, answers get 409).
+sse_start "$SID2" "please RUNBASH touch reboot-pending"
+wait_sse_until '^event: permission' >/dev/null
+RIDP=$(sse_data permission | jq -r '.requestId // empty' 2>/dev/null)
+check "structured session: a Bash tool use waits for its approval" test -n "$RIDP"
+check "... /events announced it" wait_for 10 events_has permission "${RIDP:-none}"
+get_session "$SID2"
+assert_json "... listed in the record as pending" '[.pending[].requestId]' "[\"${RIDP:-none}\"]"
+sse_running && kill "$SSE_PID" 2>/dev/null
+SSE_PID=
 
 api POST /sessions "$(jq -cn '{repo: {owner: "acme", name: "widgets"}, issue: 3}')"
 SID3=$(printf '%s' "$BODY" | jq -r .id)
@@ -174,6 +192,15 @@ assert_match "structured session: claude runs stream-json with --resume=<agentSe
 	"$(cmdline "$C2")"
 assert_eq "structured session: claude is agentd-host's child" "${H2:-none}" \
 	"$(ps -o ppid= -p "${C2:-0}" 2>/dev/null | tr -d ' ')"
+
+# Within 5 s, well before the 15 s a restarted bridge gives a hook or host to ask again.
+check "the approval pending before the reboot: withdrawn (/events says so)" wait_for 5 \
+	events_has permission_resolved "${RIDP:-none}" '.behavior == "withdrawn" and .by == "restart"'
+get_session "$SID2"
+assert_json "... no longer listed in the record" '.pending | length' 0
+api POST "/sessions/$SID2/permissions/${RIDP:-none}" '{"behavior":"allow"}'
+assert_status "... an answer to it gets 409" 409
+check_not "... and its tool never ran" test -e "$WT2/reboot-pending"
 
 # --- the conversations go on ---------------------------------------------------------------
 if wait_pane "$TM1" "Hello from the fake model (TURNTWO)" "$TUI_WAIT"; then
