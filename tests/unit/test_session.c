@@ -421,6 +421,8 @@ static void full_session(struct session *s)
 	snprintf(s->pending[1].request_id, sizeof(s->pending[1].request_id), "h:1");
 	snprintf(s->pending[1].tool_name, sizeof(s->pending[1].tool_name), "Write");
 	s->host_event = 4242;
+	s->launch = 4000000000u; /* above INT32_MAX: kept whole */
+	s->pending_launch = 3;
 }
 
 static void assert_same_session(const struct session *a, const struct session *b)
@@ -451,6 +453,8 @@ static void assert_same_session(const struct session *a, const struct session *b
 		cr_assert_str_eq(a->pending[i].description, b->pending[i].description);
 	}
 	cr_assert_eq(a->host_event, b->host_event);
+	cr_assert_eq(a->launch, b->launch);
+	cr_assert_eq(a->pending_launch, b->pending_launch);
 	cr_assert_eq(a->state == SESSION_EXITED ? a->exit_status : 0,
 		     b->state == SESSION_EXITED ? b->exit_status : 0);
 	cr_assert_str_eq(a->state == SESSION_EXITED ? a->exit_signal : "",
@@ -1258,6 +1262,8 @@ Test(session, activity_api_form_follows_the_state)
 	cr_assert(json_object_object_get_ex(o, "pending", &v));
 	cr_assert_eq(json_object_array_length(v), 1);
 	cr_assert(!json_object_object_get_ex(o, "hostEvent", NULL), "hostEvent is disk only");
+	cr_assert(!json_object_object_get_ex(o, "launch", NULL), "launch is disk only");
+	cr_assert(!json_object_object_get_ex(o, "pendingLaunch", NULL), "pendingLaunch too");
 	json_object_put(o);
 	/* No running agent: exited, and nothing listed (its requests went with it). */
 	s.state = SESSION_EXITED;
@@ -1287,6 +1293,12 @@ Test(session, attention_fields_are_optional_and_checked)
 	    "\"pending\":[{\"requestId\":\"a\",\"description\":\"\"}]",
 	    "\"hostEvent\":-1",
 	    "\"hostEvent\":\"1\"",
+	    "\"pendingLaunch\":-1",
+	    "\"pendingLaunch\":4294967296",
+	    "\"pendingLaunch\":true",
+	    "\"launch\":-1",
+	    "\"launch\":4294967296",
+	    "\"launch\":\"2\"",
 	};
 	struct session s, back;
 	json_object *o;
@@ -1300,7 +1312,11 @@ Test(session, attention_fields_are_optional_and_checked)
 	json_object_object_del(o, "activityAt");
 	json_object_object_del(o, "pending");
 	json_object_object_del(o, "hostEvent");
+	json_object_object_del(o, "launch");
+	json_object_object_del(o, "pendingLaunch");
 	cr_assert_eq(session_from_json(&back, o, NULL), 0, "a record from before the fields");
+	cr_assert_eq(back.launch, 0);
+	cr_assert_eq(back.pending_launch, 0);
 	cr_assert_eq(back.activity, SESSION_IDLE);
 	cr_assert_eq(back.activity_at, back.updated_at * 1000);
 	cr_assert_eq(back.n_pending, 0);
@@ -1354,4 +1370,16 @@ Test(session, copy_cut_never_splits_a_character)
 	cr_assert_str_eq(out, "abcde");
 	session_copy_cut(out, 4, "\xe2\x82\xac!");
 	cr_assert_str_eq(out, "\xe2\x82\xac");
+}
+
+Test(session, launch_counts_claude_starts)
+{
+	struct session s;
+
+	memset(&s, 0, sizeof(s));
+	session_launch(&s);
+	cr_assert(s.launched, "a started claude resumes its conversation next time");
+	cr_assert_eq(s.launch, 1);
+	session_launch(&s);
+	cr_assert_eq(s.launch, 2, "each start is another launch");
 }
