@@ -41,6 +41,7 @@ struct att_request {
 struct att_answered {
 	char request_id[HOSTPROTO_REQUEST_ID_MAX + 1];
 	char by[ATT_BY_MAX];
+	bool withdrawn; /* nobody answered: its agent went (by says why) */
 };
 
 struct att_host;
@@ -205,6 +206,7 @@ static void att_drop(struct att_session *s, struct att_request *q, const char *b
 
 	memcpy(a->request_id, q->request_id, sizeof(a->request_id));
 	session_copy_cut(a->by, sizeof(a->by), by);
+	a->withdrawn = false;
 	s->answered_next = (s->answered_next + 1) % ATT_ANSWERED_MAX;
 	json_object_put(q->decision);
 	json_object_put(q->input);
@@ -225,6 +227,7 @@ static void att_withdraw(struct att_session *s, struct att_request *q, const cha
 		json_object_object_add(ev, "by", json_object_new_string(why));
 	}
 	att_drop(s, q, why);
+	s->answered[(s->answered_next + ATT_ANSWERED_MAX - 1) % ATT_ANSWERED_MAX].withdrawn = true;
 	if (fn != NULL)
 		fn(arg, NULL);
 	att_publish(s, "permission_resolved", ev);
@@ -967,4 +970,17 @@ void attention_close(struct bridge *b)
 		att_session_free(s);
 	b->attention = NULL;
 	uv_close((uv_handle_t *)&a->timer, att_timer_closed);
+}
+
+bool attention_withdrawn(struct attention *a, const char *id, const char *request_id, char *msg,
+			 size_t msglen)
+{
+	struct att_session *s = att_session_find(a, id);
+	const struct att_answered *done;
+
+	if (s == NULL || att_find(s, request_id) != NULL ||
+	    (done = att_was_answered(s, request_id)) == NULL || !done->withdrawn)
+		return false;
+	snprintf(msg, msglen, "this permission request was withdrawn (%s)", done->by);
+	return true;
 }

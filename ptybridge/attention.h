@@ -29,6 +29,8 @@
 #include "session.h"
 
 #include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 struct attention;
 
@@ -86,5 +88,13 @@ void attention_hook_expired(struct attention *a, const char *id, const char *req
  */
 int attention_answer(struct attention *a, const char *id, const char *request_id,
 		     json_object *decision, const char *by, const char **by_out);
+
+/*
+ * True when the hub withdrew request_id of session id because the claude that asked went (a
+ * restart, a reboot: the new agent never heard of it); msg then says so, for a 409. False
+ * otherwise: the agent itself knows its requests and their answers.
+ */
+bool attention_withdrawn(struct attention *a, const char *id, const char *request_id, char *msg,
+			 size_t msglen);
 
 #endif

@@ -809,7 +809,7 @@ static void relay_on_message(void *data, const uint8_t *msg, size_t len)
 	const char *type, *rid = "", *why;
 	enum relay_kind kind = RELAY_STREAM;
 	struct relay_host *h;
-	char *line = NULL;
+	char *line = NULL, ended[256];
 	size_t line_len;
 	int fd;
 
@@ -848,6 +848,11 @@ static void relay_on_message(void *data, const uint8_t *msg, size_t len)
 	line = relay_host_request(kind, obj, rid, r->c.who.by, &line_len, &why);
 	if (line == NULL) {
 		relay_ws_error(r, kind, rid, 400, "invalid_request", why);
+		goto out;
+	}
+	if (kind == RELAY_PERMISSION && r->b->attention != NULL &&
+	    attention_withdrawn(r->b->attention, r->c.id, rid, ended, sizeof(ended))) {
+		relay_ws_error(r, kind, rid, 409, "already_answered", ended);
 		goto out;
 	}
 	fd = relay_connect_host(r->b, r->c.id);
@@ -998,6 +1003,7 @@ static void relay_lookup(struct relay *r)
 	struct conn_refusal why;
 	struct session s;
 	enum conn_record rec;
+	char msg[256];
 	int fd;
 
 	rec = conn_lookup(&r->b->store, r->c.id, &s, &why);
@@ -1025,6 +1031,12 @@ static void relay_lookup(struct relay *r)
 		return;
 	case CONN_RECORD_READY:
 		break;
+	}
+	if (r->kind == RELAY_PERMISSION && r->b->attention != NULL &&
+	    attention_withdrawn(r->b->attention, r->c.id, r->request_id, msg, sizeof(msg))) {
+		/* Its claude may be gone (a reboot): its host would not know the request at all. */
+		relay_respond(r, 409, "already_answered", msg, NULL);
+		return;
 	}
 	fd = relay_connect_host(r->b, r->c.id);
 	if (fd >= 0) {

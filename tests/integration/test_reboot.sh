@@ -51,7 +51,7 @@ turn_words() {
 
 # events_has EVENT RID [JQ]: /events' log holds EVENT for request RID (its data matching JQ).
 events_has() {
-	jq -e --arg e "$1" --arg r "$2" "select(.event == \$e) | .data | fromjson |
+	jq -e --arg e "$1" --arg r "$2" "select(.event == \$e) | .data |
 		select(.requestId == \$r and (${3:-true}))" "$T/state/events.log" >/dev/null 2>&1
 }
 
