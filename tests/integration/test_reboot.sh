@@ -51,8 +51,9 @@ turn_words() {
 
 # events_has EVENT RID [JQ]: /events' log holds EVENT for request RID (its data matching JQ).
 events_has() {
-	jq -e --arg e "$1" --arg r "$2" "select(.event == \$e) | .data |
-		select(.requestId == \$r and (${3:-true}))" "$T/state/events.log" >/dev/null 2>&1
+	jq -n -e --arg e "$1" --arg r "$2" "[inputs | select(.event == \$e) | .data |
+		select(.requestId == \$r and (${3:-true}))] | length > 0" \
+		"$T/state/events.log" >/dev/null 2>&1
 }
 
 # session_events ID AFTER: the ids of GET /sessions/ID/events?after=AFTER (replay, then 3 s of
