@@ -197,6 +197,8 @@ assert_eq "structured session: claude is agentd-host's child" "${H2:-none}" \
 # Within 5 s, well before the 15 s a restarted bridge gives a hook or host to ask again.
 check "the approval pending before the reboot: withdrawn (/events says so)" wait_for 5 \
 	events_has permission_resolved "${RIDP:-none}" '.behavior == "withdrawn" and .by == "restart"'
+log "/events about it: $(jq -c --arg r "${RIDP:-none}" \
+	'select(.data.requestId == $r) | [.id, .event, .data.behavior, .data.by]' "$T/state/events.log" | tr '\n' ' ')"
 get_session "$SID2"
 assert_json "... no longer listed in the record" '.pending | length' 0
 api POST "/sessions/$SID2/permissions/${RIDP:-none}" '{"behavior":"allow"}'
