@@ -23,34 +23,36 @@ static const char hostproto_permission_why[] =
     "(object), interrupt (boolean) and, with allow, updatedPermissions (1 to 16 objects with a "
     "\"type\")";
 
-int hostproto_path(const struct config *cfg, const char *id, const char *leaf, char *out,
-		   size_t outlen)
+/* base/HOSTPROTO_DIR[/id/leaf] into out. Returns 0 or -ENAMETOOLONG. */
+static int hostproto_join(const char *base, const char *id, const char *leaf, char *out,
+			  size_t outlen)
 {
-	int n = snprintf(out, outlen, "%s/" HOSTPROTO_DIR "/%s/%s", cfg->runtime_dir, id, leaf);
+	int n = id != NULL ? snprintf(out, outlen, "%s/" HOSTPROTO_DIR "/%s/%s", base, id, leaf)
+			   : snprintf(out, outlen, "%s/" HOSTPROTO_DIR, base);
 
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
+int hostproto_path(const struct config *cfg, const char *id, const char *leaf, char *out,
+		   size_t outlen)
+{
+	return hostproto_join(cfg->runtime_dir, id, leaf, out, outlen);
+}
+
 int hostproto_dir(const struct config *cfg, char *out, size_t outlen)
 {
-	int n = snprintf(out, outlen, "%s/" HOSTPROTO_DIR, cfg->runtime_dir);
-
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+	return hostproto_join(cfg->runtime_dir, NULL, NULL, out, outlen);
 }
 
 int hostproto_state_path(const struct config *cfg, const char *id, const char *leaf, char *out,
 			 size_t outlen)
 {
-	int n = snprintf(out, outlen, "%s/" HOSTPROTO_DIR "/%s/%s", cfg->state_dir, id, leaf);
-
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+	return hostproto_join(cfg->state_dir, id, leaf, out, outlen);
 }
 
 int hostproto_state_dir(const struct config *cfg, char *out, size_t outlen)
 {
-	int n = snprintf(out, outlen, "%s/" HOSTPROTO_DIR, cfg->state_dir);
-
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+	return hostproto_join(cfg->state_dir, NULL, NULL, out, outlen);
 }
 
 static json_object *hostproto_member(json_object *obj, const char *key)
