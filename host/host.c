@@ -165,7 +165,7 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 	if (h == NULL)
 		return 1;
 	h->loop = uv_default_loop();
-	transcript_init(&h->transcript, h->loop);
+	transcript_init(&h->transcript, h->loop, id);
 	h->cfg = cfg;
 	h->id = id;
 	h->log.fd = -1;
