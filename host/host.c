@@ -9,6 +9,7 @@
 #include "transcript.h"
 
 #include <errno.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,7 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 {
 	static const int signals[HOST_SIGNALS] = {SIGTERM, SIGHUP, SIGINT};
 	struct host *h = calloc(1, sizeof(*h));
+	locale_t host_locale;
 	char dir[CONFIG_PATH_MAX], state[CONFIG_PATH_MAX], old_log[CONFIG_PATH_MAX];
 	int r, code = 1;
 
@@ -170,6 +172,13 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 	h->id = id;
 	h->log.fd = -1;
 	signal(SIGPIPE, SIG_IGN);
+	/* json-c 0.16 switches to the "C" numeric locale around every parse (duplocale, newlocale,
+	 * uselocale, freelocale: two allocations and three locks a line of claude's). When this
+	 * thread already uses glibc's own "C" locale object, each of those returns at once. The
+	 * parse is the same: the host never calls setlocale, so its locale was "C" already. */
+	host_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+	if (host_locale != (locale_t)0)
+		uselocale(host_locale);
 	if (hostproto_path(cfg, id, "", dir, sizeof(dir)) < 0 ||
 	    hostproto_state_path(cfg, id, "", state, sizeof(state)) < 0 ||
 	    hostproto_state_path(cfg, id, HOSTPROTO_LOG_NAME, h->log_path, sizeof(h->log_path)) <
@@ -236,5 +245,9 @@ out:
 	claudeproc_free(h);
 	uv_loop_close(h->loop);
 	free(h);
+	if (host_locale != (locale_t)0) {
+		uselocale(LC_GLOBAL_LOCALE);
+		freelocale(host_locale);
+	}
 	return code;
 }
