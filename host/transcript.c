@@ -123,6 +123,9 @@ static bool transcript_room(struct transcript *t, size_t n)
 }
 
 static void transcript_vprintf(struct transcript *t, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void transcript_vprintf(struct transcript *t, const char *fmt, va_list ap)
 {
 	va_list again;
 	int n;

@@ -115,6 +115,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	h->loop = &fuzz_loop;
 	h->cfg = &fuzz_cfg;
 	h->id = "fuzz-1";
+	/* A transcript with its budget (to /dev/null): what it prints is fuzzed too, and a long
+	 * input reaches the events it skips. */
+	transcript_init(&h->transcript, &fuzz_loop, h->id);
 	if (evlog_open(&h->log, path) < 0)
 		abort();
 	h->claude.tok = json_tokener_new();
@@ -133,7 +136,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	check_log(&h->log);
 	perms_close_all(h);
-	uv_run(&fuzz_loop, UV_RUN_DEFAULT); /* the permission timers close */
+	transcript_close(&h->transcript);
+	uv_run(&fuzz_loop, UV_RUN_DEFAULT); /* the permission and transcript timers close */
+	transcript_free(&h->transcript);
 	json_tokener_free(h->claude.tok);
 	evlog_batch_unref(h->batch);
 	evlog_close(&h->log);
