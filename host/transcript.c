@@ -216,19 +216,31 @@ static void transcript_skipped(struct transcript *t, uint64_t now, bool force)
 			  n == 1 ? "it" : "them all");
 }
 
-void transcript_event(struct transcript *t, const char *name, json_object *obj)
+/* What decides a turn (its end, a permission to answer) prints whatever the budget. */
+static bool transcript_always(const char *name)
 {
-	/* What decides a turn (its end, a permission to answer) prints whatever the budget. */
-	bool always = strcmp(name, "result") == 0 || strcmp(name, "control_request") == 0;
-	uint64_t now = transcript_now(t);
-	json_object *msg;
-	size_t before;
+	return strcmp(name, "result") == 0 || strcmp(name, "control_request") == 0;
+}
 
+bool transcript_wants(struct transcript *t, const char *name)
+{
+	bool always = transcript_always(name);
+	uint64_t now = transcript_now(t);
+
+	/* Events it never prints are neither counted nor charged. */
+	if (!always && strcmp(name, "assistant") != 0 && strcmp(name, "user") != 0)
+		return false;
 	if (!always && !transcript_budget_admit(&t->budget, now))
-		return; /* skipped before any work on it */
+		return false; /* skipped before any work on it */
 	transcript_skipped(t, now, always);
-	before = t->len;
-	msg = transcript_get(obj, "message");
+	return true;
+}
+
+void transcript_print(struct transcript *t, const char *name, json_object *obj)
+{
+	json_object *msg = transcript_get(obj, "message");
+	size_t before = t->len;
+
 	/* A user line with isReplay is claude's echo of a prompt (--replay-user-messages): the
 	 * host printed the prompt when it sent it. */
 	if (strcmp(name, "assistant") == 0)
@@ -243,8 +255,14 @@ void transcript_event(struct transcript *t, const char *name, json_object *obj)
 		transcript_printf(t, "-- permission requested for %s (answer it from the API)\n",
 				  json_object_get_string(
 				      transcript_get(transcript_get(obj, "request"), "tool_name")));
-	if (!always)
+	if (!transcript_always(name))
 		transcript_budget_charge(&t->budget, t->len - before);
+}
+
+void transcript_event(struct transcript *t, const char *name, json_object *obj)
+{
+	if (transcript_wants(t, name))
+		transcript_print(t, name, obj);
 }
 
 void transcript_note(struct transcript *t, const char *fmt, ...)

@@ -74,7 +74,14 @@ uint64_t transcript_budget_over(struct transcript_budget *b, uint64_t now, bool 
 /* Opens the pane's tty for the transcript of session id (handles on loop; id is kept). */
 void transcript_init(struct transcript *t, uv_loop_t *loop, const char *id);
 
-/* Prints what an event of claude's (its name and line) says, if anything and within the budget. */
+/* Whether an event of claude's named name is to be printed: one the transcript prints, within
+ * the budget (or always printed). When not, it is counted as skipped if it would have printed. */
+bool transcript_wants(struct transcript *t, const char *name);
+
+/* Prints what the event (its name and line, parsed) says, after transcript_wants said yes. */
+void transcript_print(struct transcript *t, const char *name, json_object *obj);
+
+/* transcript_wants, then transcript_print. */
 void transcript_event(struct transcript *t, const char *name, json_object *obj);
 
 /* Prints one line of the host's own (always). */
