@@ -4,6 +4,7 @@
 
 #include "fsutil.h"
 #include "hostproto.h"
+#include "linecheck.h"
 #include "log.h"
 #include "requests.h"
 #include "transcript.h"
@@ -91,14 +92,47 @@ static json_object *host_get(json_object *o, const char *key)
 	return v;
 }
 
+/* A line linecheck found to be a plain object: what only needs its type is done without json-c
+ * (json-c parses it only when the transcript prints it). False: the line needs its object. */
+static bool host_claude_plain(struct host *h, const struct linecheck *lc, const char *line,
+			      size_t len)
+{
+	char type[HOSTPROTO_NAME_MAX + 1], name[HOSTPROTO_NAME_MAX];
+	size_t n = lc->type_len < HOSTPROTO_NAME_MAX ? lc->type_len : HOSTPROTO_NAME_MAX;
+	json_object *obj;
+
+	/* A type of HOSTPROTO_NAME_MAX bytes or more names "unknown" cut there as it does whole. */
+	if (lc->type != NULL) {
+		memcpy(type, lc->type, n);
+		type[n] = '\0';
+	}
+	hostproto_event_name(lc->type != NULL ? type : NULL, name);
+	if (strcmp(name, "control_request") == 0 || strcmp(name, "control_cancel_request") == 0)
+		return false; /* permissions: the whole object */
+	if (strcmp(name, "result") == 0)
+		h->turn_running = false;
+	host_emit(h, name, line, len, NULL, NULL);
+	if (transcript_wants(&h->transcript, name)) {
+		obj = claudeproc_parse(h, line, len);
+		if (obj != NULL)
+			transcript_print(&h->transcript, name, obj);
+		json_object_put(obj);
+	}
+	return true;
+}
+
 void host_claude_line(struct host *h, const char *line, size_t len)
 {
 	/* Clients get the line as it is (an SSE data line, a WebSocket text frame): only when it
 	 * is one JSON object in valid UTF-8. */
 	bool utf8 = jsontext_utf8_valid(line, len);
-	json_object *obj = utf8 ? claudeproc_parse(h, line, len) : NULL, *type, *sub;
+	struct linecheck lc;
+	json_object *obj, *type, *sub;
 	char name[HOSTPROTO_NAME_MAX];
 
+	if (utf8 && linecheck_object(line, len, &lc) && host_claude_plain(h, &lc, line, len))
+		return;
+	obj = utf8 ? claudeproc_parse(h, line, len) : NULL;
 	if (obj == NULL) {
 		/* Not that: still numbered, as a string (invalid bytes as U+FFFD), so nothing
 		 * claude says is lost. */
