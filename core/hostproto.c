@@ -393,17 +393,41 @@ void hostproto_event_name(const char *type, char out[HOSTPROTO_NAME_MAX])
 	out[i] = '\0';
 }
 
+/* The longest head (20 digits, the longest name) and its NUL fit. */
+_Static_assert(sizeof(HOSTPROTO_LINE_START) - 1 + HOSTPROTO_ID_DIGITS +
+		       sizeof(HOSTPROTO_EVENT_KEY) - 1 + HOSTPROTO_NAME_MAX - 1 +
+		       sizeof(HOSTPROTO_DATA_KEY) - 1 + 1 <=
+		   HOSTPROTO_EVENT_HEAD_MAX,
+	       "an event head fits HOSTPROTO_EVENT_HEAD_MAX");
+
+/* Appends the n bytes of s at out + *at. */
+static void hostproto_put(char *out, size_t *at, const char *s, size_t n)
+{
+	memcpy(out + *at, s, n);
+	*at += n;
+}
+
 int hostproto_event_head(uint64_t id, const char *name, char out[HOSTPROTO_EVENT_HEAD_MAX])
 {
-	size_t len = strlen(name);
+	char digits[HOSTPROTO_ID_DIGITS];
+	size_t len = strlen(name), n = 0, at = 0;
 
 	if (!hostproto_event_name_valid(name, len))
 		return -EINVAL;
-	return hostproto_fit(snprintf(out, HOSTPROTO_EVENT_HEAD_MAX,
-				      HOSTPROTO_LINE_START "%" PRIu64 HOSTPROTO_EVENT_KEY
-							   "%s" HOSTPROTO_DATA_KEY,
-				      id, name),
-			     HOSTPROTO_EVENT_HEAD_MAX);
+	/* One head for every event of a burst: put together by hand (snprintf was 5 % of
+	 * agentd-host's instructions a line). */
+	do {
+		digits[n++] = (char)('0' + id % 10);
+		id /= 10;
+	} while (id > 0);
+	hostproto_put(out, &at, HOSTPROTO_LINE_START, sizeof(HOSTPROTO_LINE_START) - 1);
+	while (n > 0)
+		out[at++] = digits[--n];
+	hostproto_put(out, &at, HOSTPROTO_EVENT_KEY, sizeof(HOSTPROTO_EVENT_KEY) - 1);
+	hostproto_put(out, &at, name, len);
+	hostproto_put(out, &at, HOSTPROTO_DATA_KEY, sizeof(HOSTPROTO_DATA_KEY) - 1);
+	out[at] = '\0';
+	return (int)at;
 }
 
 /* Parses exactly len digits (1..HOSTPROTO_ID_DIGITS) as a uint64 without overflow. */

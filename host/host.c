@@ -4,11 +4,13 @@
 
 #include "fsutil.h"
 #include "hostproto.h"
+#include "linecheck.h"
 #include "log.h"
 #include "requests.h"
 #include "transcript.h"
 
 #include <errno.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,14 +92,47 @@ static json_object *host_get(json_object *o, const char *key)
 	return v;
 }
 
+/* A line linecheck found to be a plain object: what only needs its type is done without json-c
+ * (json-c parses it only when the transcript prints it). False: the line needs its object. */
+static bool host_claude_plain(struct host *h, const struct linecheck *lc, const char *line,
+			      size_t len)
+{
+	char type[HOSTPROTO_NAME_MAX + 1], name[HOSTPROTO_NAME_MAX];
+	size_t n = lc->type_len < HOSTPROTO_NAME_MAX ? lc->type_len : HOSTPROTO_NAME_MAX;
+	json_object *obj;
+
+	/* A type of HOSTPROTO_NAME_MAX bytes or more names "unknown" cut there as it does whole. */
+	if (lc->type != NULL) {
+		memcpy(type, lc->type, n);
+		type[n] = '\0';
+	}
+	hostproto_event_name(lc->type != NULL ? type : NULL, name);
+	if (strcmp(name, "control_request") == 0 || strcmp(name, "control_cancel_request") == 0)
+		return false; /* permissions: the whole object */
+	if (strcmp(name, "result") == 0)
+		h->turn_running = false;
+	host_emit(h, name, line, len, NULL, NULL);
+	if (transcript_wants(&h->transcript, name)) {
+		obj = claudeproc_parse(h, line, len);
+		if (obj != NULL)
+			transcript_print(&h->transcript, name, obj);
+		json_object_put(obj);
+	}
+	return true;
+}
+
 void host_claude_line(struct host *h, const char *line, size_t len)
 {
 	/* Clients get the line as it is (an SSE data line, a WebSocket text frame): only when it
 	 * is one JSON object in valid UTF-8. */
 	bool utf8 = jsontext_utf8_valid(line, len);
-	json_object *obj = utf8 ? claudeproc_parse(h, line, len) : NULL, *type, *sub;
+	struct linecheck lc;
+	json_object *obj, *type, *sub;
 	char name[HOSTPROTO_NAME_MAX];
 
+	if (utf8 && linecheck_object(line, len, &lc) && host_claude_plain(h, &lc, line, len))
+		return;
+	obj = utf8 ? claudeproc_parse(h, line, len) : NULL;
 	if (obj == NULL) {
 		/* Not that: still numbered, as a string (invalid bytes as U+FFFD), so nothing
 		 * claude says is lost. */
@@ -159,17 +194,25 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 {
 	static const int signals[HOST_SIGNALS] = {SIGTERM, SIGHUP, SIGINT};
 	struct host *h = calloc(1, sizeof(*h));
+	locale_t host_locale;
 	char dir[CONFIG_PATH_MAX], state[CONFIG_PATH_MAX], old_log[CONFIG_PATH_MAX];
 	int r, code = 1;
 
 	if (h == NULL)
 		return 1;
 	h->loop = uv_default_loop();
-	transcript_init(&h->transcript, h->loop);
+	transcript_init(&h->transcript, h->loop, id);
 	h->cfg = cfg;
 	h->id = id;
 	h->log.fd = -1;
 	signal(SIGPIPE, SIG_IGN);
+	/* json-c 0.16 switches to the "C" numeric locale around every parse (duplocale, newlocale,
+	 * uselocale, freelocale: two allocations and three locks a line of claude's). When this
+	 * thread already uses glibc's own "C" locale object, each of those returns at once. The
+	 * parse is the same: the host never calls setlocale, so its locale was "C" already. */
+	host_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+	if (host_locale != (locale_t)0)
+		uselocale(host_locale);
 	if (hostproto_path(cfg, id, "", dir, sizeof(dir)) < 0 ||
 	    hostproto_state_path(cfg, id, "", state, sizeof(state)) < 0 ||
 	    hostproto_state_path(cfg, id, HOSTPROTO_LOG_NAME, h->log_path, sizeof(h->log_path)) <
@@ -236,5 +279,9 @@ out:
 	claudeproc_free(h);
 	uv_loop_close(h->loop);
 	free(h);
+	if (host_locale != (locale_t)0) {
+		uselocale(LC_GLOBAL_LOCALE);
+		freelocale(host_locale);
+	}
 	return code;
 }

@@ -9,6 +9,7 @@
  * This header is the hub the host's modules share: struct host holds each module's state, and
  * the event path (host_emit: number → event log → subscribers) lives in host.c. The modules:
  *   claudeproc.c  the claude process: spawn, stdin, stdout cut into lines, exit, stop
+ *   linecheck.c   a quick look at a line: surely a plain JSON object, and its type (no json-c)
  *   evlog.c       events.log: batches of numbered lines, one write each, read back from offsets
  *   subs.c        connections on host.sock: the request line, fan-out, replay and catch-up
  *   requests.c    what a request asks: subscribe, prompt, permission answer, interrupt

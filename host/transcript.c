@@ -20,15 +20,77 @@ static json_object *transcript_get(json_object *o, const char *key)
 static void transcript_on_timer(uv_timer_t *timer);
 static void transcript_on_poll(uv_poll_t *poll, int status, int events);
 
-void transcript_init(struct transcript *t, uv_loop_t *loop)
+/* ---- the budget --------------------------------------------------------------------------- */
+
+void transcript_budget_init(struct transcript_budget *b, uint64_t now)
+{
+	memset(b, 0, sizeof(*b));
+	b->tokens = TRANSCRIPT_BURST_BYTES;
+	b->refilled = now;
+}
+
+static void transcript_budget_refill(struct transcript_budget *b, uint64_t now)
+{
+	uint64_t add;
+
+	if (now <= b->refilled)
+		return;
+	add = (now - b->refilled) * TRANSCRIPT_RATE_BYTES / 1000;
+	if (add == 0)
+		return; /* too soon for a byte: the time counts at the next refill */
+	if (add >= (uint64_t)(TRANSCRIPT_BURST_BYTES - b->tokens))
+		b->tokens = TRANSCRIPT_BURST_BYTES;
+	else
+		b->tokens += (int64_t)add;
+	b->refilled = now;
+}
+
+bool transcript_budget_admit(struct transcript_budget *b, uint64_t now)
+{
+	transcript_budget_refill(b, now);
+	/* While events are being skipped, the flood goes on until a quiet spell: printing again
+	 * at each refill would cut it into a note and a line, a note and a line. */
+	if (b->tokens > 0 && (b->skipped == 0 || now >= b->last_skip + TRANSCRIPT_QUIET_MS))
+		return true;
+	b->skipped++;
+	b->last_skip = now;
+	return false;
+}
+
+void transcript_budget_charge(struct transcript_budget *b, size_t bytes)
+{
+	/* One line is at most HOSTPROTO_LINE_MAX bytes, printed once or twice: far from the
+	 * bottom of an int64_t. */
+	b->tokens -= (int64_t)bytes;
+}
+
+uint64_t transcript_budget_over(struct transcript_budget *b, uint64_t now, bool force)
+{
+	uint64_t n = b->skipped;
+
+	if (n == 0 || (!force && now < b->last_skip + TRANSCRIPT_QUIET_MS))
+		return 0;
+	b->skipped = 0;
+	return n;
+}
+
+/* ---- the pane ----------------------------------------------------------------------------- */
+
+static void transcript_on_quiet(uv_timer_t *timer);
+
+void transcript_init(struct transcript *t, uv_loop_t *loop, const char *id)
 {
 	char path[256];
 
 	memset(t, 0, sizeof(*t));
+	t->id = id;
 	t->fd = -1;
 	uv_timer_init(loop, &t->timer);
 	t->timer.data = t;
+	uv_timer_init(loop, &t->quiet);
+	t->quiet.data = t;
 	t->handles = true;
+	transcript_budget_init(&t->budget, uv_now(loop));
 	/* A description of our own: O_NONBLOCK on the one stdout shares would reach claude's
 	 * stderr (the same pane) too. */
 	if (isatty(STDOUT_FILENO) && ttyname_r(STDOUT_FILENO, path, sizeof(path)) == 0)
@@ -59,6 +121,9 @@ static bool transcript_room(struct transcript *t, size_t n)
 	t->cap = want;
 	return true;
 }
+
+static void transcript_vprintf(struct transcript *t, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 static void transcript_vprintf(struct transcript *t, const char *fmt, va_list ap)
 {
@@ -116,9 +181,65 @@ static void transcript_content(struct transcript *t, json_object *content, const
 	}
 }
 
-void transcript_event(struct transcript *t, const char *name, json_object *obj)
+/* The loop's time (ms); 0 once the handles are closed. */
+static uint64_t transcript_now(const struct transcript *t)
+{
+	return t->handles ? uv_now(t->timer.loop) : 0;
+}
+
+/* "19512" as "19,512": the count of skipped events is read at a glance. */
+static void transcript_count(uint64_t n, char *out, size_t size)
+{
+	char digits[24];
+	int len = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)n);
+	size_t o = 0;
+
+	for (int i = 0; i < len && o + 2 < size; i++) {
+		if (i > 0 && (len - i) % 3 == 0)
+			out[o++] = ',';
+		out[o++] = digits[i];
+	}
+	out[o] = '\0';
+}
+
+/* The line that says how many events were skipped, once the flood is over (or force). */
+static void transcript_skipped(struct transcript *t, uint64_t now, bool force)
+{
+	uint64_t n = transcript_budget_over(&t->budget, now, force);
+	char count[32];
+
+	if (n == 0)
+		return;
+	transcript_count(n, count, sizeof(count));
+	transcript_printf(t, "-- %s event%s not shown here (GET /sessions/%s/events has %s)\n",
+			  count, n == 1 ? "" : "s", t->id != NULL ? t->id : "<id>",
+			  n == 1 ? "it" : "them all");
+}
+
+/* What decides a turn (its end, a permission to answer) prints whatever the budget. */
+static bool transcript_always(const char *name)
+{
+	return strcmp(name, "result") == 0 || strcmp(name, "control_request") == 0;
+}
+
+bool transcript_wants(struct transcript *t, const char *name)
+{
+	bool always = transcript_always(name);
+	uint64_t now = transcript_now(t);
+
+	/* Events it never prints are neither counted nor charged. */
+	if (!always && strcmp(name, "assistant") != 0 && strcmp(name, "user") != 0)
+		return false;
+	if (!always && !transcript_budget_admit(&t->budget, now))
+		return false; /* skipped before any work on it */
+	transcript_skipped(t, now, always);
+	return true;
+}
+
+void transcript_print(struct transcript *t, const char *name, json_object *obj)
 {
 	json_object *msg = transcript_get(obj, "message");
+	size_t before = t->len;
 
 	/* A user line with isReplay is claude's echo of a prompt (--replay-user-messages): the
 	 * host printed the prompt when it sent it. */
@@ -134,12 +255,21 @@ void transcript_event(struct transcript *t, const char *name, json_object *obj)
 		transcript_printf(t, "-- permission requested for %s (answer it from the API)\n",
 				  json_object_get_string(
 				      transcript_get(transcript_get(obj, "request"), "tool_name")));
+	if (!transcript_always(name))
+		transcript_budget_charge(&t->budget, t->len - before);
+}
+
+void transcript_event(struct transcript *t, const char *name, json_object *obj)
+{
+	if (transcript_wants(t, name))
+		transcript_print(t, name, obj);
 }
 
 void transcript_note(struct transcript *t, const char *fmt, ...)
 {
 	va_list ap;
 
+	transcript_skipped(t, transcript_now(t), true);
 	va_start(ap, fmt);
 	transcript_vprintf(t, fmt, ap);
 	va_end(ap);
@@ -149,6 +279,8 @@ void transcript_note(struct transcript *t, const char *fmt, ...)
 /* Drops the first n bytes (written). */
 static void transcript_consume(struct transcript *t, size_t n)
 {
+	if (n == 0)
+		return; /* nothing written (maybe no buffer yet) */
 	memmove(t->buf, t->buf + n, t->len - n);
 	t->len -= n;
 	if (t->len == 0 && t->cap > TRANSCRIPT_BUFFER) {
@@ -224,10 +356,25 @@ static void transcript_on_poll(uv_poll_t *poll, int status, int events)
 	transcript_write_now(t);
 }
 
+static void transcript_on_quiet(uv_timer_t *timer)
+{
+	struct transcript *t = timer->data;
+
+	t->quiet_on = false;
+	transcript_skipped(t, uv_now(timer->loop), false);
+	transcript_flush(t); /* the line, or the timer again while events are still skipped */
+}
+
 void transcript_flush(struct transcript *t)
 {
 	uint64_t now, next;
 
+	if (t->handles && t->budget.skipped > 0 && !t->quiet_on) {
+		now = uv_now(t->quiet.loop);
+		next = t->budget.last_skip + TRANSCRIPT_QUIET_MS;
+		uv_timer_start(&t->quiet, transcript_on_quiet, next > now ? next - now : 0, 0);
+		t->quiet_on = true;
+	}
 	if (t->len == 0 || !t->handles) {
 		if (!t->handles && t->len > 0)
 			transcript_write(t, true);
@@ -253,9 +400,11 @@ void transcript_close(struct transcript *t)
 {
 	if (!t->handles)
 		return;
+	transcript_skipped(t, 0, true);
 	transcript_write(t, true);
 	t->handles = false;
 	uv_close((uv_handle_t *)&t->timer, NULL);
+	uv_close((uv_handle_t *)&t->quiet, NULL);
 	if (t->fd >= 0)
 		uv_close((uv_handle_t *)&t->poll, NULL);
 }

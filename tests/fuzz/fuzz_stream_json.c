@@ -15,6 +15,7 @@
 #include "host.h"
 #include "hostproto.h"
 #include "jsontext.h"
+#include "linecheck.h"
 
 #include <fcntl.h>
 #include <stdbool.h>
@@ -62,6 +63,30 @@ static bool one_json_value(const char *text, size_t len)
 	json_object_put(o);
 	json_tokener_free(tok);
 	return ok;
+}
+
+/* linecheck (host/linecheck.h) never says yes where json-c, as the host uses it, says no, and
+ * finds the same "type". */
+static void check_linecheck(struct host *h, const char *line, size_t len)
+{
+	struct linecheck lc;
+	json_object *obj, *type = NULL;
+
+	if (!jsontext_utf8_valid(line, len) || !linecheck_object(line, len, &lc))
+		return;
+	obj = claudeproc_parse(h, line, len);
+	FUZZ_CHECK(obj != NULL, "linecheck takes a line json-c refuses: %.*s", (int)len, line);
+	json_object_object_get_ex(obj, "type", &type);
+	if (lc.type == NULL) {
+		FUZZ_CHECK(type == NULL, "json-c finds a type linecheck does not: %.*s", (int)len,
+			   line);
+	} else {
+		FUZZ_CHECK(json_object_is_type(type, json_type_string) &&
+			       (size_t)json_object_get_string_len(type) == lc.type_len &&
+			       memcmp(json_object_get_string(type), lc.type, lc.type_len) == 0,
+			   "json-c's type is not linecheck's: %.*s", (int)len, line);
+	}
+	json_object_put(obj);
 }
 
 static void check_log(const struct evlog *log)
@@ -115,6 +140,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	h->loop = &fuzz_loop;
 	h->cfg = &fuzz_cfg;
 	h->id = "fuzz-1";
+	/* A transcript with its budget (to /dev/null): what it prints is fuzzed too, and a long
+	 * input reaches the events it skips. */
+	transcript_init(&h->transcript, &fuzz_loop, h->id);
 	if (evlog_open(&h->log, path) < 0)
 		abort();
 	h->claude.tok = json_tokener_new();
@@ -125,6 +153,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (data[i] != '\n')
 			continue;
 		if (i > start) {
+			check_linecheck(h, (const char *)data + start, i - start);
 			host_batch_begin(h);
 			host_claude_line(h, (const char *)data + start, i - start);
 			host_batch_end(h);
@@ -133,7 +162,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	check_log(&h->log);
 	perms_close_all(h);
-	uv_run(&fuzz_loop, UV_RUN_DEFAULT); /* the permission timers close */
+	transcript_close(&h->transcript);
+	uv_run(&fuzz_loop, UV_RUN_DEFAULT); /* the permission and transcript timers close */
+	transcript_free(&h->transcript);
 	json_tokener_free(h->claude.tok);
 	evlog_batch_unref(h->batch);
 	evlog_close(&h->log);

@@ -339,6 +339,18 @@ Test(hostproto, event_round_trip)
 	cr_assert_eq(hostproto_event_head(1, "", head), -EINVAL);
 }
 
+Test(hostproto, event_head_text)
+{
+	char head[HOSTPROTO_EVENT_HEAD_MAX];
+
+	cr_assert_eq(hostproto_event_head(0, "x", head), 27);
+	cr_assert_str_eq(head, "{\"id\":0,\"event\":\"x\",\"data\":");
+	cr_assert_gt(hostproto_event_head(1234567890, "tool_use", head), 0);
+	cr_assert_str_eq(head, "{\"id\":1234567890,\"event\":\"tool_use\",\"data\":");
+	cr_assert_gt(hostproto_event_head(UINT64_MAX, "a", head), 0);
+	cr_assert_str_eq(head, "{\"id\":18446744073709551615,\"event\":\"a\",\"data\":");
+}
+
 Test(hostproto, bad_event_lines)
 {
 	static const char *const bad[] = {

@@ -124,6 +124,37 @@ Test(jsontext, utf8_valid)
 		cr_assert_not(jsontext_utf8_valid(bad[i], strlen(bad[i])), "bad %zu", i);
 }
 
+/* The same answers with the sequence anywhere in a longer ASCII text (it is read 8 bytes at a
+ * time while they are ASCII): at each offset of a word, cut by the end or not. */
+Test(jsontext, utf8_valid_in_long_text)
+{
+	const char *good[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"};
+	const char *bad[] = {"\xff",         "\xc3",         "\xc0\xaf",
+			     "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+			     "\x80",         "\xe2\x82"};
+	char text[64];
+
+	for (size_t at = 0; at < 24; at++) {
+		for (size_t tail = 0; tail < 2; tail++) {
+			for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+				size_t n = strlen(good[i]), len = at + n + tail * 17;
+
+				memset(text, 'a', sizeof(text));
+				memcpy(text + at, good[i], n);
+				cr_assert(jsontext_utf8_valid(text, len), "good %zu at %zu", i, at);
+			}
+			for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+				size_t n = strlen(bad[i]), len = at + n + tail * 17;
+
+				memset(text, 'a', sizeof(text));
+				memcpy(text + at, bad[i], n);
+				cr_assert_not(jsontext_utf8_valid(text, len), "bad %zu at %zu", i,
+					      at);
+			}
+		}
+	}
+}
+
 Test(jsontext, utf8_scrub)
 {
 	char *s = jsontext_utf8_scrub("no session \xff-1", 14);
