@@ -104,3 +104,45 @@ sctl list-units --all --no-legend 'agentd-*' nginx.service | sed 's/^/# /'
 for u in "${UNITS[@]}"; do
 	assert_eq "$u is active" active "$(prop "$u" ActiveState)"
 done
+
+# nginx: Debian's unit with the installed include, as README.md's systemd section says.
+out=$(cx /usr/local/share/agentd/deploy/up --render /etc/agentd/nginx 2>&1) ||
+	fail "the installed deploy/up --render" "$out"
+cx ln -s /etc/agentd/nginx/conf/agentd.conf /etc/nginx/conf.d/agentd.conf
+check "systemctl start nginx" sctl start nginx.service
+AGENTD_TEST_TOKEN=$(cx env ASAN_OPTIONS=detect_leaks=0 /usr/local/bin/agentd-api token add itest) ||
+	{ fail "agentd-api token add itest inside"; exit 1; }
+export AGENTD_TEST_TOKEN
+(umask 077 && printf 'header = "Authorization: Bearer %s"\n' "$AGENTD_TEST_TOKEN" >"$T/.curlrc")
+check "the stack answers through nginx" wait_for 30 bash -c \
+	"[ \"\$(curl -s -o /dev/null -w '%{http_code}' $BASE_URL/healthz)\" == 200 ]"
+
+create acme widgets 1
+assert_status "POST /sessions under systemd: 201" 201
+assert_state "a terminal session runs under the installed units" widgets-1 running 60
+
+# kill_main UNIT: SIGKILL to the unit's main process; systemd must start it again (NRestarts).
+kill_main() {
+	local old n0
+	old=$(prop "$1" MainPID)
+	n0=$(prop "$1" NRestarts)
+	cx kill -KILL "$old" || return 1
+	wait_for "$RESTART_SECS" bash -c "[ \"\$(nsenter -t $P1 -m -p -- systemctl show -p NRestarts \
+		--value $1.service)\" -gt $n0 ] && [ \"\$(nsenter -t $P1 -m -p -- systemctl show -p \
+		ActiveState --value $1.service)\" == active ]"
+}
+for u in agentd-api agentd-bridge nginx; do
+	check "kill -9 $u's main process: systemd starts it again" kill_main "$u"
+	check "$u: the stack answers again" wait_for 30 bash -c \
+		"[ \"\$(curl -s -o /dev/null -w '%{http_code}' $BASE_URL/healthz)\" == 200 ]"
+done
+# The tmux server: agentd-tmux.service is oneshot + RemainAfterExit, so nothing notices.
+srv=$(tmx display -p '#{pid}')
+cx kill -KILL "$srv"
+check "kill -9 the tmux server: systemd starts it again" wait_for "$RESTART_SECS" tmx list-sessions -F x
+sctl list-units --all --no-legend 'agentd-*' nginx.service | sed 's/^/# /'
+
+if sysd_stop; then pass "systemd stops every unit and exits (poweroff)"; else
+	fail "systemd stops every unit and exits within 60 s (poweroff)"
+fi
+check_not "no cgroup of the namespace is left" test -d "/sys/fs/cgroup/systemd/$CG"
