@@ -110,7 +110,8 @@ out=$(cx /usr/local/share/agentd/deploy/up --render /etc/agentd/nginx 2>&1) ||
 	fail "the installed deploy/up --render" "$out"
 cx ln -s /etc/agentd/nginx/conf/agentd.conf /etc/nginx/conf.d/agentd.conf
 check "systemctl start nginx" sctl start nginx.service
-AGENTD_TEST_TOKEN=$(cx env ASAN_OPTIONS=detect_leaks=0 /usr/local/bin/agentd-api token add itest) ||
+# -u AGENTD_STATE_DIR: lib.sh exports the host stack's; the units use the default.
+AGENTD_TEST_TOKEN=$(cx env -u AGENTD_STATE_DIR ASAN_OPTIONS=detect_leaks=0 /usr/local/bin/agentd-api token add itest) ||
 	{ fail "agentd-api token add itest inside"; exit 1; }
 export AGENTD_TEST_TOKEN
 (umask 077 && printf 'header = "Authorization: Bearer %s"\n' "$AGENTD_TEST_TOKEN" >"$T/.curlrc")
