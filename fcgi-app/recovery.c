@@ -2,6 +2,7 @@
 
 #include "create.h"
 #include "gitrepo.h"
+#include "isotime.h"
 #include "log.h"
 
 #include <errno.h>
@@ -70,16 +71,13 @@ static int recovery_from_tmux(const struct app *app, const struct tmux_info *ti,
 	s->state = SESSION_RUNNING;
 	s->launched = ours;
 	if (ours) {
-		struct tm tm;
-
 		if (strlen(ti->meta.agent_session) == SESSION_UUID_LEN)
 			snprintf(s->agent_session_id, sizeof(s->agent_session_id), "%s",
 				 ti->meta.agent_session);
 		session_mode_parse(ti->meta.mode, &s->mode);
 		snprintf(s->prompt, sizeof(s->prompt), "%s", ti->meta.prompt);
-		memset(&tm, 0, sizeof(tm));
-		if (strptime(ti->meta.created, "%Y-%m-%dT%H:%M:%SZ", &tm) != NULL)
-			s->created_at = (int64_t)timegm(&tm);
+		/* The creation time create.c wrote (isotime): kept when it reads back. */
+		(void)isotime_parse(ti->meta.created, &s->created_at);
 	}
 	if (ti->activity > 0)
 		s->last_activity = ti->activity;

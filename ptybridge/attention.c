@@ -928,8 +928,6 @@ int attention_answer(struct attention *a, const char *id, const char *request_id
 int attention_open(struct bridge *b, struct cause *cause)
 {
 	struct attention *a = calloc(1, sizeof(*a));
-	struct session *all = NULL;
-	size_t n = 0;
 	int r;
 
 	if (a == NULL)
@@ -942,13 +940,10 @@ int attention_open(struct bridge *b, struct cause *cause)
 	}
 	a->timer.data = a;
 	uv_timer_start(&a->timer, att_tick, ATT_TICK_MS, ATT_TICK_MS);
+	/* The sessions come from the records watch (events.c), which starts after this: what the
+	 * hub decides on seeing them (a request withdrawn while no bridge ran) is then published
+	 * on /events, not lost. */
 	b->attention = a;
-	r = store_list(&b->store, &all, &n);
-	if (r < 0)
-		return cause_fail(cause, -r, "cannot list session records: %s", strerror(-r));
-	for (size_t i = 0; i < n; i++)
-		attention_session_changed(a, all[i].id, &all[i]);
-	free(all);
 	return 0;
 }
 

@@ -34,7 +34,8 @@
 
 struct attention;
 
-/* Starts the hub (b->attention). Returns 0 or -errno with cause. */
+/* Starts the hub (b->attention). It learns of the sessions from the records watch (events.c:
+ * attention_session_changed), so open it first. Returns 0 or -errno with cause. */
 int attention_open(struct bridge *b, struct cause *cause);
 
 /* Ends every subscription and withdraws nothing (the requests outlive the bridge); no

@@ -51,8 +51,9 @@ turn_words() {
 
 # events_has EVENT RID [JQ]: /events' log holds EVENT for request RID (its data matching JQ).
 events_has() {
-	jq -e --arg e "$1" --arg r "$2" "select(.event == \$e) | .data |
-		select(.requestId == \$r and (${3:-true}))" "$T/state/events.log" >/dev/null 2>&1
+	jq -n -e --arg e "$1" --arg r "$2" "[inputs | select(.event == \$e) | .data |
+		select(.requestId == \$r and (${3:-true}))] | length > 0" \
+		"$T/state/events.log" >/dev/null 2>&1
 }
 
 # session_events ID AFTER: the ids of GET /sessions/ID/events?after=AFTER (replay, then 3 s of
@@ -196,6 +197,8 @@ assert_eq "structured session: claude is agentd-host's child" "${H2:-none}" \
 # Within 5 s, well before the 15 s a restarted bridge gives a hook or host to ask again.
 check "the approval pending before the reboot: withdrawn (/events says so)" wait_for 5 \
 	events_has permission_resolved "${RIDP:-none}" '.behavior == "withdrawn" and .by == "restart"'
+log "/events about it: $(jq -c --arg r "${RIDP:-none}" \
+	'select(.data.requestId == $r) | [.id, .event, .data.behavior, .data.by]' "$T/state/events.log" | tr '\n' ' ')"
 get_session "$SID2"
 assert_json "... no longer listed in the record" '.pending | length' 0
 api POST "/sessions/$SID2/permissions/${RIDP:-none}" '{"behavior":"allow"}'
