@@ -69,7 +69,12 @@ sysd_stop() {
 	done
 	return $rc
 }
-trap 'sysd_stop; cleanup' EXIT
+# sysd_journal: what systemd saw, into the logs cleanup prints when a check failed.
+sysd_journal() {
+	[ -n "$P1" ] && [ "$FAILURES" -gt 0 ] &&
+		cx journalctl --no-pager -o short-precise >"$T/logs/journal.log" 2>&1
+}
+trap 'rc=$?; kill_sse_clients; kill_clients; sysd_journal; sysd_stop; (exit $rc); cleanup' EXIT
 
 # --- the installation and the namespace ---------------------------------------------------------
 out=$(meson install -C "$BUILD_DIR" --no-rebuild --destdir "$DEST" 2>&1) ||
@@ -120,8 +125,159 @@ check "the stack answers through nginx" wait_for 30 bash -c \
 
 create acme widgets 1
 assert_status "POST /sessions under systemd: 201" 201
-assert_state "a terminal session runs under the installed units" widgets-1 running 60
+TERM_ID=widgets-1
+assert_state "a terminal session runs under the installed units" "$TERM_ID" running 60
+S=$(structured_session acme widgets 2) || exit 1
+pass "a structured session runs under the installed units"
+IDS='["widgets-1","widgets-2"]'
 
+# --- what must hold after every kill ---------------------------------------------------------------
+SESS=$CR/var/lib/agentd/sessions # the units' records (AGENTD_STATE_DIR's default), seen from here
+
+# ns_alive PID: a live process (not a zombie) of the namespace.
+ns_alive() {
+	local st
+	st=$(sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "$CR/proc/$1/stat" 2>/dev/null)
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# dishonest: prints each session whose state is not what tmux and the processes say (pids are
+# the namespace's).
+dishonest() {
+	local id tn st pid
+	api GET /sessions
+	[ "$STATUS" == 200 ] || {
+		echo "GET /sessions: $STATUS"
+		return
+	}
+	while IFS=$'\t' read -r id tn st; do
+		pid=$(tmx display -p -t "=$tn:" '#{?pane_dead,dead,#{pane_pid}}' 2>/dev/null)
+		case $st in
+		running | attached)
+			[ -n "$pid" ] && [ "$pid" != dead ] && ns_alive "$pid" ||
+				echo "$id is $st but its pane process is ${pid:-gone}"
+			;;
+		exited | lost | failed)
+			[ -n "$pid" ] && [ "$pid" != dead ] && ns_alive "$pid" &&
+				echo "$id is $st but its pane process $pid lives"
+			;;
+		*) echo "$id is $st" ;;
+		esac
+	done < <(jq -r '.[] | [.id, .tmuxName, .state] | @tsv' <<<"$BODY")
+}
+
+# records_sound: every record file parses, and the files, GET /sessions and $IDS name the same ids.
+records_sound() {
+	local f files=() bad=
+	for f in "$SESS"/*.json; do
+		[ -f "$f" ] || continue
+		jq -e '.id and .state' "$f" >/dev/null 2>&1 && files+=("$(jq -r .id "$f")") ||
+			bad+=" $(basename "$f")"
+	done
+	api GET /sessions
+	local listed files_ids
+	listed=$(jq -c '[.[].id] | sort' <<<"$BODY" 2>/dev/null)
+	files_ids=$(printf '%s\n' "${files[@]}" | jq -R . | jq -s -c 'map(select(. != "")) | sort')
+	[ -z "$bad" ] && [ "$STATUS" == 200 ] && [ "$listed" == "$IDS" ] && [ "$files_ids" == "$IDS" ] &&
+		return 0
+	echo "corrupt:${bad:- none}; files $files_ids; GET /sessions $STATUS $listed; expected $IDS"
+	return 1
+}
+
+# stream_replays NAME: GET /sessions/$S/events answers and replays every event so far, ids
+# 1..N without gap (N, at least $EVENTS_MIN, goes to EVENTS_SEEN; what was wrong to WHY).
+EVENTS_MIN=0
+EVENTS_SEEN=0
+WHY=
+stream_replays() {
+	local ids
+	sse_start "$1" GET "/sessions/$S/events" - --timeout 4
+	sse_wait_end "$1" 10
+	ids=$(sse_events "$1" | jq -s -c 'map(select(.id != null) | .id)')
+	EVENTS_SEEN=$(jq length <<<"$ids")
+	[ "$(sse_status "$1")" == 200 ] && [ "$EVENTS_SEEN" -ge "$EVENTS_MIN" ] &&
+		jq -e '. as $a | length > 0 and $a[0] == 1 and ([range(1; length) | $a[.] == $a[. - 1] + 1] | all)' \
+			>/dev/null <<<"$ids" && return 0
+	WHY="status $(sse_status "$1"), ids $ids (at least $EVENTS_MIN wanted)"
+	return 1
+}
+
+# turn_runs NAME: a prompt's turn runs to its result.
+turn_runs() {
+	sse_run "$1" POST "/sessions/$S/prompt" "{\"prompt\":\"say $1\"}"
+	sse_events "$1" | jq -s -e 'map(select(.event == "result")) | length == 1' >/dev/null
+}
+
+# term_reattaches NAME: a terminal client attaches, sees the screen as it was (the last mark) and
+# types the next mark.
+MARK=0
+term_reattaches() {
+	local ok=0
+	start_client "$1" "/sessions/$TERM_ID/terminal"
+	if [ "$MARK" -gt 0 ]; then
+		wait_output "$1" "got: mark-$MARK" 15 || ok=1
+	else
+		wait_line "$1" '^open' 15 || ok=1
+	fi
+	MARK=$((MARK + 1))
+	client_cmd "$1" "send \"mark-$MARK\r\""
+	wait_output "$1" "got: mark-$MARK" 10 || ok=1
+	stop_client "$1" 5
+	return $ok
+}
+
+# after_kill WHAT [lost]: the checks after each kill ("lost": the structured session is, and its
+# stream says so).
+N=0
+after_kill() {
+	local d deadline=$((SECONDS + HONEST_SECS))
+	N=$((N + 1))
+	while d=$(dishonest) && [ -n "$d" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+	if [ -z "$d" ]; then pass "$1: every state honest within $HONEST_SECS s"; else
+		fail "$1: every state honest within $HONEST_SECS s" "$d"
+	fi
+	if d=$(records_sound); then pass "$1: no record lost or corrupt"; else
+		fail "$1: no record lost or corrupt" "$d"
+	fi
+	if [ "${2:-}" == lost ]; then
+		sse_run "ev$N" GET "/sessions/$S/events" - --timeout 4
+		assert_eq "$1: the lost session's stream says so (409 session_lost)" "409 session_lost" \
+			"$(sse_status "ev$N") $(sse_body "ev$N" | jq -r .code 2>/dev/null)"
+	elif stream_replays "ev$N"; then
+		pass "$1: the structured stream answers ($EVENTS_SEEN events, no gap)"
+		EVENTS_MIN=$EVENTS_SEEN
+	else
+		fail "$1: the structured stream answers, replaying every event" "$WHY"
+	fi
+}
+
+check "before any kill: a terminal client attaches and types" term_reattaches tc0
+check "before any kill: a structured turn runs" turn_runs t0
+after_kill "before any kill"
+
+pane_of() { tmx display -p -t "=$1:" '#{pane_pid}' 2>/dev/null; }
+panes() { echo "$(pane_of "$TERM_ID") $(pane_of "$S")"; }
+panes_alive() {
+	local p
+	for p in $PANES; do ns_alive "$p" || return 1; done
+}
+healthy() { [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE_URL/healthz")" == 200 ]; }
+PANES=$(panes)
+SERVER=$(tmx display -p '#{pid}')
+
+# --- restarting the daemons never kills an agent ----------------------------------------------------
+check "systemctl restart agentd-api agentd-bridge" sctl restart agentd-api.service agentd-bridge.service
+check "the stack answers after the restart" wait_for 30 healthy
+assert_eq "the restart killed no agent: the same pane processes" "$PANES" "$(panes)"
+check "... and they live" panes_alive
+check "systemctl stop agentd-api agentd-bridge" sctl stop agentd-api.service agentd-bridge.service
+check "stopping them killed no agent" panes_alive
+check "systemctl start agentd-api agentd-bridge" sctl start agentd-api.service agentd-bridge.service
+check "the stack answers after the start" wait_for 30 healthy
+assert_eq "the tmux server is the one of before" "$SERVER" "$(tmx display -p '#{pid}')"
+after_kill "systemctl restart and stop/start of agentd-api and agentd-bridge"
+
+# --- kill -9 of each daemon's main process --------------------------------------------------------
 # kill_main UNIT: SIGKILL to the unit's main process; systemd must start it again (NRestarts).
 kill_main() {
 	local old n0
@@ -134,16 +290,55 @@ kill_main() {
 }
 for u in agentd-api agentd-bridge nginx; do
 	check "kill -9 $u's main process: systemd starts it again" kill_main "$u"
-	check "$u: the stack answers again" wait_for 30 bash -c \
-		"[ \"\$(curl -s -o /dev/null -w '%{http_code}' $BASE_URL/healthz)\" == 200 ]"
+	check "$u: the stack answers again" wait_for 30 healthy
+	after_kill "kill -9 $u"
+	check "kill -9 $u: a terminal client reattaches and sees the screen" term_reattaches "tc-$u"
+	check "kill -9 $u: a structured turn runs" turn_runs "t-$u"
+	assert_eq "kill -9 $u: no agent was killed" "$PANES" "$(panes)"
 done
-# The tmux server: agentd-tmux.service is oneshot + RemainAfterExit, so nothing notices.
-srv=$(tmx display -p '#{pid}')
-cx kill -KILL "$srv"
-check "kill -9 the tmux server: systemd starts it again" wait_for "$RESTART_SECS" tmx list-sessions -F x
-sctl list-units --all --no-legend 'agentd-*' nginx.service | sed 's/^/# /'
 
+# --- kill -9 of the tmux server: agentd-tmux's main process (the pid file agentd-api --init wrote) --
+assert_eq "agentd-tmux's main process is the tmux server" "$SERVER" "$(prop agentd-tmux MainPID)"
+assert_eq "/run/agentd/tmux.pid names it" "$SERVER" "$(cat "$CR/run/agentd/tmux.pid" 2>/dev/null)"
+n0=$(prop agentd-tmux NRestarts)
+cx kill -KILL "$SERVER"
+new_server() {
+	local p
+	p=$(tmx display -p '#{pid}' 2>/dev/null) && [ -n "$p" ] && [ "$p" != "$SERVER" ] &&
+		[ "$(prop agentd-tmux NRestarts)" -gt "$n0" ] &&
+		[ "$(prop agentd-tmux ActiveState)" == active ] && [ "$(prop agentd-tmux MainPID)" == "$p" ]
+}
+check "kill -9 the tmux server: systemd starts another (agentd-tmux restarted)" \
+	wait_for "$RESTART_SECS" new_server
+check "the stack answers again" wait_for 30 healthy
+assert_state "the terminal session is lost" "$TERM_ID" lost 5
+assert_state "the structured session is lost" "$S" lost 5
+after_kill "kill -9 the tmux server" lost
+any_pane_alive() {
+	local p
+	for p in $PANES; do ns_alive "$p" && return 0; done
+	return 1
+}
+check_not "no agent of the killed server is left" any_pane_alive
+create acme widgets 1
+assert_state "the lost terminal session starts over in the new server" "$TERM_ID" running 60
+MARK=0
+check "a terminal client attaches to it" term_reattaches tc-new
+check "the lost structured session starts over" structured_session acme widgets 2
+check "a structured turn runs in it" turn_runs t-new
+after_kill "the sessions started over"
+sctl list-units --all --no-legend 'agentd-*' nginx.service | sed 's/^/# /'
+for u in "${UNITS[@]}" nginx; do log "$u: NRestarts $(prop "$u" NRestarts)"; done
+
+# --- the end: systemd stops everything -----------------------------------------------------------
+kill_sse_clients
+kill_clients
+PIDNS=$(readlink "/proc/$P1/ns/pid")
 if sysd_stop; then pass "systemd stops every unit and exits (poweroff)"; else
 	fail "systemd stops every unit and exits within 60 s (poweroff)"
 fi
 check_not "no cgroup of the namespace is left" test -d "/sys/fs/cgroup/systemd/$CG"
+left=$(for p in /proc/[0-9]*; do
+	[ "$(readlink "$p/ns/pid" 2>/dev/null)" == "$PIDNS" ] && echo "${p#/proc/} $(tr '\0' ' ' <"$p/cmdline")"
+done)
+assert_eq "no process of the namespace is left" "" "$left"
