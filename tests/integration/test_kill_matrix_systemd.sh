@@ -2,13 +2,19 @@
 # The kill -9 matrix under a real systemd (issue 14, point 2): the installed units (meson install)
 # run in tests/integration/systemd/container, a systemd that is PID 1 of its own namespaces over a
 # copy-on-write view of this machine (no need for the machine to boot with systemd, nothing
-# reaches it). With a terminal session and a structured one running, agentd-api, agentd-bridge,
-# nginx's master and the tmux server are killed with SIGKILL in turn, and after each:
-# - systemd brings the process back (its unit's Restart=; NRestarts counts it);
-# - the stack answers, no record is lost or corrupt, every state is honest within HONEST_SECS
-#   (the tmux server killed: both sessions lost, as under deploy/up);
-# - a terminal client reattaches and sees the screen, the structured session's stream answers
-#   and a turn runs.
+# reaches it), with Debian's nginx.service and our drop-in for it. With a terminal session and a
+# structured one running (the fake claude):
+# - systemctl restart, stop and start of agentd-api and agentd-bridge kill no agent;
+# - agentd-api, agentd-bridge and nginx's master are killed with SIGKILL in turn, and systemd
+#   brings each back (its unit's Restart=; NRestarts counts it); after each: the stack answers,
+#   every record parses and they name the same ids as GET /sessions, every state is honest within
+#   HONEST_SECS, the structured session's GET /sessions/<id>/events replays every event (ids 1..N,
+#   no gap), a terminal client reattaches and sees the screen as it was, a turn runs, no agent
+#   was killed;
+# - the tmux server (agentd-tmux's main process, from the pid file agentd-api --init writes) is
+#   killed: systemd starts another, both sessions are lost (as under deploy/up: test_kill_matrix),
+#   the structured one's stream says so (409), none of their processes is left; POST /sessions
+#   starts them over in the new server, and its stream goes on where it was.
 # At the end systemd stops every unit (poweroff), and nothing of it is left: no process of the
 # namespace, no cgroup.
 source "$(dirname "$0")/lib.sh"
