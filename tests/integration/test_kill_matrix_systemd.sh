@@ -10,7 +10,10 @@
 #   every record parses and they name the same ids as GET /sessions, every state is honest within
 #   HONEST_SECS, the structured session's GET /sessions/<id>/events replays every event (ids 1..N,
 #   no gap), a terminal client reattaches and sees the screen as it was, a turn runs, no agent
-#   was killed;
+#   was killed; and at a moment each: agentd-api with a permission request pending (answered
+#   once after: 200, then 409; the tool runs) and a creation worker running (it outlives the API:
+#   KillMode=process, and finishes the session), agentd-bridge mid-turn (the turn goes on, an
+#   interrupt ends it), nginx with a terminal client attached (its connection ends);
 # - the tmux server (agentd-tmux's main process, from the pid file agentd-api --init writes) is
 #   killed: systemd starts another, both sessions are lost (as under deploy/up: test_kill_matrix),
 #   the structured one's stream says so (409), none of their processes is left; POST /sessions
@@ -61,6 +64,7 @@ sysd_start() {
 sysd_stop() {
 	local rc=0 d
 	[ -n "$NS_PID" ] || return 0
+	sysd_journal
 	if [ -n "$P1" ]; then
 		sctl --no-block poweroff >/dev/null 2>&1
 		wait_for 60 bash -c "! kill -0 $NS_PID 2>/dev/null" || {
@@ -69,7 +73,7 @@ sysd_stop() {
 		}
 	fi
 	wait "$NS_PID" 2>/dev/null
-	NS_PID=
+	NS_PID= P1=
 	for d in "/sys/fs/cgroup/systemd/$CG" "/sys/fs/cgroup/unified/$CG"; do
 		[ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
@@ -80,7 +84,7 @@ sysd_journal() {
 	[ -n "$P1" ] && [ "$FAILURES" -gt 0 ] &&
 		cx journalctl --no-pager -o short-precise >"$T/logs/journal.log" 2>&1
 }
-trap 'rc=$?; kill_sse_clients; kill_clients; sysd_journal; sysd_stop; (exit $rc); cleanup' EXIT
+trap 'rc=$?; kill_sse_clients; kill_clients; sysd_stop; (exit $rc); cleanup' EXIT
 
 # --- the installation and the namespace ---------------------------------------------------------
 out=$(meson install -C "$BUILD_DIR" --no-rebuild --destdir "$DEST" 2>&1) ||
@@ -285,19 +289,119 @@ after_kill "systemctl restart and stop/start of agentd-api and agentd-bridge"
 
 # --- kill -9 of each daemon's main process --------------------------------------------------------
 # kill_main UNIT: SIGKILL to the unit's main process; systemd must start it again (NRestarts).
+# (KM_OLD and KM_N0, when set, are the main pid and NRestarts read before: the kill comes sooner.)
+KM_OLD=
+KM_N0=
 kill_main() {
-	local old n0
-	old=$(prop "$1" MainPID)
-	n0=$(prop "$1" NRestarts)
+	local old=${KM_OLD:-$(prop "$1" MainPID)} n0=${KM_N0:-$(prop "$1" NRestarts)}
+	KM_OLD= KM_N0=
+	# (check runs this in a subshell: what it saw goes to a file)
+	[ -n "$WORKER" ] && { ns_alive "$WORKER" && echo lives || echo gone; } >"$T/worker.at-kill"
 	cx kill -KILL "$old" || return 1
+	# A creation worker must outlive the API (KillMode=process): looked at once systemd has seen
+	# the main process die (it would have signalled the rest of the cgroup by then).
+	if [ -n "$WORKER" ]; then
+		wait_for 5 bash -c "[ \"\$(nsenter -t $P1 -m -p -- systemctl show -p MainPID --value \
+			$1.service)\" != $old ]"
+		{ ns_alive "$WORKER" && echo lives || echo gone; } >"$T/worker.after"
+	fi
 	wait_for "$RESTART_SECS" bash -c "[ \"\$(nsenter -t $P1 -m -p -- systemctl show -p NRestarts \
 		--value $1.service)\" -gt $n0 ] && [ \"\$(nsenter -t $P1 -m -p -- systemctl show -p \
 		ActiveState --value $1.service)\" == active ]"
 }
+# The moments (test_kill_matrix has them all under deploy/up): agentd-api is killed with a
+# permission request pending and a creation worker running (KillMode=process must spare the
+# worker), agentd-bridge mid-turn, nginx with a terminal client attached.
+RID=
+before_pending() {
+	sse_start pend POST "/sessions/$S/prompt" "{\"prompt\":\"RUNBASH touch ran-$1\"}"
+	sse_wait_event pend '.event == "permission"' 20 || fail "$1: a permission request is pending"
+	RID=$(sse_permission_ids pend | head -n 1)
+}
+after_pending() {
+	check "kill -9 $1: the request is still pending" wait_activity "$S" \
+		".activity == \"waiting\" and [.pending[].requestId] == [\"$RID\"]" 10
+	api POST "/sessions/$S/permissions/$RID" '{"behavior":"allow"}'
+	assert_eq "kill -9 $1: answered once after the restart: 200" 200 "$STATUS"
+	api POST "/sessions/$S/permissions/$RID" '{"behavior":"allow"}'
+	assert_eq "kill -9 $1: a second answer: 409" 409 "$STATUS"
+	check "kill -9 $1: the allowed tool ran" wait_for 20 test -e "$CR/code/widgets-issue-2/ran-$1"
+	check "kill -9 $1: the turn ends: idle" wait_activity "$S" '.activity == "idle"' 20
+	sse_wait_end pend 10
+}
+# A remote big enough that the creation worker (agentd-api --create) still runs when the API is
+# killed.
+make_big_remote() {
+	local bare=$T/remotes/acme/big.git work=$T/work/seed-big
+	git init -q --bare -b main "$bare" && git init -q -b main "$work" || return 1
+	python3 - "$work" <<'EOP' || return 1
+import os, sys
+root = sys.argv[1]
+for d in range(20):
+    os.makedirs(f"{root}/d{d}", exist_ok=True)
+    for f in range(150):
+        with open(f"{root}/d{d}/f{f}.c", "w") as fh:
+            fh.write(f"int f_{d}_{f}(void) {{ return {d * 1000 + f}; }}\n" * 40)
+EOP
+	(cd "$work" && git add -A && git commit -q -m big && git push -q "$bare" main) || return 1
+	rm -rf "$work"
+}
+make_big_remote || fail "a big remote"
+worker_pid() { cx pgrep -f -- '--create big-3' | head -n 1; }
+WORKER=
+before_create() {
+	api POST /sessions "$(create_body acme big 3)"
+	assert_eq "kill -9 $1 during a create: POST /sessions 201" 201 "$STATUS"
+	local deadline=$((SECONDS + 20))
+	until WORKER=$(worker_pid) && [ -n "$WORKER" ]; do
+		[ $SECONDS -ge $deadline ] && break
+		sleep 0.02
+	done
+}
+not_creating() {
+	api GET /sessions/big-3
+	[ "$STATUS" == 200 ] && [ "$(jq -r .state <<<"$BODY")" != creating ]
+}
+after_create() {
+	log "the creation worker ${WORKER:-(none found)} at the kill: $(cat "$T/worker.at-kill" 2>/dev/null)"
+	assert_eq "kill -9 $1 during a create: the creation worker outlived it (KillMode=process)" \
+		lives "$(cat "$T/worker.after" 2>/dev/null)"
+	WORKER=
+	wait_for 60 not_creating
+	assert_eq "kill -9 $1 during a create: the worker finished it (running)" running \
+		"$(jq -r .state <<<"$BODY")"
+	api DELETE "/sessions/big-3?force=true"
+	assert_eq "kill -9 $1 during a create: the session is deleted" 200 "$STATUS"
+}
+before_midturn() {
+	sse_start turn POST "/sessions/$S/prompt" '{"prompt":"SLOW turn"}'
+	sse_wait_event turn '.event == "system"' 20 || fail "$1: a turn runs"
+}
+after_midturn() {
+	check "kill -9 $1 mid-turn: the turn still runs (working)" \
+		wait_activity "$S" '.activity == "working"' 10
+	api POST "/sessions/$S/interrupt"
+	assert_eq "kill -9 $1 mid-turn: an interrupt after the restart: 200" 200 "$STATUS"
+	check "kill -9 $1 mid-turn: the turn ends: idle" wait_activity "$S" '.activity == "idle"' 20
+	sse_wait_end turn 10
+}
+before_attached() {
+	start_client att "/sessions/$TERM_ID/terminal"
+	wait_line att '^open' 15 || fail "$1: a terminal client is attached"
+}
+after_attached() {
+	check "kill -9 $1: the attached client's connection ended" wait_line att '^closed' 10
+	stop_client att 5
+}
+declare -A MOMENTS=([agentd-api]="pending create" [agentd-bridge]=midturn [nginx]=attached)
 for u in agentd-api agentd-bridge nginx; do
+	KM_OLD=$(prop "$u" MainPID) KM_N0=$(prop "$u" NRestarts)
+	for m in ${MOMENTS[$u]}; do "before_$m" "$u"; done
 	check "kill -9 $u's main process: systemd starts it again" kill_main "$u"
 	check "$u: the stack answers again" wait_for 30 healthy
+	[[ ${MOMENTS[$u]} == *create* ]] && after_create "$u"
 	after_kill "kill -9 $u"
+	for m in ${MOMENTS[$u]}; do [ "$m" != create ] && "after_$m" "$u"; done
 	check "kill -9 $u: a terminal client reattaches and sees the screen" term_reattaches "tc-$u"
 	check "kill -9 $u: a structured turn runs" turn_runs "t-$u"
 	assert_eq "kill -9 $u: no agent was killed" "$PANES" "$(panes)"
