@@ -15,8 +15,9 @@
 #   KillMode=process, and finishes the session), agentd-bridge mid-turn (the turn goes on, an
 #   interrupt ends it), nginx with a terminal client attached (its connection ends);
 # - the tmux server (agentd-tmux's main process, from the pid file agentd-api --init writes) is
-#   killed: systemd starts another, both sessions are lost (as under deploy/up: test_kill_matrix),
-#   the structured one's stream says so (409), none of their processes is left; POST /sessions
+#   killed with a permission request pending: systemd starts another, both sessions are lost (as
+#   under deploy/up: test_kill_matrix), the structured one's stream says so (409), an answer to
+#   the request gets 409 and its tool never runs, none of their processes is left; POST /sessions
 #   starts them over in the new server, and its stream goes on where it was.
 # At the end systemd stops every unit (poweroff), and nothing of it is left: no process of the
 # namespace, no cgroup.
@@ -411,6 +412,7 @@ done
 assert_eq "agentd-tmux's main process is the tmux server" "$SERVER" "$(prop agentd-tmux MainPID)"
 assert_eq "/run/agentd/tmux.pid names it" "$SERVER" "$(cat "$CR/run/agentd/tmux.pid" 2>/dev/null)"
 n0=$(prop agentd-tmux NRestarts)
+before_pending tmux # the request dies with the agent: withdrawn
 cx kill -KILL "$SERVER"
 new_server() {
 	local p
@@ -430,6 +432,10 @@ any_pane_alive() {
 	return 1
 }
 check_not "no agent of the killed server is left" any_pane_alive
+api POST "/sessions/$S/permissions/$RID" '{"behavior":"allow"}'
+assert_eq "an answer to the dead agent's request: 409" 409 "$STATUS"
+check_not "the withdrawn tool never ran" test -e "$CR/code/widgets-issue-2/ran-tmux"
+sse_wait_end pend 10
 create acme widgets 1
 assert_state "the lost terminal session starts over in the new server" "$TERM_ID" running 60
 MARK=0
