@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -556,6 +557,27 @@ int tmux_pane_pid(const struct tmux *t, const char *name, const char *id, struct
 		return r;
 	pid = strtol(out, NULL, 10);
 	return pid > 0 ? (int)pid : cause_fail(cause, EIO, "tmux gave no pane pid for %s", name);
+}
+
+int tmux_server_pid(const struct tmux *t, struct cause *cause)
+{
+	struct tmux_cmd c;
+	char out[256];
+	long pid;
+	int r;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "display-message");
+	tmux_raw(&c, "-p");
+	tmux_raw(&c, "#{pid}");
+	r = tmux_exec(&c, out, sizeof(out), cause);
+	if (r == 1)
+		return cause_fail(cause, ENOENT, "the tmux server does not run");
+	if (r < 0)
+		return r;
+	pid = strtol(out, NULL, 10);
+	return pid > 0 && pid <= INT_MAX ? (int)pid
+					 : cause_fail(cause, EIO, "tmux gave no server pid");
 }
 
 int tmux_server_running(const struct tmux *t)

@@ -138,6 +138,10 @@ int tmux_list(const struct tmux *t, struct tmux_info **out, size_t *n, struct ca
  * -EPERM or -errno with cause. */
 int tmux_pane_pid(const struct tmux *t, const char *name, const char *id, struct cause *cause);
 
+/* Asks the server its pid (#{pid}). Returns the pid (> 0), -ENOENT when no server runs, or -errno,
+ * all with cause. */
+int tmux_server_pid(const struct tmux *t, struct cause *cause);
+
 /* Returns 1 if the server answers, 0 if no server runs, -errno if tmux cannot be run. */
 int tmux_server_running(const struct tmux *t);
 

@@ -2,6 +2,7 @@
 #include "app.h"
 #include "boot.h"
 #include "create.h"
+#include "fsutil.h"
 #include "gitrepo.h"
 #include "log.h"
 #include "recovery.h"
@@ -10,6 +11,9 @@
 
 #include <stdio.h>
 #include <string.h>
+
+/* In the runtime dir: the tmux server's pid, for agentd-tmux.service's PIDFile=. */
+#define TMUX_PIDFILE "tmux.pid"
 
 static const char usage[] =
     "usage: agentd-api [--no-tmux-start | --init | --create ID | token ... | --help |\n"
@@ -22,7 +26,8 @@ static const char usage[] =
     "                   fail to start while it does not run\n"
     "  --init       write $AGENTD_RUNTIME_DIR/tmux.conf, start the tmux server unless it runs,\n"
     "               at the first start after a reboot start the sessions that were running\n"
-    "               again (claude --resume), recover session records from tmux, and exit\n"
+    "               again (claude --resume), recover session records from tmux, write the\n"
+    "               server's pid to $AGENTD_RUNTIME_DIR/tmux.pid, and exit\n"
     "  --create ID  (internal) the detached worker that finishes creating session ID\n"
     "  token add NAME [--read-only] | token list | token revoke NAME | token init NAME\n"
     "               manage the bearer tokens in $AGENTD_STATE_DIR/tokens.json (a new token is\n"
@@ -46,6 +51,26 @@ static int prepare(const struct app *app, struct cause *cause)
 	if ((r = boot_resume(app, cause)) < 0)
 		log_warn("%s", cause->msg);
 	return recovery_run(app, cause);
+}
+
+/*
+ * agentd-api --init's last step: <runtime_dir>/tmux.pid names the server, so that
+ * agentd-tmux.service (Type=forking, PIDFile=) watches the server itself and restarts it when it
+ * dies. Written atomically: systemd reads it once --init has exited.
+ */
+static int write_tmux_pidfile(const struct app *app, struct cause *cause)
+{
+	char path[CONFIG_PATH_MAX], text[32];
+	int pid, r;
+
+	if ((pid = tmux_server_pid(&app->tmux, cause)) < 0)
+		return pid;
+	if ((r = config_runtime_path(app->cfg, TMUX_PIDFILE, path, sizeof(path))) < 0)
+		return cause_fail(cause, -r, "the runtime dir's path is too long");
+	snprintf(text, sizeof(text), "%d\n", pid);
+	if ((r = fsutil_write_atomic(path, text, 0644, false)) < 0)
+		return cause_fail(cause, -r, "cannot write %s: %s", path, strerror(-r));
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -96,8 +121,13 @@ int main(int argc, char **argv)
 		log_error("%s", cause.msg);
 		return 1;
 	}
-	if (argc == 2)
+	if (argc == 2) {
+		if ((r = write_tmux_pidfile(&app, &cause)) < 0) {
+			log_error("%s", cause.msg);
+			return 1;
+		}
 		return 0;
+	}
 	r = server_run(&app, &cause);
 	if (r < 0)
 		log_error("%s", cause.msg);

@@ -3,7 +3,8 @@
 #   1. meson install --destdir puts the programs, the units, tmpfiles.d, sysusers.d, the nginx
 #      templates, the web UI and deploy/up where the units and the nginx include expect them; the
 #      daemons run as root, the agents as agentd (made by agentd-tmux: sysusers.d, tmpfiles.d);
-#   2. systemd-analyze verify accepts the installed units (no warning at all), and
+#   2. systemd-analyze verify accepts the installed units and nginx.service with our drop-in
+#      (Restart=always; agentd-tmux restarts a dead tmux server the same way) without a warning, and
 #      systemd-analyze security --offline=true rates agentd-api, agentd-bridge and agentd-telegram
 #      <= 4.5;
 #   3. the installed deploy/up --render renders an nginx include that nginx -t accepts, serving the
@@ -93,8 +94,11 @@ for u in agentd-tmux agentd-api agentd-bridge; do
 	check_not "$u runs as root (no User=): the agents are the ones another user" \
 		grep -q '^User=' "$UNITDIR/$u.service"
 done
-assert_eq "agentd-api may only take the agent's file identity (setfsuid, setfsgid)" \
-	"CapabilityBoundingSet=CAP_SETUID CAP_SETGID" "$(grep '^CapabilityBoundingSet=' "$UNITDIR/agentd-api.service")"
+# CAP_DAC_READ_SEARCH: libgit2's access(2) checks the real uid (root), not the agent's fsuid
+# (test_kill_matrix_systemd creates a session under the real unit).
+assert_eq "agentd-api may only take the agent's file identity (setfsuid, setfsgid) and read" \
+	"CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_DAC_READ_SEARCH" \
+	"$(grep '^CapabilityBoundingSet=' "$UNITDIR/agentd-api.service")"
 assert_eq "agentd-bridge has no capability" "CapabilityBoundingSet=" \
 	"$(grep '^CapabilityBoundingSet=' "$UNITDIR/agentd-bridge.service")"
 assert_eq "agentd-api may write /run/agentd and /code" "ReadWritePaths=/run/agentd /code" \
@@ -116,6 +120,16 @@ assert_match "tmpfiles.d makes the state dir (0711) and the agents' directory in
 for u in agentd-api agentd-bridge agentd-telegram; do
 	assert_eq "$u is Type=notify" Type=notify "$(grep '^Type=' "$UNITDIR/$u.service")"
 done
+# The tmux server is agentd-tmux's main process (the pid file agentd-api --init writes), so a
+# server that dies is started again.
+assert_eq "agentd-tmux: Type=forking, the server's pid file, restarted always" \
+	"Type=forking PIDFile=/run/agentd/tmux.pid Restart=always" \
+	"$(grep -E '^(Type|PIDFile|Restart)=' "$UNITDIR/agentd-tmux.service" | tr '\n' ' ' | sed 's/ $//')"
+# nginx is the only door: Debian's nginx.service has no Restart=, our drop-in adds it.
+NGINX_DROPIN=$UNITDIR/nginx.service.d/agentd.conf
+check "installed: lib/systemd/system/nginx.service.d/agentd.conf" test -s "$NGINX_DROPIN"
+assert_eq "the nginx drop-in restarts nginx always" "[Service] Restart=always" \
+	"$(grep -E '^(\[|Restart=)' "$NGINX_DROPIN" | tr '\n' ' ' | sed 's/ $//')"
 # The bot needs nothing of agentd's files: a user of its own, its state directory only.
 assert_eq "agentd-telegram runs as a dynamic user" DynamicUser=yes \
 	"$(grep '^DynamicUser=' "$UNITDIR/agentd-telegram.service")"
@@ -141,6 +155,27 @@ if [ $rc -eq 0 ] && [ -z "$out" ]; then
 	pass "systemd-analyze verify: the four units, no warning"
 else
 	fail "systemd-analyze verify: the four units, no warning" "exit $rc" "$out"
+fi
+# The nginx drop-in with Debian's nginx.service: verify reads a unit's drop-ins when it is named
+# (not given as a path) and found in the unit path.
+if [ -f /lib/systemd/system/nginx.service ]; then
+	mkdir -p "$V/ngx/nginx.service.d"
+	cp /lib/systemd/system/nginx.service "$V/ngx/"
+	cp "$NGINX_DROPIN" "$V/ngx/nginx.service.d/"
+	out=$(cd "$V/ngx" && SYSTEMD_UNIT_PATH="$V/ngx:" systemd-analyze verify --man=no nginx.service 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ] && [ -z "$out" ]; then
+		pass "systemd-analyze verify: nginx.service with the drop-in, no warning"
+	else
+		fail "systemd-analyze verify: nginx.service with the drop-in, no warning" "exit $rc" "$out"
+	fi
+	# ... and it did read it: a bad value there is reported.
+	sed -i 's/^Restart=always$/Restart=alwayz/' "$V/ngx/nginx.service.d/agentd.conf"
+	out=$(cd "$V/ngx" && SYSTEMD_UNIT_PATH="$V/ngx:" systemd-analyze verify --man=no nginx.service 2>&1)
+	assert_match "systemd-analyze verify reads the drop-in (a bad Restart= is reported)" \
+		"agentd.conf:.*restart specifier.*alwayz" "$out"
+else
+	fail "Debian's nginx.service is installed (the nginx package)"
 fi
 # The check can fail: a misspelt key is reported.
 sed 's/^ProtectSystem=strict$/ProtectSytem=strict/' "$V/agentd-api.service" >"$V/typo.service"
