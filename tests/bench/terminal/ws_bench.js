@@ -13,9 +13,14 @@
 const path = require("path");
 const WebSocket = require(path.join(__dirname, "..", "..", "node_modules", "ws"));
 
+// The harness's token (AGENTD_TEST_TOKEN, tests/integration/lib.sh): the access door (issue 11)
+// refuses an upgrade without credentials.
+const headers = {};
+if (process.env.AGENTD_TEST_TOKEN) headers.Authorization = "Bearer " + process.env.AGENTD_TEST_TOKEN;
+
 function open(url) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 1 << 30 });
+    const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 1 << 30, headers });
     ws.binaryType = "nodebuffer";
     ws.once("open", () => resolve(ws));
     ws.once("error", reject);
