@@ -13,18 +13,22 @@ Prints one JSON object {"turns", "<kind>": {"p50_ms","p99_ms","max_ms"}, ...}.
 """
 import http.client
 import json
+import os
 import queue
 import sys
 import threading
 import time
 
 TIMEOUT_S = 60
+# The harness's token (tests/integration/lib.sh): the access door refuses a request without one.
+AUTH = ({"Authorization": "Bearer " + os.environ["AGENTD_TEST_TOKEN"]}
+        if os.environ.get("AGENTD_TEST_TOKEN") else {})
 
 
 def sse(host, port, path, out, name):
     """Reads an SSE stream, putting (name, monotonic ns, event, data) on out."""
     conn = http.client.HTTPConnection(host, port, timeout=TIMEOUT_S * 10)
-    conn.request("GET", path, headers={"Accept": "text/event-stream"})
+    conn.request("GET", path, headers=dict(AUTH, Accept="text/event-stream"))
     resp = conn.getresponse()
     if resp.status != 200:
         out.put((name, 0, "http_error", str(resp.status)))
@@ -49,7 +53,7 @@ def sse(host, port, path, out, name):
 def post(host, port, path, body):
     conn = http.client.HTTPConnection(host, port, timeout=TIMEOUT_S)
     conn.request("POST", path, body=json.dumps(body),
-                 headers={"Content-Type": "application/json"})
+                 headers=dict(AUTH, **{"Content-Type": "application/json"}))
     resp = conn.getresponse()
     if path.endswith("/prompt"):
         # The turn's own stream: drained in the background.
@@ -104,7 +108,7 @@ def main():
         lat["waiting"].append(t["w"] - t["s"])
         # The request id, from the record (any client may answer).
         conn = http.client.HTTPConnection(host, port, timeout=TIMEOUT_S)
-        conn.request("GET", "/sessions/%s" % sid)
+        conn.request("GET", "/sessions/%s" % sid, headers=AUTH)
         rid = json.loads(conn.getresponse().read())["pending"][0]["requestId"]
         conn.close()
         post(host, port, "/sessions/%s/permissions/%s" % (sid, rid), {"behavior": "allow"})
