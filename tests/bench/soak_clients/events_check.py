@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """The soak's /events verdict (tests/bench/soak), python3 standard library only.
 
-  events_check.py EVENTS_FILE RUNTIME_DIR OPLOG [--created ID]...
+  events_check.py EVENTS_FILE STATE_DIR OPLOG [--created ID]...
 
 EVENTS_FILE holds what the soak's one GET /events client received, across its reconnections:
 sse.py's JSON lines ({"id","event","data"}, {"comment"}) with a line {"reconnect": true} where
 the client connected again with Last-Event-ID. Checked:
   - the first event is the snapshot, and no reconnection got one (each replayed from its id);
   - the ids after it go up by exactly one: no gap, no duplicate, across reconnections;
-  - the last id received is the last id in $RUNTIME_DIR/events.log (nothing missed at the end);
+  - the last id received is the last id in $STATE_DIR/events.log (nothing missed at the end);
   - every session of --created has a `created` event, and each extra session of OPLOG
     ("create <id> 201" / "delete <id> 200" lines) has as many `created` and `deleted` events as
     it was created and deleted.
