@@ -52,6 +52,32 @@ static int wt_name_for(const char *branch, char *out, size_t outlen)
 	return 0;
 }
 
+/* Whether the HEAD file of worktree name (in repo's common dir) is the symbolic ref refname:
+ * "ref: <refname>", then only white space. Read as a file: opening the worktree as a
+ * repository to ask the same (config files and all) cost a few hundred system calls per
+ * worktree on every creation. */
+static bool wt_head_is(git_repository *repo, const char *name, const char *refname)
+{
+	static const char prefix[] = "ref: ";
+	char path[WORKTREE_PATH_MAX + WT_NAME_MAX + sizeof("/worktrees//HEAD")];
+	char text[GITREPO_REF_MAX + sizeof(prefix) + 2];
+	size_t n, len = strlen(refname);
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%sworktrees/%s/HEAD", git_repository_commondir(repo),
+		     name) >= (int)sizeof(path) ||
+	    (f = fopen(path, "re")) == NULL)
+		return false;
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' ' ||
+			 text[n - 1] == '\t'))
+		text[--n] = '\0';
+	return n == sizeof(prefix) - 1 + len && strncmp(text, prefix, sizeof(prefix) - 1) == 0 &&
+	       strcmp(text + sizeof(prefix) - 1, refname) == 0;
+}
+
 /* Finds the worktree of repo that has refname checked out; writes its path. Returns 1, or 0
  * when none. Stale worktrees (directory gone) are skipped. */
 static int wt_checked_out_at(git_repository *repo, const char *refname, char *out, size_t outlen)
@@ -63,20 +89,12 @@ static int wt_checked_out_at(git_repository *repo, const char *refname, char *ou
 		return 0;
 	for (size_t i = 0; i < names.count && !found; i++) {
 		git_worktree *wt = NULL;
-		git_repository *w = NULL;
-		git_reference *head = NULL;
 
 		if (git_worktree_lookup(&wt, repo, names.strings[i]) == 0 &&
-		    git_worktree_validate(wt) == 0 &&
-		    git_repository_open_from_worktree(&w, wt) == 0 &&
-		    git_reference_lookup(&head, w, "HEAD") == 0 &&
-		    git_reference_type(head) == GIT_REFERENCE_SYMBOLIC &&
-		    strcmp(git_reference_symbolic_target(head), refname) == 0) {
+		    git_worktree_validate(wt) == 0 && wt_head_is(repo, names.strings[i], refname)) {
 			snprintf(out, outlen, "%s", git_worktree_path(wt));
 			found = 1;
 		}
-		git_reference_free(head);
-		git_repository_free(w);
 		git_worktree_free(wt);
 	}
 	git_strarray_dispose(&names);

@@ -97,6 +97,21 @@ Test(worktree, existing_worktree_is_reused)
 	cr_assert_not(exists(other));
 }
 
+/* A worktree holds its own branch only: not one whose name extends it, nor one it extends
+ * (its HEAD file is compared whole). */
+Test(worktree, checked_out_branch_is_matched_whole)
+{
+	char a[P_MAX], b[P_MAX], c[P_MAX];
+
+	ensure();
+	add(31, a);
+	add(310, b);
+	add(3, c);
+	assert_head_branch(a, "feat/issue-31");
+	assert_head_branch(b, "feat/issue-310");
+	assert_head_branch(c, "feat/issue-3");
+}
+
 Test(worktree, debris_of_failed_add_is_cleaned)
 {
 	char path[P_MAX], debris[P_MAX + 32];
