@@ -146,6 +146,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   b.messages, prefix);
 	FUZZ_CHECK(a.pongs == b.pongs, "pongs differ");
 	FUZZ_CHECK(a.close_received == b.close_received, "close differs");
-	FUZZ_CHECK(a.r == b.r, "ws_recv ends with %d and %d", a.r, b.r);
+	/* A peer whose last frame is both malformed and cut short by its close: wslay fails the
+	 * connection (0, a close queued) when the bytes that show the error come in the read before
+	 * the end, and the end is seen first (-EPIPE) when they come with it. Either way the
+	 * connection is over with the same messages delivered; which one depends only on where the
+	 * reads split the bytes. */
+	FUZZ_CHECK(a.r == b.r || ((a.r == 0 || a.r == -EPIPE) && (b.r == 0 || b.r == -EPIPE)),
+		   "ws_recv ends with %d and %d", a.r, b.r);
 	return 0;
 }
