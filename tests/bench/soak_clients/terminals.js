@@ -114,7 +114,8 @@ function cycleOnce(id, n) {
     ws.terminate();
   });
   ws.on("error", (e) => {
-    if (!leaving) failure(id, "error " + e.message);
+    // stop() ends a socket still connecting with terminate(): that error is ours, not a failure.
+    if (!leaving && !stopping) failure(id, "error " + e.message);
     leaving = true;
   });
   ws.on("message", (data) => {
@@ -162,7 +163,7 @@ function holdFlood(id) {
     ws.terminate();
   });
   ws.on("error", (e) => {
-    if (!leaving) failure(id, "flood error " + e.message);
+    if (!leaving && !stopping) failure(id, "flood error " + e.message);
   });
   ws.on("message", (data) => {
     if (!attached) {
