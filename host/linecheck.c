@@ -116,18 +116,48 @@ static bool linecheck_word(struct linecheck_scan *s, const char *word, size_t n)
 	return true;
 }
 
+/* Enters a container at its opening byte. Returns 1 when it closes at once with close (consumed),
+ * 0 when an item follows, -1 when nested too deep. */
+static int linecheck_open(struct linecheck_scan *s, unsigned char close)
+{
+	if (++s->depth > LINECHECK_DEPTH_MAX)
+		return -1;
+	s->p++;
+	linecheck_spaces(s);
+	if (s->p < s->end && *s->p == close) {
+		s->p++;
+		s->depth--;
+		return 1;
+	}
+	return 0;
+}
+
+/* After an item of a container: 1 when close ends it (consumed), 0 when a ',' brings another
+ * item (consumed, with the spaces after it), -1 for anything else. */
+static int linecheck_next(struct linecheck_scan *s, unsigned char close)
+{
+	linecheck_spaces(s);
+	if (s->p >= s->end)
+		return -1;
+	if (*s->p == close) {
+		s->p++;
+		s->depth--;
+		return 1;
+	}
+	if (*s->p != ',')
+		return -1;
+	s->p++;
+	linecheck_spaces(s);
+	return 0;
+}
+
 /* An object from its '{'; top: the line's own object (its "type" is kept in *top). */
 static bool linecheck_object_at(struct linecheck_scan *s, struct linecheck *top)
 {
-	if (++s->depth > LINECHECK_DEPTH_MAX)
-		return false;
-	s->p++;
-	linecheck_spaces(s);
-	if (s->p < s->end && *s->p == '}') {
-		s->p++;
-		s->depth--;
-		return true;
-	}
+	int r = linecheck_open(s, '}');
+
+	if (r != 0)
+		return r > 0;
 	for (;;) {
 		const unsigned char *key;
 		size_t key_len;
@@ -158,47 +188,22 @@ static bool linecheck_object_at(struct linecheck_scan *s, struct linecheck *top)
 		} else if (!linecheck_value(s)) {
 			return false;
 		}
-		linecheck_spaces(s);
-		if (s->p >= s->end)
-			return false;
-		if (*s->p == '}') {
-			s->p++;
-			s->depth--;
-			return true;
-		}
-		if (*s->p != ',')
-			return false;
-		s->p++;
-		linecheck_spaces(s);
+		if ((r = linecheck_next(s, '}')) != 0)
+			return r > 0;
 	}
 }
 
 static bool linecheck_array(struct linecheck_scan *s)
 {
-	if (++s->depth > LINECHECK_DEPTH_MAX)
-		return false;
-	s->p++;
-	linecheck_spaces(s);
-	if (s->p < s->end && *s->p == ']') {
-		s->p++;
-		s->depth--;
-		return true;
-	}
+	int r = linecheck_open(s, ']');
+
+	if (r != 0)
+		return r > 0;
 	for (;;) {
 		if (s->p >= s->end || !linecheck_value(s))
 			return false;
-		linecheck_spaces(s);
-		if (s->p >= s->end)
-			return false;
-		if (*s->p == ']') {
-			s->p++;
-			s->depth--;
-			return true;
-		}
-		if (*s->p != ',')
-			return false;
-		s->p++;
-		linecheck_spaces(s);
+		if ((r = linecheck_next(s, ']')) != 0)
+			return r > 0;
 	}
 }
 
