@@ -232,6 +232,25 @@ make_remote() {
 	rm -rf "$work"
 }
 
+# make_heavy_remote: the bare remote $T/remotes/acme/big.git whose main holds 3,000 files of 40
+# lines in 20 directories, so that a creation worker (agentd-api --create) checking it out still
+# runs when a test kills something (the kill matrices).
+make_heavy_remote() {
+	local bare=$T/remotes/acme/big.git work=$T/work/seed-big
+	git init -q --bare -b main "$bare" && git init -q -b main "$work" || return 1
+	python3 - "$work" <<'EOP' || return 1
+import os, sys
+root = sys.argv[1]
+for d in range(20):
+    os.makedirs(f"{root}/d{d}", exist_ok=True)
+    for f in range(150):
+        with open(f"{root}/d{d}/f{f}.c", "w") as fh:
+            fh.write(f"int f_{d}_{f}(void) {{ return {d * 1000 + f}; }}\n" * 40)
+EOP
+	(cd "$work" && git add -A && git commit -q -m big && git push -q "$bare" main) || return 1
+	rm -rf "$work"
+}
+
 # remote_commit OWNER NAME BRANCH: adds one commit on BRANCH of the remote (creating it from main).
 remote_commit() {
 	local work=$T/work/rc-$RANDOM

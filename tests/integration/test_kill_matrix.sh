@@ -23,23 +23,7 @@ declare -A OUTCOME=()
 CELL=
 
 make_remote acme widgets || exit 1
-# A remote big enough that a creation worker lives long enough to be found and killed.
-make_big_remote() {
-	local bare=$T/remotes/acme/big.git work=$T/work/seed-big
-	git init -q --bare -b main "$bare" && git init -q -b main "$work" || return 1
-	python3 - "$work" <<'EOF' || return 1
-import os, sys
-root = sys.argv[1]
-for d in range(20):
-    os.makedirs(f"{root}/d{d}", exist_ok=True)
-    for f in range(150):
-        with open(f"{root}/d{d}/f{f}.c", "w") as fh:
-            fh.write(f"int f_{d}_{f}(void) {{ return {d * 1000 + f}; }}\n" * 40)
-EOF
-	(cd "$work" && git add -A && git commit -q -m big && git push -q "$bare" main) || return 1
-	rm -rf "$work"
-}
-make_big_remote || exit 1
+make_heavy_remote || exit 1
 start_stack || exit 1
 
 # --- followers: an SSE client that is started again from its last id whenever its stream ends --

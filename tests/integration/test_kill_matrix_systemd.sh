@@ -330,24 +330,7 @@ after_pending() {
 	check "kill -9 $1: the turn ends: idle" wait_activity "$S" '.activity == "idle"' 20
 	sse_wait_end pend 10
 }
-# A remote big enough that the creation worker (agentd-api --create) still runs when the API is
-# killed.
-make_big_remote() {
-	local bare=$T/remotes/acme/big.git work=$T/work/seed-big
-	git init -q --bare -b main "$bare" && git init -q -b main "$work" || return 1
-	python3 - "$work" <<'EOP' || return 1
-import os, sys
-root = sys.argv[1]
-for d in range(20):
-    os.makedirs(f"{root}/d{d}", exist_ok=True)
-    for f in range(150):
-        with open(f"{root}/d{d}/f{f}.c", "w") as fh:
-            fh.write(f"int f_{d}_{f}(void) {{ return {d * 1000 + f}; }}\n" * 40)
-EOP
-	(cd "$work" && git add -A && git commit -q -m big && git push -q "$bare" main) || return 1
-	rm -rf "$work"
-}
-make_big_remote || fail "a big remote"
+make_heavy_remote || fail "a big remote"
 worker_pid() { cx pgrep -f -- '--create big-3' | head -n 1; }
 WORKER=
 before_create() {
