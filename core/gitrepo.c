@@ -262,6 +262,9 @@ static int gitrepo_fetch(struct gitrepo *r, const char *url, struct cause *cause
 	git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
 	fo.prune = GIT_FETCH_PRUNE;
 	fo.proxy_opts.type = GIT_PROXY_AUTO;
+	/* Nothing reads FETCH_HEAD (the remote-tracking refs are the result), and writing it is a
+	 * file created on every creation. */
+	fo.update_fetchhead = 0;
 	rc = git_remote_fetch(origin, NULL, &fo, NULL);
 	if (rc < 0) {
 		/* Not fatal: work goes on from the last fetched state. */

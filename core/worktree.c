@@ -78,26 +78,37 @@ static bool wt_head_is(git_repository *repo, const char *name, const char *refna
 	       strcmp(text + sizeof(prefix) - 1, refname) == 0;
 }
 
-/* Finds the worktree of repo that has refname checked out; writes its path. Returns 1, or 0
- * when none. Stale worktrees (directory gone) are skipped. */
-static int wt_checked_out_at(git_repository *repo, const char *refname, char *out, size_t outlen)
+/*
+ * One pass over repo's worktrees: drops the metadata of those whose directory is gone (as `git
+ * worktree prune` does: they would keep their branch "checked out" for ever; locked ones are
+ * kept), and finds the one that has refname checked out, writing its path. Returns 1, or 0 when
+ * none. One pass, because each worktree's lookup costs dozens of system calls, on every creation.
+ */
+static int wt_prune_and_find(git_repository *repo, const char *refname, char *out, size_t outlen)
 {
+	git_worktree_prune_options po;
 	git_strarray names = {0};
 	int found = 0;
 
+	git_worktree_prune_options_init(&po, GIT_WORKTREE_PRUNE_OPTIONS_VERSION);
 	if (git_worktree_list(&names, repo) < 0)
 		return 0;
-	for (size_t i = 0; i < names.count && !found; i++) {
+	for (size_t i = 0; i < names.count; i++) {
 		git_worktree *wt = NULL;
 
-		if (git_worktree_lookup(&wt, repo, names.strings[i]) == 0 &&
-		    git_worktree_validate(wt) == 0 && wt_head_is(repo, names.strings[i], refname)) {
+		if (git_worktree_lookup(&wt, repo, names.strings[i]) < 0)
+			continue;
+		/* Without PRUNE_VALID/LOCKED, prune refuses a worktree that still exists. */
+		if (git_worktree_validate(wt) != 0) {
+			git_worktree_prune(wt, &po);
+		} else if (!found && wt_head_is(repo, names.strings[i], refname)) {
 			snprintf(out, outlen, "%s", git_worktree_path(wt));
 			found = 1;
 		}
 		git_worktree_free(wt);
 	}
 	git_strarray_dispose(&names);
+	git_error_clear();
 	return found;
 }
 
@@ -136,29 +147,6 @@ out:
 	git_reference_free(head);
 	git_repository_free(w);
 	return rc;
-}
-
-/* Drops the metadata of worktrees whose directory is gone (as `git worktree prune` does): they
- * would keep their branch "checked out" for ever. Locked ones are kept. */
-static void wt_prune_stale(git_repository *repo)
-{
-	git_strarray names = {0};
-	git_worktree_prune_options po;
-
-	git_worktree_prune_options_init(&po, GIT_WORKTREE_PRUNE_OPTIONS_VERSION);
-	if (git_worktree_list(&names, repo) < 0)
-		return;
-	for (size_t i = 0; i < names.count; i++) {
-		git_worktree *wt = NULL;
-
-		/* Without PRUNE_VALID/LOCKED, prune refuses a worktree that still exists. */
-		if (git_worktree_lookup(&wt, repo, names.strings[i]) == 0 &&
-		    git_worktree_validate(wt) != 0)
-			git_worktree_prune(wt, &po);
-		git_worktree_free(wt);
-	}
-	git_strarray_dispose(&names);
-	git_error_clear();
 }
 
 /* Makes <bare>/worktrees/<name> free: debris of a failed add (which git_worktree_list hides)
@@ -214,13 +202,13 @@ static int wt_start_commit(const struct gitrepo *r, const char *branch, git_comm
 	return 0;
 }
 
-/* A branch can be checked out in one worktree only. */
+/* A branch can be checked out in one worktree only (stale worktrees pruned on the way). */
 static int wt_branch_free(const struct gitrepo *r, const char *branch, struct cause *cause)
 {
 	char ref[GITREPO_REF_MAX], where[WORKTREE_PATH_MAX];
 
 	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
-	if (wt_checked_out_at(r->git, ref, where, sizeof(where)))
+	if (wt_prune_and_find(r->git, ref, where, sizeof(where)))
 		return cause_fail(cause, EBUSY, "branch %s is checked out in another worktree: %s",
 				  branch, where);
 	return 0;
@@ -335,8 +323,7 @@ static int wt_create(const struct gitrepo *r, const char *path, const char *bran
 	if (wt_name_for(branch, name, sizeof(name)) < 0)
 		return cause_fail(cause, EINVAL, "branch name %s is not usable for a worktree",
 				  branch);
-	wt_prune_stale(r->git);
-	rc = wt_branch_free(r, branch, cause);
+	rc = wt_branch_free(r, branch, cause); /* prunes stale worktrees too */
 	if (rc == 0)
 		rc = wt_free_name(r, name, cause);
 	if (rc < 0)
@@ -923,9 +910,8 @@ int worktree_branch_delete(const char *base, const char *owner, const char *name
 		rc = cause_fail(cause, gitrepo_errno(rc), "no branch %s in %s", branch, r.label);
 		goto out;
 	}
-	wt_prune_stale(r.git);
 	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
-	if (wt_checked_out_at(r.git, ref, where, sizeof(where))) {
+	if (wt_prune_and_find(r.git, ref, where, sizeof(where))) {
 		rc = cause_fail(cause, EBUSY, "branch %s is checked out in the worktree %s", branch,
 				where);
 		goto out;
