@@ -7,9 +7,11 @@
 
 Measures, interleaved (ours then baseline, baseline then ours, ...), for each issue of the
 CONFIG's lists:
-  ours:     POST /sessions through nginx, then GET /sessions/<id> every poll_ms on one keep-alive
-            connection until "state" is "running"; the time from sending the POST to reading
-            that answer.
+  ours:     POST /sessions through nginx, then, with "wait": "events" (the default), the
+            session's events on GET /events (one SSE stream opened beforehand, as a UI holds it)
+            until one says "running"; with "wait": "poll", GET /sessions/<id> every poll_ms on one
+            keep-alive connection until "state" is "running". The time from sending the POST to
+            reading that answer.
   baseline: `git -C <bare> worktree add -b feat/issue-N <path> origin/main` and, if that
             succeeded, `tmux -S <sock> new-session -d -s <name> -c <path> -- <claude> ...`, run as
             argv (no shell); the time from spawning git to tmux's exit.
@@ -45,19 +47,50 @@ def median(values):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
+def auth_headers():
+    """The harness's token (tests/integration/lib.sh): the access door refuses a request without
+    credentials."""
+    token = os.environ.get("AGENTD_TEST_TOKEN", "")
+    return {"Authorization": "Bearer " + token} if token else {}
+
+
+class Events:
+    """GET /events as SSE: yields (event name, data) as they come."""
+
+    def __init__(self, cfg):
+        self.conn = http.client.HTTPConnection(cfg["host"], cfg["port"], timeout=cfg["timeout_s"])
+        self.conn.request("GET", "/events", headers=auth_headers())
+        self.resp = self.conn.getresponse()
+        if self.resp.status != 200:
+            raise RuntimeError("GET /events answered %d" % self.resp.status)
+
+    def next(self):
+        name, data = None, []
+        while True:
+            line = self.resp.fp.readline()
+            if not line:
+                raise RuntimeError("GET /events ended")
+            line = line.rstrip(b"\r\n")
+            if not line:
+                if data:
+                    return name, json.loads(b"\n".join(data))
+                name, data = None, []
+            elif line.startswith(b"event:"):
+                name = line[6:].strip().decode()
+            elif line.startswith(b"data:"):
+                data.append(line[5:].lstrip())
+
+
 class Ours:
     def __init__(self, cfg):
         self.cfg = cfg
         self.host, self.port = cfg["host"], cfg["port"]
         self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        self.events = Events(cfg) if cfg.get("wait", "events") == "events" else None
 
     def _request(self, method, path, body=None):
         headers = {"Content-Type": "application/json"} if body is not None else {}
-        # The harness's token (tests/integration/lib.sh): the access door refuses a request
-        # without credentials.
-        token = os.environ.get("AGENTD_TEST_TOKEN", "")
-        if token:
-            headers["Authorization"] = "Bearer " + token
+        headers.update(auth_headers())
         for attempt in (0, 1):
             try:
                 self.conn.request(method, path, body=body, headers=headers)
@@ -85,6 +118,8 @@ class Ours:
         t_post = time.perf_counter()
         if status != 201:
             return None, "POST answered %d: %s" % (status, data[:300])
+        if self.events is not None:
+            return self.wait_event(sid, t0, t_post)
         deadline = t0 + cfg["timeout_s"]
         while True:
             status, data = self._request("GET", "/sessions/" + sid)
@@ -101,6 +136,23 @@ class Ours:
             if now > deadline:
                 return None, "still %s after %d s" % (state, cfg["timeout_s"])
             time.sleep(poll)
+
+    def wait_event(self, sid, t0, t_post):
+        """Reads /events until the session's record says running (or failed)."""
+        seen = 0
+        while True:
+            name, data = self.events.next()
+            if name != "session" or data.get("session", {}).get("id") != sid:
+                continue
+            seen += 1
+            state = data["session"].get("state")
+            if state == "running":
+                now = time.perf_counter()
+                return {"ms": (now - t0) * 1000, "post_ms": (t_post - t0) * 1000,
+                        "polls": 0, "events": seen, "t0": t0, "t_post": t_post,
+                        "t_running": now}, None
+            if state == "failed":
+                return None, "failed: %s" % data["session"].get("error", "")[:300]
 
 
 class Baseline:
