@@ -31,6 +31,15 @@ bool fsutil_same_file(const char *a, const char *b);
 int fsutil_write_atomic(const char *path, const char *text, mode_t mode, bool sync);
 
 /*
+ * fsutil_write_atomic in two steps, for a writer that overlaps the slow first one (the fsync)
+ * with other work: fsutil_write_tmp writes "<path>.tmp" (removed on failure); then
+ * fsutil_commit_tmp renames it over path, or fsutil_abort_tmp removes it. Return 0 or -errno.
+ */
+int fsutil_write_tmp(const char *path, const char *text, mode_t mode, bool sync);
+int fsutil_commit_tmp(const char *path);
+void fsutil_abort_tmp(const char *path);
+
+/*
  * Moves the regular file from to the path to, which must not exist (an existing to is -EEXIST,
  * and from stays). On one filesystem a link and an unlink; across filesystems (/run is a tmpfs) a
  * copy to "<to>.tmp" with from's mode, fsync'ed, renamed to to, then from is removed, so to is

@@ -104,11 +104,16 @@ static void api_create_locked(const struct app *app, struct request *req,
 			      active, app->cfg->max_sessions);
 		return;
 	}
-	if ((r = store_write(&app->store, s, &cause)) < 0) {
+	/* The record in place, the worker started, then the list view: the view is not on the
+	 * path of the creation. */
+	if ((r = store_prepare(&app->store, s, &cause)) < 0 ||
+	    (r = store_commit(&app->store, s, &cause)) < 0) {
 		request_error(req, 500, "store_error", "%s", cause.msg);
 		return;
 	}
-	if ((r = create_start(app, s, &cause)) < 0) {
+	r = create_start(app, s, &cause);
+	store_view_patch(&app->store, s->id);
+	if (r < 0) {
 		log_error("cannot start the worker of %s: %s", s->id, cause.msg);
 		s->state = SESSION_FAILED;
 		snprintf(s->error, sizeof(s->error), "cannot start the creation worker: %.400s",

@@ -11,6 +11,8 @@
 #include "store.h"
 #include "tmux.h"
 
+struct standby;
+
 #define APP_BODY_MAX       (64 * 1024)
 #define APP_WORKER_THREADS 4
 /* agentd-api's flag that sets tmux.no_start: the tmux server is agentd-tmux.service's, and one we
@@ -25,6 +27,7 @@ struct app {
 	char host_bin[CONFIG_PATH_MAX]; /* agentd-host: AGENTD_HOST_BIN, or found beside us */
 	struct agent_user agent;        /* who claude runs as; whose the git work is */
 	struct authcache *auth;         /* the token store as the request threads see it */
+	struct standby *standby;        /* the creation worker waiting for a session, or NULL */
 	char
 	    hook_bin[CONFIG_PATH_MAX]; /* agentd-hook: AGENTD_HOOK, or found beside us ("": none) */
 };

@@ -5,10 +5,12 @@
 #include "isotime.h"
 #include "log.h"
 #include "proc.h"
+#include "standby.h"
 #include "worktree.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +90,9 @@ int create_start(const struct app *app, const struct session *s, struct cause *c
 		r = cause_fail(cause, EBUSY, "a creation worker for %s is still running", s->id);
 		goto out;
 	}
+	/* The waiting worker when there is one; else one started for this session. */
+	if ((r = standby_handoff(app->standby, s->id, fd)) == 0)
+		goto out;
 	opts.keep_fd = fd;
 	r = proc_run(argv, &opts, NULL, 0, &st);
 	if (r < 0)
@@ -342,29 +347,101 @@ out:
 	return r;
 }
 
-/* Updates the record under its lock, unless it was deleted meanwhile. */
-static void create_finish(const struct app *app, const char *id, int result, const char *why)
+/* Sets the fields of the worker's outcome in rec: running, or failed with why. */
+static void create_outcome(struct session *rec, int result, const char *why)
 {
-	struct session *s = malloc(sizeof(*s));
+	if (result == 0) {
+		rec->state = SESSION_RUNNING;
+		session_launch(rec);
+		rec->error[0] = '\0';
+	} else {
+		rec->state = SESSION_FAILED;
+		snprintf(rec->error, sizeof(rec->error), "%s", why);
+	}
+	rec->last_activity = (int64_t)time(NULL);
+}
+
+static void create_log_outcome(const char *id, int result, const char *why)
+{
+	if (result == 0)
+		log_info("session %s is running", id);
+	else
+		log_error("session %s failed: %s", id, why);
+}
+
+/* Records a failure under the record's lock, unless it was deleted meanwhile. */
+static void create_fail(const struct app *app, const char *id, int result, const char *why)
+{
+	struct session *rec = malloc(sizeof(*rec));
 	int fd = store_lock(&app->store, id);
 
-	if (s == NULL || fd < 0 || store_read(&app->store, id, s, NULL) < 0)
+	if (rec == NULL || fd < 0 || store_read(&app->store, id, rec, NULL) < 0)
 		goto out;
-	if (result == 0) {
-		s->state = SESSION_RUNNING;
-		session_launch(s);
-		s->error[0] = '\0';
-		log_info("session %s is running", id);
-	} else {
-		s->state = SESSION_FAILED;
-		snprintf(s->error, sizeof(s->error), "%s", why);
-		log_error("session %s failed: %s", id, why);
-	}
-	s->last_activity = (int64_t)time(NULL);
-	store_write(&app->store, s, NULL);
+	create_outcome(rec, result, why);
+	create_log_outcome(id, result, why);
+	store_write(&app->store, rec, NULL);
 out:
 	store_unlock(fd);
-	free(s);
+	free(rec);
+}
+
+/* The running record's write, prepared (fsync included) beside tmux new-session. */
+struct create_prep {
+	const struct app *app;
+	struct session *rec;
+	int r;
+};
+
+static void *create_prepare(void *arg)
+{
+	struct create_prep *p = arg;
+
+	p->r = store_prepare(&p->app->store, p->rec, NULL);
+	return NULL;
+}
+
+/*
+ * Starts claude in s's tmux session and records the outcome under the record's lock. The record
+ * saying `running` is written and synced while tmux starts (a thread: the fsync is most of a
+ * record write's time), and put in place once tmux has succeeded. Returns 0 or -errno with cause.
+ */
+static int create_launch(const struct app *app, const struct session *s, struct cause *cause)
+{
+	struct create_prep prep = {.app = app, .r = -1};
+	struct session *rec = malloc(sizeof(*rec));
+	int fd = store_lock(&app->store, s->id), r;
+	pthread_t thread;
+	bool threaded = false;
+
+	if (rec == NULL || fd < 0 || store_read(&app->store, s->id, rec, NULL) < 0) {
+		/* Deleted meanwhile: nothing to record, as before the tmux session starts. */
+		r = create_tmux_session(app, s, cause);
+		goto out;
+	}
+	create_outcome(rec, 0, NULL);
+	prep.rec = rec;
+	threaded = pthread_create(&thread, NULL, create_prepare, &prep) == 0;
+	r = create_tmux_session(app, s, cause);
+	if (threaded)
+		pthread_join(thread, NULL);
+	if (r == 0 && prep.r == 0 && store_commit(&app->store, rec, NULL) == 0) {
+		create_log_outcome(s->id, 0, NULL);
+		store_view_patch(&app->store, s->id);
+		goto out;
+	}
+	store_abort(&app->store, s->id);
+	/* tmux runs claude but the prepared write failed: the plain write, once more. Or tmux
+	 * failed: the record as it was, failed. */
+	if (r < 0 && store_read(&app->store, s->id, rec, NULL) == 0)
+		create_outcome(rec, r, cause->msg);
+	if (r == 0 || rec->state == SESSION_FAILED) {
+		create_log_outcome(s->id, r, cause->msg);
+		store_write(&app->store, rec, NULL);
+	}
+out:
+	store_unlock(fd);
+	free(rec);
+	return r;
 }
 
 /* The bare clone, its fetch and the worktree, as the agent user: they are its files. */
@@ -398,6 +475,7 @@ out:
 	return r;
 }
 
+/* The worker's steps for s: git, then tmux and the record (create_launch), or the failure. */
 static int create_run(const struct app *app, const struct session *s, struct cause *cause)
 {
 	char url[WORKTREE_URL_MAX];
@@ -405,38 +483,43 @@ static int create_run(const struct app *app, const struct session *s, struct cau
 
 	if (session_render_prompt(app->cfg->repo_url, s->owner, s->name, s->issue, url,
 				  sizeof(url)) < 0)
-		return cause_fail(cause, ENAMETOOLONG, "AGENTD_REPO_URL renders too long a URL");
-	if ((r = create_git(app, s, url, cause)) < 0)
+		r = cause_fail(cause, ENAMETOOLONG, "AGENTD_REPO_URL renders too long a URL");
+	else
+		r = create_git(app, s, url, cause);
+	if (r < 0) {
+		create_fail(app, s->id, r, cause->msg);
 		return r;
-	return create_tmux_session(app, s, cause);
+	}
+	return create_launch(app, s, cause);
 }
 
-int create_worker_main(const struct app *app, const char *id)
+/* Detaches the worker: the process that started it waits only for this first one. Fork is
+ * safe here: this process was just exec'd and has one thread. Returns 0 in the worker, -errno. */
+static int create_detach(void)
 {
-	struct cause cause = {{0}};
-	struct session *s;
-	pid_t pid;
-	int r;
+	pid_t pid = fork();
 
-	/* Detach: the request thread waits only for this first process. Fork is safe here: this
-	 * process was just exec'd and has one thread. */
-	pid = fork();
 	if (pid < 0)
-		return 1;
+		return -errno;
 	if (pid > 0)
 		_exit(0);
-	if (!session_id_valid(id))
-		return 2;
-	s = malloc(sizeof(*s));
+	return 0;
+}
+
+/* The worker's work for id, its lock held as CREATE_LOCK_FD. Returns the exit code. */
+static int create_work(const struct app *app, const char *id)
+{
+	struct cause cause = {{0}};
+	struct session *s = malloc(sizeof(*s));
+	int r;
+
 	if (s == NULL || store_read(&app->store, id, s, &cause) < 0) {
 		log_error("worker for %s: cannot read the record: %s", id, cause.msg);
 		free(s);
 		create_lock_remove(app, id);
 		return 1;
 	}
-	worktree_global_init();
 	r = create_run(app, s, &cause);
-	create_finish(app, id, r, cause.msg);
 	/* An agent that died while the record still said creating was left alone by the liveness
 	 * watcher: it looks again now that the record says running. */
 	if (r == 0)
@@ -446,4 +529,42 @@ int create_worker_main(const struct app *app, const char *id)
 	create_lock_remove(app, id);
 	close(CREATE_LOCK_FD); /* releases the worker lock */
 	return r < 0 ? 1 : 0;
+}
+
+int create_worker_main(const struct app *app, const char *id)
+{
+	if (create_detach() < 0)
+		return 1;
+	if (!session_id_valid(id))
+		return 2;
+	worktree_global_init();
+	return create_work(app, id);
+}
+
+int create_standby_main(const struct app *app, char **argv)
+{
+	char id[SESSION_ID_MAX + 1];
+	int lock_fd = -1, r;
+
+	if (create_detach() < 0)
+		return 1;
+	/* The costly part of a worker's start, done before any session needs it. */
+	worktree_global_init();
+	r = standby_receive(STANDBY_SOCKFD, id, sizeof(id), &lock_fd);
+	if (r <= 0) {
+		if (r < 0)
+			log_error("waiting creation worker: %s", strerror(-r));
+		return r < 0 ? 1 : 0; /* 0: agentd-api stopped */
+	}
+	close(STANDBY_SOCKFD);
+	if (lock_fd != CREATE_LOCK_FD && dup2(lock_fd, CREATE_LOCK_FD) < 0) {
+		log_error("worker for %s: cannot keep its lock: %s", id, strerror(errno));
+		create_lock_remove(app, id);
+		return 1;
+	}
+	if (lock_fd != CREATE_LOCK_FD)
+		close(lock_fd);
+	if (standby_retitle(argv, id) < 0)
+		log_warn("worker for %s: its command line still says " STANDBY_ARG, id);
+	return create_work(app, id);
 }

@@ -1,6 +1,7 @@
 /*
- * Session creation. The request thread records the session as `creating` and starts a detached
- * worker (this program re-run with --create <id>, via posix_spawn); the worker clones or fetches,
+ * Session creation. The request thread records the session as `creating` and hands it to the
+ * worker waiting for one (standby.h), or starts a detached worker (this program re-run with
+ * --create <id>, via posix_spawn); the worker clones or fetches,
  * adds the worktree, starts tmux with claude, and moves the record to `running` or to `failed`
  * with a reason a person can act on. The worker holds an flock on <id>.worker for its whole life,
  * so anyone can tell whether it still runs (create_worker_alive).
@@ -20,6 +21,13 @@ int create_start(const struct app *app, const struct session *s, struct cause *c
 
 /* The worker's main: never returns to a request loop. Returns the process exit code. */
 int create_worker_main(const struct app *app, const char *id);
+
+/*
+ * The main of a worker started ahead of need (standby.h; argv as main got it): initialises, waits
+ * for a session from agentd-api, then works as create_worker_main does. Returns the exit code (0
+ * also when agentd-api stopped before handing it one).
+ */
+int create_standby_main(const struct app *app, char **argv);
 
 /* Returns 1 while the worker of id holds its lock, 0 when none does, -errno on error. */
 int create_worker_alive(const struct app *app, const char *id);

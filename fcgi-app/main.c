@@ -7,8 +7,10 @@
 #include "log.h"
 #include "recovery.h"
 #include "server.h"
+#include "standby.h"
 #include "tokencmd.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +31,7 @@ static const char usage[] =
     "               again (claude --resume), recover session records from tmux, write the\n"
     "               server's pid to $AGENTD_RUNTIME_DIR/tmux.pid, and exit\n"
     "  --create ID  (internal) the detached worker that finishes creating session ID\n"
+    "  --standby    (internal) a creation worker started ahead of need, waiting for a session\n"
     "  token add NAME [--read-only] | token list | token revoke NAME | token init NAME\n"
     "               manage the bearer tokens in $AGENTD_STATE_DIR/tokens.json (a new token is\n"
     "               printed once; only its SHA-256 is kept; init adds an admin token only to\n"
@@ -112,6 +115,8 @@ int main(int argc, char **argv)
 		argc--;
 	if (argc == 3 && strcmp(argv[1], "--create") == 0)
 		return create_worker_main(&app, argv[2]);
+	if (argc == 3 && strcmp(argv[1], STANDBY_ARG) == 0)
+		return create_standby_main(&app, argv);
 	if (argc > 2 || (argc == 2 && (app.tmux.no_start || strcmp(argv[1], "--init") != 0))) {
 		fputs(usage, stderr);
 		return 2;
@@ -128,7 +133,10 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if ((app.standby = standby_start(&app)) == NULL)
+		log_warn("no creation worker waits ahead of need: %s", strerror(errno));
 	r = server_run(&app, &cause);
+	standby_stop(app.standby);
 	if (r < 0)
 		log_error("%s", cause.msg);
 	return r < 0 ? 1 : 0;

@@ -390,7 +390,7 @@ descendants() {
 }
 
 # api_pid: the pid of the running agentd-api request server started by deploy/up (not a
-# creation worker), or nothing.
+# creation worker, nor one waiting), or nothing.
 api_pid() {
 	local exe p args
 	exe=$(readlink -f "$BUILD_DIR/fcgi-app/agentd-api")
@@ -398,7 +398,22 @@ api_pid() {
 	for p in $(descendants "$UP_PID"); do
 		[ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$exe" ] || continue
 		args=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)
-		[[ $args == *--create* ]] && continue
+		[[ $args == *--create* || $args == *--standby* ]] && continue
+		echo "$p"
+		return 0
+	done
+}
+
+# standby_pid: the creation worker this stack's agentd-api keeps waiting for a session
+# (agentd-api --standby, detached: not the session leader its first process was), or nothing.
+standby_pid() {
+	local exe p
+	exe=$(readlink -f "$BUILD_DIR/fcgi-app/agentd-api")
+	for p in $(pgrep -f -- '--standby'); do
+		[ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$exe" ] || continue
+		tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" |
+			grep -qxF "AGENTD_RUNTIME_DIR=$T/run" || continue
+		[ "$(ps -o sid= -p "$p" | tr -d ' ')" != "$p" ] || continue
 		echo "$p"
 		return 0
 	done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # REST through nginx: create (201/200, concurrent), list, get, running with tmux + claude in the
 # worktree, session fields, branches and worktrees, healthz, delete (clean, dirty, forced, with an
-# empty JSON body), 409 for another owner, a repository named socket.io.
+# empty JSON body), 409 for another owner, a repository named socket.io, the creation worker
+# waiting ahead of need (used, replaced, and not needed when it died).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 make_remote acme widgets || exit 1
@@ -238,3 +239,33 @@ api GET /sessions
 assert_json "no sessions left" '.' '[]'
 api GET /healthz
 assert_json "healthz counts 0 sessions at the end" '.sessions' '0'
+
+# --- the creation worker waiting ahead of need (fcgi-app/standby.h) ------------------------------
+# standby_other PID: a waiting worker other than PID is there (its pid printed).
+standby_other() {
+	local p
+	p=$(standby_pid)
+	[ -n "$p" ] && [ "$p" != "$1" ] && echo "$p"
+}
+gone() { ! alive "$1"; }
+
+SPARE=$(wait_for 10 standby_other 0 >/dev/null && standby_pid)
+check "a creation worker waits ahead of need" test -n "$SPARE"
+create acme widgets 20
+assert_state "a session made by the waiting worker becomes running" widgets-20 running 10
+check "the waiting worker made it (it ended once done)" wait_for 5 gone "${SPARE:-0}"
+NEXT=$(wait_for 10 standby_other "${SPARE:-0}" >/dev/null && standby_pid)
+check "agentd-api starts the next waiting worker" test -n "$NEXT"
+# One that died waiting: the creation starts its own worker, and the keeper a new waiting one.
+[ -n "$NEXT" ] && kill -KILL "$NEXT"
+create acme widgets 21
+assert_status "a creation after the waiting worker died: 201" 201
+assert_state "its session becomes running all the same" widgets-21 running 10
+LAST=$(wait_for 10 standby_other "${NEXT:-0}" >/dev/null && standby_pid)
+check "and a new worker waits again" test -n "$LAST"
+for id in widgets-20 widgets-21; do
+	api DELETE "/sessions/$id"
+	assert_status "DELETE $id: 200" 200
+done
+stop_stack
+check "the waiting worker ends with agentd-api" wait_for 5 gone "${LAST:-0}"
