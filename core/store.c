@@ -301,9 +301,36 @@ static const char *store_entry_id(json_object *e)
 	return json_object_get_string(v);
 }
 
+char *store_encode(const struct session *s)
+{
+	json_object *obj = session_to_json(s, true);
+	char *text;
+
+	if (obj == NULL)
+		return NULL;
+	text = strdup(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(obj);
+	return text;
+}
+
+int store_decode(const char *text, size_t len, struct session *out, struct cause *cause)
+{
+	json_object *obj;
+	int r;
+
+	if (len > SESSION_RECORD_MAX)
+		return cause_fail(cause, EINVAL, "the record is too large");
+	obj = store_parse(text, len);
+	if (obj == NULL)
+		return cause_fail(cause, EINVAL, "the record is not valid JSON");
+	r = session_from_json(out, obj, cause);
+	json_object_put(obj);
+	return r;
+}
+
 static int store_read_path(const char *path, struct session *out, struct cause *cause)
 {
-	json_object *obj = NULL;
 	char *buf = NULL;
 	size_t len = 0;
 	int r = store_slurp(path, SESSION_RECORD_MAX, &buf, &len);
@@ -316,12 +343,13 @@ static int store_read_path(const char *path, struct session *out, struct cause *
 		return r;
 	if (r < 0)
 		return cause_fail(cause, -r, "%s", strerror(-r));
-	obj = store_parse(buf, len);
-	if (obj == NULL)
-		r = cause_fail(cause, EINVAL, "record %s is not valid JSON", path);
-	else
-		r = session_from_json(out, obj, cause);
-	json_object_put(obj);
+	r = store_decode(buf, len, out, cause);
+	if (r < 0 && cause != NULL) {
+		char why[sizeof(cause->msg)];
+
+		snprintf(why, sizeof(why), "%s", cause->msg);
+		cause_set(cause, "record %s: %s", path, why);
+	}
 	free(buf);
 	return r;
 }
@@ -485,7 +513,7 @@ out:
 int store_prepare(const struct store *st, struct session *s, struct cause *cause)
 {
 	char path[SESSION_PATH_MAX];
-	json_object *obj;
+	char *text;
 	int r;
 
 	s->updated_at = (int64_t)time(NULL);
@@ -493,15 +521,11 @@ int store_prepare(const struct store *st, struct session *s, struct cause *cause
 		return cause_fail(cause, EINVAL, "invalid session id");
 	if ((r = store_path(st, s->id, ".json", path, sizeof(path))) < 0)
 		return cause_fail(cause, -r, "record path is too long");
-	obj = session_to_json(s, true);
-	if (obj == NULL)
+	if ((text = store_encode(s)) == NULL)
 		return cause_fail(cause, ENOMEM, "out of memory");
 	/* The temp name is per session and writers hold the session lock: no two share it. */
-	r = fsutil_write_tmp(path,
-			     json_object_to_json_string_ext(
-				 obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-			     0640, true);
-	json_object_put(obj);
+	r = fsutil_write_tmp(path, text, 0640, true);
+	free(text);
 	if (r < 0)
 		return cause_fail(cause, r, "cannot write record %s: %s", path, strerror(-r));
 	return 0;

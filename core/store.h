@@ -64,6 +64,13 @@ int store_lock_all(const struct store *st);
 /* Releases a lock taken by store_lock / store_lock_all. NULL-safe for fd < 0. */
 void store_unlock(int fd);
 
+/*
+ * The record's codec: s as its JSON text (malloc'd; NULL when out of memory), and that text
+ * back into a session, with every check store_read makes (-EINVAL with cause).
+ */
+char *store_encode(const struct session *s);
+int store_decode(const char *text, size_t len, struct session *out, struct cause *cause);
+
 /* Reads the record of id. Returns 0, -ENOENT, or -EINVAL (corrupt record, cause says why). */
 int store_read(const struct store *st, const char *id, struct session *out, struct cause *cause);
 

@@ -49,7 +49,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 	struct session old;
 	struct cause cause = {{0}};
 	size_t active;
-	int r;
+	int handed, r;
 
 	r = store_read(&app->store, s->id, &old, &cause);
 	if (r == 0 && strcmp(old.owner, in->owner) != 0) {
@@ -104,15 +104,15 @@ static void api_create_locked(const struct app *app, struct request *req,
 			      active, app->cfg->max_sessions);
 		return;
 	}
-	/* The record in place, the worker started, then the list view: the view is not on the
-	 * path of the creation. */
-	if ((r = store_prepare(&app->store, s, &cause)) < 0 ||
-	    (r = store_commit(&app->store, s, &cause)) < 0) {
-		request_error(req, 500, "store_error", "%s", cause.msg);
+	/* The waiting worker gets the session first and starts its git work while the record is
+	 * written; a worker started here reads the record, so it comes after. The list view last:
+	 * it is not on the path of the creation. */
+	handed = create_handoff(app, s, &cause);
+	if ((r = store_write(&app->store, s, &cause)) < 0) {
+		request_error(req, 500, "store_error", "%s", cause.msg); /* a worker stops */
 		return;
 	}
-	r = create_start(app, s, &cause);
-	store_view_patch(&app->store, s->id);
+	r = handed == 0 ? create_start(app, s, &cause) : handed < 0 ? handed : 0;
 	if (r < 0) {
 		log_error("cannot start the worker of %s: %s", s->id, cause.msg);
 		s->state = SESSION_FAILED;

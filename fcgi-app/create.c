@@ -16,34 +16,57 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define CREATE_POLL_MS      50
 #define CREATE_REAP_WAIT_MS 5000 /* for the agent that respawn-pane -k replaced */
 #define CREATE_REAP_POLL_MS 20
-#define CREATE_LOCK_FD      3 /* where the worker finds its lock (proc_opts.keep_fd) */
+#define CREATE_LOCK_FD      3         /* where the worker finds its lock (proc_opts.keep_fd) */
+#define CREATE_WORKERS_DIR  "workers" /* in the runtime dir: the worker locks */
 
 /*
- * The worker lock file <id>.worker exists while a worker may run: create_start makes it, and the
- * worker removes it as it ends, so asking about an id creates no file.
+ * The worker lock file <runtime_dir>/workers/<id>.worker exists while a worker may run:
+ * create_start makes it, and the worker removes it as it ends, so asking about an id creates no
+ * file. In the runtime dir: a worker is a process, gone with a reboot, and the tmpfs makes the file
+ * at no cost on the way of a creation (the state dir is a disk, where a file created after an
+ * fsync can wait for the journal).
  */
+static int create_lock_path(const struct app *app, const char *id, char *path, size_t len)
+{
+	char leaf[sizeof(CREATE_WORKERS_DIR) + SESSION_ID_MAX + sizeof(".worker")];
+
+	if (!session_id_valid(id))
+		return -EINVAL;
+	snprintf(leaf, sizeof(leaf), CREATE_WORKERS_DIR "/%s.worker", id);
+	return config_runtime_path(app->cfg, leaf, path, len);
+}
+
 static int create_lock_open(const struct app *app, const char *id, bool create)
 {
-	char path[SESSION_PATH_MAX];
-	int fd;
+	char path[CONFIG_PATH_MAX], dir[CONFIG_PATH_MAX];
+	int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), fd, r;
 
-	if (store_path(&app->store, id, ".worker", path, sizeof(path)) < 0)
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0640);
+	if ((r = create_lock_path(app, id, path, sizeof(path))) < 0)
+		return r;
+	fd = open(path, flags, 0600);
+	if (fd < 0 && errno == ENOENT && create) {
+		/* The first creation since the runtime dir was made: its directory first. */
+		if ((r = config_runtime_path(app->cfg, CREATE_WORKERS_DIR, dir, sizeof(dir))) < 0)
+			return r;
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		fd = open(path, flags, 0600);
+	}
 	return fd < 0 ? -errno : fd;
 }
 
 static void create_lock_remove(const struct app *app, const char *id)
 {
-	char path[SESSION_PATH_MAX];
+	char path[CONFIG_PATH_MAX];
 
-	if (store_path(&app->store, id, ".worker", path, sizeof(path)) == 0)
+	if (create_lock_path(app, id, path, sizeof(path)) == 0)
 		unlink(path);
 }
 
@@ -74,6 +97,38 @@ int create_worker_wait(const struct app *app, const char *id, int timeout_ms)
 	return -ETIMEDOUT;
 }
 
+/* Opens and locks the worker lock of id for a worker to be (the caller's until handed over). */
+static int create_lock_take(const struct app *app, const char *id, struct cause *cause)
+{
+	int fd = create_lock_open(app, id, true);
+
+	if (fd < 0)
+		return cause_fail(cause, fd, "cannot open the worker lock: %s", strerror(-fd));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return cause_fail(cause, EBUSY, "a creation worker for %s is still running", id);
+	}
+	return fd;
+}
+
+int create_handoff(const struct app *app, const struct session *s, struct cause *cause)
+{
+	char *record;
+	int fd, r;
+
+	if (app->standby == NULL)
+		return 0;
+	if ((fd = create_lock_take(app, s->id, cause)) < 0)
+		return fd;
+	record = store_encode(s);
+	r = record == NULL ? -ENOMEM : standby_handoff(app->standby, record, strlen(record), fd);
+	free(record);
+	if (r < 0) /* none waits: create_start makes the lock again */
+		create_lock_remove(app, s->id);
+	close(fd);
+	return r == 0 ? 1 : 0;
+}
+
 int create_start(const struct app *app, const struct session *s, struct cause *cause)
 {
 	char *argv[] = {(char *)app->self_exe, "--create", (char *)s->id,
@@ -83,16 +138,8 @@ int create_start(const struct app *app, const struct session *s, struct cause *c
 	int fd, r, st = 0;
 
 	/* Taken here and handed over, so the worker is "alive" from the first instant. */
-	fd = create_lock_open(app, s->id, true);
-	if (fd < 0)
-		return cause_fail(cause, fd, "cannot open the worker lock: %s", strerror(-fd));
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		r = cause_fail(cause, EBUSY, "a creation worker for %s is still running", s->id);
-		goto out;
-	}
-	/* The waiting worker when there is one; else one started for this session. */
-	if ((r = standby_handoff(app->standby, s->id, fd)) == 0)
-		goto out;
+	if ((fd = create_lock_take(app, s->id, cause)) < 0)
+		return fd;
 	opts.keep_fd = fd;
 	r = proc_run(argv, &opts, NULL, 0, &st);
 	if (r < 0)
@@ -101,7 +148,6 @@ int create_start(const struct app *app, const struct session *s, struct cause *c
 		r = cause_fail(cause, ECHILD, "the creation worker exited with status %d", st);
 	if (r < 0) /* no worker holds it: we still do */
 		create_lock_remove(app, s->id);
-out:
 	close(fd);
 	return r;
 }
@@ -414,8 +460,10 @@ static int create_launch(const struct app *app, const struct session *s, struct 
 	bool threaded = false;
 
 	if (rec == NULL || fd < 0 || store_read(&app->store, s->id, rec, NULL) < 0) {
-		/* Deleted meanwhile: nothing to record, as before the tmux session starts. */
-		r = create_tmux_session(app, s, cause);
+		/* The POST that handed s over could not write its record: nothing to run. */
+		r = cause_fail(cause, ENOENT, "the record of %s is missing; claude not started",
+			       s->id);
+		log_error("%s", cause->msg);
 		goto out;
 	}
 	create_outcome(rec, 0, NULL);
@@ -506,65 +554,90 @@ static int create_detach(void)
 	return 0;
 }
 
-/* The worker's work for id, its lock held as CREATE_LOCK_FD. Returns the exit code. */
-static int create_work(const struct app *app, const char *id)
+/* The worker's work for s, its lock held as CREATE_LOCK_FD. Returns the exit code. */
+static int create_work(const struct app *app, const struct session *s)
 {
 	struct cause cause = {{0}};
-	struct session *s = malloc(sizeof(*s));
-	int r;
+	int r = create_run(app, s, &cause);
 
-	if (s == NULL || store_read(&app->store, id, s, &cause) < 0) {
-		log_error("worker for %s: cannot read the record: %s", id, cause.msg);
-		free(s);
-		create_lock_remove(app, id);
-		return 1;
-	}
-	r = create_run(app, s, &cause);
 	/* An agent that died while the record still said creating was left alone by the liveness
 	 * watcher: it looks again now that the record says running. */
 	if (r == 0)
 		tmux_signal(&app->tmux);
-	free(s);
 	/* Removed while held, so that a waiter that opened it sees the worker end, then no file. */
-	create_lock_remove(app, id);
+	create_lock_remove(app, s->id);
 	close(CREATE_LOCK_FD); /* releases the worker lock */
 	return r < 0 ? 1 : 0;
 }
 
 int create_worker_main(const struct app *app, const char *id)
 {
+	struct cause cause = {{0}};
+	struct session *s;
+	int r;
+
 	if (create_detach() < 0)
 		return 1;
 	if (!session_id_valid(id))
 		return 2;
+	s = malloc(sizeof(*s));
+	if (s == NULL || store_read(&app->store, id, s, &cause) < 0) {
+		log_error("worker for %s: cannot read the record: %s", id, cause.msg);
+		free(s);
+		create_lock_remove(app, id);
+		return 1;
+	}
 	worktree_global_init();
-	return create_work(app, id);
+	r = create_work(app, s);
+	free(s);
+	return r;
 }
 
 int create_standby_main(const struct app *app, char **argv)
 {
-	char id[SESSION_ID_MAX + 1];
-	int lock_fd = -1, r;
+	struct cause cause = {{0}};
+	struct session *s = NULL;
+	char *record = NULL;
+	int lock_fd = -1, r = 1;
+	size_t len = 0;
 
 	if (create_detach() < 0)
 		return 1;
 	/* The costly part of a worker's start, done before any session needs it. */
 	worktree_global_init();
-	r = standby_receive(STANDBY_SOCKFD, id, sizeof(id), &lock_fd);
+	s = malloc(sizeof(*s));
+	record = malloc(STANDBY_PAYLOAD_MAX + 1);
+	if (s == NULL || record == NULL)
+		goto out;
+	r = standby_receive(STANDBY_SOCKFD, record, STANDBY_PAYLOAD_MAX + 1, &len, &lock_fd);
 	if (r <= 0) {
 		if (r < 0)
 			log_error("waiting creation worker: %s", strerror(-r));
-		return r < 0 ? 1 : 0; /* 0: agentd-api stopped */
+		r = r < 0 ? 1 : 0; /* 0: agentd-api stopped */
+		goto out;
 	}
 	close(STANDBY_SOCKFD);
+	/* The lock first: whatever happens next, it is where a worker's lock is, and released. */
 	if (lock_fd != CREATE_LOCK_FD && dup2(lock_fd, CREATE_LOCK_FD) < 0) {
-		log_error("worker for %s: cannot keep its lock: %s", id, strerror(errno));
-		create_lock_remove(app, id);
-		return 1;
+		log_error("waiting creation worker: cannot keep its lock: %s", strerror(errno));
+		r = 1;
+		goto out;
 	}
 	if (lock_fd != CREATE_LOCK_FD)
 		close(lock_fd);
-	if (standby_retitle(argv, id) < 0)
-		log_warn("worker for %s: its command line still says " STANDBY_ARG, id);
-	return create_work(app, id);
+	lock_fd = -1;
+	if (store_decode(record, len, s, &cause) < 0) {
+		log_error("waiting creation worker: the session it was given: %s", cause.msg);
+		r = 1; /* its lock file stays: the id is not known to be valid */
+		goto out;
+	}
+	if (standby_retitle(argv, s->id) < 0)
+		log_warn("worker for %s: its command line still says " STANDBY_ARG, s->id);
+	r = create_work(app, s);
+out:
+	if (lock_fd >= 0)
+		close(lock_fd);
+	free(record);
+	free(s);
+	return r;
 }

@@ -1,7 +1,7 @@
 /*
- * Session creation. The request thread records the session as `creating` and hands it to the
- * worker waiting for one (standby.h), or starts a detached worker (this program re-run with
- * --create <id>, via posix_spawn); the worker clones or fetches,
+ * Session creation. The request thread hands the session to the worker waiting for one
+ * (standby.h) and records it as `creating`, or records it and starts a detached worker (this
+ * program re-run with --create <id>, via posix_spawn); the worker clones or fetches,
  * adds the worktree, starts tmux with claude, and moves the record to `running` or to `failed`
  * with a reason a person can act on. The worker holds an flock on <id>.worker for its whole life,
  * so anyone can tell whether it still runs (create_worker_alive).
@@ -14,7 +14,16 @@
 #define CREATE_WAIT_MS 30000 /* how long DELETE waits for a running worker */
 
 /*
- * Starts the worker for s (whose record is written and whose session lock the caller holds).
+ * Hands s to the worker waiting for one (standby.h), before its record is written: the git work
+ * starts while the caller writes it (and holds the session lock, which the worker takes before it
+ * starts claude; a worker that finds no record then stops). Returns 1 when handed over, 0 when
+ * none waits (nothing done: write the record, then create_start), or -errno with cause (the
+ * worker lock is taken: a worker for s still runs).
+ */
+int create_handoff(const struct app *app, const struct session *s, struct cause *cause);
+
+/*
+ * Starts a worker for s (whose record is written and whose session lock the caller holds).
  * Returns 0 or -errno with cause.
  */
 int create_start(const struct app *app, const struct session *s, struct cause *cause);

@@ -126,13 +126,13 @@ void standby_stop(struct standby *sb)
 	free(sb);
 }
 
-int standby_send(int fd, const char *id, int lock_fd)
+int standby_send(int fd, const char *payload, size_t len, int lock_fd)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl = {{0}};
-	struct iovec iov = {.iov_base = (void *)id, .iov_len = strlen(id)};
+	struct iovec iov = {.iov_base = (void *)payload, .iov_len = len};
 	struct msghdr msg = {.msg_iov = &iov,
 			     .msg_iovlen = 1,
 			     .msg_control = ctl.buf,
@@ -140,6 +140,8 @@ int standby_send(int fd, const char *id, int lock_fd)
 	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 	ssize_t n;
 
+	if (len == 0 || len > STANDBY_PAYLOAD_MAX)
+		return -EMSGSIZE;
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
@@ -152,7 +154,7 @@ int standby_send(int fd, const char *id, int lock_fd)
 	return n == (ssize_t)iov.iov_len ? 0 : -EIO;
 }
 
-int standby_handoff(struct standby *sb, const char *id, int lock_fd)
+int standby_handoff(struct standby *sb, const char *payload, size_t len, int lock_fd)
 {
 	int fd, r;
 
@@ -165,20 +167,19 @@ int standby_handoff(struct standby *sb, const char *id, int lock_fd)
 	pthread_mutex_unlock(&sb->mu);
 	if (fd < 0)
 		return -EAGAIN;
-	r = standby_send(fd, id, lock_fd);
+	r = standby_send(fd, payload, len, lock_fd);
 	close(fd);
 	/* EPIPE and its kin: the worker died waiting; the caller starts one itself. */
 	return r < 0 ? -EAGAIN : 0;
 }
 
-int standby_receive(int fd, char *id, size_t idlen, int *lock_fd)
+int standby_receive(int fd, char *buf, size_t buflen, size_t *len, int *lock_fd)
 {
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))]; /* room to see a second fd, and refuse it */
 		struct cmsghdr align;
 	} ctl;
-	char buf[SESSION_ID_MAX + 2];
-	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+	struct iovec iov = {.iov_base = buf, .iov_len = buflen};
 	struct msghdr msg = {.msg_iov = &iov,
 			     .msg_iovlen = 1,
 			     .msg_control = ctl.buf,
@@ -209,13 +210,12 @@ int standby_receive(int fd, char *id, size_t idlen, int *lock_fd)
 	}
 	if (n == 0 && nfds == 0)
 		return 0; /* the API's end closed */
-	if (nfds != 1 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n >= idlen ||
-	    (size_t)n > SESSION_ID_MAX)
+	/* The payload must fit with a byte to spare: a full buffer may be a cut message. */
+	if (nfds != 1 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || n == 0 ||
+	    (size_t)n >= buflen)
 		goto bad;
-	memcpy(id, buf, (size_t)n);
-	id[n] = '\0';
-	if (!session_id_valid(id))
-		goto bad;
+	buf[n] = '\0';
+	*len = (size_t)n;
 	*lock_fd = fds[0];
 	return 1;
 bad:

@@ -76,3 +76,28 @@ assert_status "delete one at the limit: 200" 200
 create acme widgets 16
 assert_status "after a delete there is room again: 201" 201
 assert_state "the new session becomes running" widgets-16 running 15
+
+# --- a record that cannot be written --------------------------------------------------------------
+# The waiting worker gets the session before its record is written; when the write fails (here:
+# its directory made immutable once the lock file exists), the POST answers 500 and the worker,
+# finding no record, starts no claude.
+api DELETE /sessions/widgets-16
+assert_status "make room: 200" 200
+SESS=$T/state/sessions
+touch "$SESS/widgets-30.lock"
+if chattr +i "$SESS" 2>"$T/chattr.err"; then
+	create acme widgets 30
+	chattr -i "$SESS"
+	assert_status "a record that cannot be written: 500" 500
+	assert_json "its error says store_error" '.code' '"store_error"'
+	check "the worker it was handed to says so" wait_for 15 grep -q \
+		"the record of widgets-30 is missing; claude not started" "$T/logs/up.log"
+	check_not "no tmux session for it" tmux_has widgets-30
+	get_session widgets-30
+	assert_status "no record for it: 404" 404
+	create acme widgets 30
+	assert_status "once the store can be written, the same POST creates it: 201" 201
+	assert_state "and it runs (in the worktree the first attempt made)" widgets-30 running 15
+else
+	fail "chattr +i on the records dir (needed to make a record write fail)" "$(cat "$T/chattr.err")"
+fi

@@ -1,8 +1,9 @@
 /*
- * standby: the message that hands a session to the waiting creation worker (an id and exactly
- * one fd, the worker lock, over a SOCK_SEQPACKET pair), scripted from the other end, and the
- * rewrite of the waiting worker's command line. The keeper itself (a real worker started and
- * handed sessions) is tested by the integration suites: every creation goes through it.
+ * standby: the message that hands a session to the waiting creation worker (a payload, the
+ * session's record, and exactly one fd, the worker lock, over a SOCK_SEQPACKET pair), scripted
+ * from the other end, and the rewrite of the waiting worker's command line. The keeper itself (a
+ * real worker started and handed sessions) is tested by the integration suites: every creation goes
+ * through it.
  */
 #include "standby.h"
 
@@ -84,15 +85,19 @@ static void send_raw(const void *buf, size_t len, int fd, int nfds)
 	cr_assert_eq(sendmsg(pair[0], &msg, MSG_NOSIGNAL), (ssize_t)len);
 }
 
+static char buf[STANDBY_PAYLOAD_MAX + 1];
+static size_t len;
+
 Test(standby, the_lock_travels_and_stays_held_by_the_receiver_alone)
 {
-	char id[SESSION_ID_MAX + 1];
+	static const char record[] = "{\"id\":\"big-3\"}";
 	int fd = locked_fd(), got = -1;
 
-	cr_assert_eq(standby_send(pair[0], "big-3", fd), 0);
-	close(fd); /* as create_start does once handed over */
-	cr_assert_eq(standby_receive(pair[1], id, sizeof(id), &got), 1);
-	cr_assert_str_eq(id, "big-3");
+	cr_assert_eq(standby_send(pair[0], record, strlen(record), fd), 0);
+	close(fd); /* as create_handoff does once handed over */
+	cr_assert_eq(standby_receive(pair[1], buf, sizeof(buf), &len, &got), 1);
+	cr_assert_eq(len, strlen(record));
+	cr_assert_str_eq(buf, record, "the payload whole, NUL-terminated");
 	cr_assert_geq(got, 0);
 	cr_assert(fcntl(got, F_GETFD) & FD_CLOEXEC, "the received lock is close-on-exec");
 	cr_assert(lock_held(), "the receiver holds the lock the sender took");
@@ -102,12 +107,11 @@ Test(standby, the_lock_travels_and_stays_held_by_the_receiver_alone)
 
 Test(standby, the_end_of_the_api_is_an_end_not_an_error)
 {
-	char id[SESSION_ID_MAX + 1];
 	int got = -1;
 
 	close(pair[0]);
 	pair[0] = -1;
-	cr_assert_eq(standby_receive(pair[1], id, sizeof(id), &got), 0);
+	cr_assert_eq(standby_receive(pair[1], buf, sizeof(buf), &len, &got), 0);
 	cr_assert_eq(got, -1);
 }
 
@@ -117,49 +121,58 @@ Test(standby, sending_to_a_dead_worker_fails_and_keeps_the_lock_ours)
 
 	close(pair[1]);
 	pair[1] = -1;
-	cr_assert_eq(standby_send(pair[0], "big-3", fd), -EPIPE);
+	cr_assert_eq(standby_send(pair[0], "big-3", 5, fd), -EPIPE);
 	cr_assert(lock_held());
 	close(fd);
 }
 
 /* Each malformed message is refused with -EPROTO, and every fd it carried is closed. */
-static void refused(const char *what, const void *buf, size_t len, int nfds)
+static void refused(const char *what, const void *raw, size_t rawlen, int nfds, size_t room)
 {
-	char id[SESSION_ID_MAX + 1];
 	int fd = locked_fd(), got = -1;
 
-	send_raw(buf, len, fd, nfds);
+	send_raw(raw, rawlen, fd, nfds);
 	close(fd);
-	cr_assert_eq(standby_receive(pair[1], id, sizeof(id), &got), -EPROTO, "%s", what);
+	cr_assert_eq(standby_receive(pair[1], buf, room, &len, &got), -EPROTO, "%s", what);
 	cr_assert_eq(got, -1, "%s", what);
 	cr_assert_not(lock_held(), "%s: no fd of it stays open", what);
 }
 
 Test(standby, malformed_messages_are_refused_and_their_fds_closed)
 {
-	char longid[SESSION_ID_MAX + 2];
+	refused("no fd", "big-3", 5, 0, sizeof(buf));
+	refused("two fds", "big-3", 5, 2, sizeof(buf));
+	refused("three fds", "big-3", 5, 3, sizeof(buf));
+	refused("an empty payload", "", 0, 1, sizeof(buf));
+	refused("a payload cut short", "0123456789", 10, 1, 8);
+	refused("a payload that fills the buffer (maybe cut)", "01234567", 8, 1, 8);
+}
 
-	memset(longid, 'a', sizeof(longid));
-	refused("no fd", "big-3", 5, 0);
-	refused("two fds", "big-3", 5, 2);
-	refused("three fds", "big-3", 5, 3);
-	refused("an empty id", "", 0, 1);
-	refused("an id with a slash", "../x-1", 6, 1);
-	refused("an id with a NUL", "big\0-3", 6, 1);
-	refused("an id too long", longid, sizeof(longid), 1);
+Test(standby, the_sender_refuses_what_the_receiver_would)
+{
+	static char big[STANDBY_PAYLOAD_MAX + 1];
+	int fd = locked_fd();
+
+	memset(big, 'x', sizeof(big));
+	cr_assert_eq(standby_send(pair[0], big, 0, fd), -EMSGSIZE);
+	cr_assert_eq(standby_send(pair[0], big, sizeof(big), fd), -EMSGSIZE);
+	cr_assert_eq(standby_send(pair[0], big, STANDBY_PAYLOAD_MAX, fd), 0, "the largest fits");
+	close(fd);
+	cr_assert_eq(standby_receive(pair[1], buf, sizeof(buf), &len, &fd), 1);
+	cr_assert_eq(len, STANDBY_PAYLOAD_MAX);
+	close(fd);
 }
 
 Test(standby, a_valid_message_after_a_refused_one_still_arrives)
 {
-	char id[SESSION_ID_MAX + 1];
 	int fd = locked_fd(), got = -1;
 
 	send_raw("nope", 4, fd, 0);
-	cr_assert_eq(standby_send(pair[0], "big-30", fd), 0);
+	cr_assert_eq(standby_send(pair[0], "big-30", 6, fd), 0);
 	close(fd);
-	cr_assert_eq(standby_receive(pair[1], id, sizeof(id), &got), -EPROTO);
-	cr_assert_eq(standby_receive(pair[1], id, sizeof(id), &got), 1);
-	cr_assert_str_eq(id, "big-30");
+	cr_assert_eq(standby_receive(pair[1], buf, sizeof(buf), &len, &got), -EPROTO);
+	cr_assert_eq(standby_receive(pair[1], buf, sizeof(buf), &len, &got), 1);
+	cr_assert_str_eq(buf, "big-30");
 	close(got);
 }
 
