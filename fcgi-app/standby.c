@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,7 @@ static void *standby_keeper(void *arg)
 struct standby *standby_start(const struct app *app)
 {
 	struct standby *sb = calloc(1, sizeof(*sb));
+	sigset_t all, old;
 	int e;
 
 	if (sb == NULL)
@@ -102,7 +104,13 @@ struct standby *standby_start(const struct app *app)
 	sb->fd = -1;
 	pthread_mutex_init(&sb->mu, NULL);
 	pthread_cond_init(&sb->cv, NULL);
-	if ((e = pthread_create(&sb->thread, NULL, standby_keeper, sb)) != 0) {
+	/* The keeper takes no signal: SIGTERM is for the main thread's sigwait, whenever this is
+	 * called. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	e = pthread_create(&sb->thread, NULL, standby_keeper, sb);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e != 0) {
 		pthread_cond_destroy(&sb->cv);
 		pthread_mutex_destroy(&sb->mu);
 		free(sb);
