@@ -52,37 +52,58 @@ static int wt_name_for(const char *branch, char *out, size_t outlen)
 	return 0;
 }
 
-/* Whether the HEAD file of worktree name (in repo's common dir) is the symbolic ref refname:
- * "ref: <refname>", then only white space. Read as a file: opening the worktree as a
- * repository to ask the same (config files and all) cost a few hundred system calls per
- * worktree on every creation. */
-static bool wt_head_is(git_repository *repo, const char *name, const char *refname)
+/* Reads the admin file leaf of worktree name (in repo's common dir) into text, white space at
+ * the end cut. Returns its length, or -1. */
+static ssize_t wt_admin_read(git_repository *repo, const char *name, const char *leaf, char *text,
+			     size_t len)
 {
-	static const char prefix[] = "ref: ";
-	char path[WORKTREE_PATH_MAX + WT_NAME_MAX + sizeof("/worktrees//HEAD")];
-	char text[GITREPO_REF_MAX + sizeof(prefix) + 2];
-	size_t n, len = strlen(refname);
+	char path[WORKTREE_PATH_MAX + WT_NAME_MAX + sizeof("/worktrees//gitdir")];
+	size_t n;
 	FILE *f;
 
-	if (snprintf(path, sizeof(path), "%sworktrees/%s/HEAD", git_repository_commondir(repo),
-		     name) >= (int)sizeof(path) ||
+	if (snprintf(path, sizeof(path), "%sworktrees/%s/%s", git_repository_commondir(repo), name,
+		     leaf) >= (int)sizeof(path) ||
 	    (f = fopen(path, "re")) == NULL)
-		return false;
-	n = fread(text, 1, sizeof(text) - 1, f);
+		return -1;
+	n = fread(text, 1, len - 1, f);
 	fclose(f);
 	text[n] = '\0';
 	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' ' ||
 			 text[n - 1] == '\t'))
 		text[--n] = '\0';
-	return n == sizeof(prefix) - 1 + len && strncmp(text, prefix, sizeof(prefix) - 1) == 0 &&
+	return (ssize_t)n;
+}
+
+/* Whether the HEAD file of worktree name is the symbolic ref refname: "ref: <refname>". Read as
+ * a file: opening the worktree as a repository to ask the same (config files and all) cost a few
+ * hundred system calls per worktree on every creation. */
+static bool wt_head_is(git_repository *repo, const char *name, const char *refname)
+{
+	static const char prefix[] = "ref: ";
+	char text[GITREPO_REF_MAX + sizeof(prefix) + 2];
+	ssize_t n = wt_admin_read(repo, name, "HEAD", text, sizeof(text));
+
+	return n == (ssize_t)(sizeof(prefix) - 1 + strlen(refname)) &&
+	       strncmp(text, prefix, sizeof(prefix) - 1) == 0 &&
 	       strcmp(text + sizeof(prefix) - 1, refname) == 0;
+}
+
+/* Whether worktree name's checkout may be gone: its gitdir file does not name an existing
+ * <worktree>/.git (git worktree prune's test; libgit2's validation then decides). */
+static bool wt_maybe_stale(git_repository *repo, const char *name)
+{
+	char text[WORKTREE_PATH_MAX + 8];
+	struct stat st;
+
+	return wt_admin_read(repo, name, "gitdir", text, sizeof(text)) <= 0 || stat(text, &st) < 0;
 }
 
 /*
  * One pass over repo's worktrees: drops the metadata of those whose directory is gone (as `git
  * worktree prune` does: they would keep their branch "checked out" for ever; locked ones are
  * kept), and finds the one that has refname checked out, writing its path. Returns 1, or 0 when
- * none. One pass, because each worktree's lookup costs dozens of system calls, on every creation.
+ * none. It runs on every creation, over every worktree of the clone: one pass, and libgit2's
+ * lookup only where the admin files say it is needed.
  */
 static int wt_prune_and_find(git_repository *repo, const char *refname, char *out, size_t outlen)
 {
@@ -94,14 +115,18 @@ static int wt_prune_and_find(git_repository *repo, const char *refname, char *ou
 	if (git_worktree_list(&names, repo) < 0)
 		return 0;
 	for (size_t i = 0; i < names.count; i++) {
+		bool mine = !found && wt_head_is(repo, names.strings[i], refname);
 		git_worktree *wt = NULL;
 
-		if (git_worktree_lookup(&wt, repo, names.strings[i]) < 0)
+		/* libgit2's lookup (dozens of system calls) only for the one on refname and those
+		 * that may be stale: two small file reads tell the rest apart. */
+		if ((!mine && !wt_maybe_stale(repo, names.strings[i])) ||
+		    git_worktree_lookup(&wt, repo, names.strings[i]) < 0)
 			continue;
 		/* Without PRUNE_VALID/LOCKED, prune refuses a worktree that still exists. */
 		if (git_worktree_validate(wt) != 0) {
 			git_worktree_prune(wt, &po);
-		} else if (!found && wt_head_is(repo, names.strings[i], refname)) {
+		} else if (mine) {
 			snprintf(out, outlen, "%s", git_worktree_path(wt));
 			found = 1;
 		}
