@@ -234,7 +234,8 @@ int tmux_write_conf(const struct tmux *t, struct cause *cause)
 
 	/* remain-on-exit keeps a dead agent's last screen; exit-empty off keeps the server (and so
 	 * the socket the bridge attaches to) alive with zero sessions; the hooks tell agentd-api
-	 * at once when an agent dies or a session goes (tmux_wait). No prefix key and no key
+	 * at once when an agent dies or a session goes (tmux_wait); of a new pane, whoever made it
+	 * tells (tmux_signal). No prefix key and no key
 	 * bindings: the server runs as root, and a terminal client's C-b c would open a root shell
 	 * (or C-b : run any tmux command); every key goes to the agent. */
 	n = snprintf(text, sizeof(text),
@@ -249,9 +250,8 @@ int tmux_write_conf(const struct tmux *t, struct cause *cause)
 		     "set -g default-terminal tmux-256color\n"
 		     "set -g window-size latest\n"
 		     "set-hook -g pane-died \"%s\"\n"
-		     "set-hook -g session-created \"%s\"\n"
 		     "set-hook -g session-closed \"%s\"\n",
-		     TMUX_HISTORY_LIMIT, TMUX_HOOK_COMMAND, TMUX_HOOK_COMMAND, TMUX_HOOK_COMMAND);
+		     TMUX_HISTORY_LIMIT, TMUX_HOOK_COMMAND, TMUX_HOOK_COMMAND);
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return cause_fail(cause, ENAMETOOLONG, "tmux config too long");
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", t->conf) >= (int)sizeof(tmp))
@@ -718,20 +718,24 @@ static bool tmux_no_server(const char *out)
 
 int tmux_install_hooks(const struct tmux *t, struct cause *cause)
 {
-	static const char *const hooks[] = {"pane-died", "session-created", "session-closed"};
+	static const char *const hooks[] = {"pane-died", "session-closed"};
 	struct tmux_cmd c;
 	char out[1024];
 	int r;
 
 	tmux_cmd_init(&c, t);
 	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
-		if (i > 0)
-			tmux_raw(&c, ";");
 		tmux_raw(&c, "set-hook");
 		tmux_raw(&c, "-g");
 		tmux_raw(&c, hooks[i]);
 		tmux_raw(&c, TMUX_HOOK_COMMAND);
+		tmux_raw(&c, ";");
 	}
+	/* An older agentd's server also woke the watcher on session-created: each creation then
+	 * paid for a pass, while the record still said creating, that the pass ignores. */
+	tmux_raw(&c, "set-hook");
+	tmux_raw(&c, "-gu");
+	tmux_raw(&c, "session-created");
 	r = tmux_exec(&c, out, sizeof(out), cause);
 	if (r == 1)
 		return tmux_no_server(out) ? -ENOENT : -EIO;

@@ -146,10 +146,9 @@ int tmux_server_pid(const struct tmux *t, struct cause *cause);
 int tmux_server_running(const struct tmux *t);
 
 /*
- * Sets the global hooks pane-died, session-created and session-closed to `wait-for -S
- * TMUX_CHANNEL` on the running
- * server (one that was started before they were in the config file). Returns 0, -ENOENT when no
- * server runs, or -errno with cause.
+ * Sets the global hooks pane-died and session-closed to `wait-for -S TMUX_CHANNEL` on the
+ * running server (one that was started before they were in the config file), and unsets an older
+ * agentd's session-created hook. Returns 0, -ENOENT when no server runs, or -errno with cause.
  */
 int tmux_install_hooks(const struct tmux *t, struct cause *cause);
 

@@ -13,7 +13,9 @@
 #include "session.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <git2.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,13 +337,88 @@ static bool wt_filters_possible(const struct gitrepo *r, git_reference *br)
 	return found;
 }
 
+/* Writes text to the new file dir/leaf (0644 less the umask), as git writes a worktree's admin
+ * files. Returns 0 or -errno. */
+static int wt_write_new(const char *dir, const char *leaf, const char *text)
+{
+	char path[WORKTREE_PATH_MAX + WT_NAME_MAX + 32];
+	size_t len = strlen(text);
+	ssize_t n;
+	int fd, r = 0;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, leaf) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, len);
+	if (n != (ssize_t)len)
+		r = n < 0 ? -errno : -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+/*
+ * Makes the worktree name of r at path on branch br, as git_worktree_add does (the files of
+ * gitrepository-layout(5): <common>/worktrees/<name>/{gitdir,commondir,HEAD} and <path>/.git),
+ * then checks br out with co. Not git_worktree_add itself: libgit2 1.5 first asks whether the
+ * branch is checked out anywhere by opening every worktree of the clone as a repository, about a
+ * hundred system calls each on every creation, and wt_branch_free has answered that already.
+ * Returns 0 or -errno with cause (what it made is wt_undo_add's to remove).
+ */
+static int wt_add(const struct gitrepo *r, const char *name, const char *path, git_reference *br,
+		  const git_checkout_options *co, struct cause *cause)
+{
+	char admin[WORKTREE_PATH_MAX + WT_NAME_MAX + 16], wd[PATH_MAX],
+	    text[PATH_MAX + GITREPO_REF_MAX + 16];
+	const char *common = git_repository_commondir(r->git); /* absolute, ends with '/' */
+	git_repository *wt = NULL;
+	int rc = 0;
+
+	if (snprintf(admin, sizeof(admin), "%sworktrees", common) >= (int)sizeof(admin))
+		rc = -ENAMETOOLONG;
+	else if (mkdir(admin, 0755) < 0 && errno != EEXIST)
+		rc = -errno;
+	else if (snprintf(admin, sizeof(admin), "%sworktrees/%s", common, name) >=
+		 (int)sizeof(admin))
+		rc = -ENAMETOOLONG;
+	else if (mkdir(admin, 0755) < 0 || mkdir(path, 0755) < 0 || realpath(path, wd) == NULL)
+		rc = -errno;
+	if (rc == 0) {
+		snprintf(text, sizeof(text), "gitdir: %s\n", admin);
+		rc = wt_write_new(wd, ".git", text);
+	}
+	if (rc == 0) {
+		snprintf(text, sizeof(text), "%s\n", common);
+		rc = wt_write_new(admin, "commondir", text);
+	}
+	if (rc == 0) {
+		snprintf(text, sizeof(text), "%s/.git\n", wd);
+		rc = wt_write_new(admin, "gitdir", text);
+	}
+	if (rc == 0) {
+		snprintf(text, sizeof(text), "ref: %s\n", git_reference_name(br));
+		rc = wt_write_new(admin, "HEAD", text);
+	}
+	if (rc < 0)
+		return cause_fail(cause, rc, "cannot add worktree %s of %s: %s", path, r->label,
+				  strerror(-rc));
+	if ((rc = git_repository_open(&wt, path)) == 0)
+		rc = git_checkout_head(wt, co);
+	git_repository_free(wt);
+	if (rc < 0)
+		return cause_fail(cause, gitrepo_errno(rc), "cannot check out %s in %s: %s",
+				  git_reference_name(br), path, gitrepo_msg());
+	return 0;
+}
+
 static int wt_create(const struct gitrepo *r, const char *path, const char *branch,
 		     struct cause *cause)
 {
 	char name[WT_NAME_MAX];
-	git_worktree_add_options wo;
+	git_checkout_options co;
 	git_reference *br = NULL;
-	git_worktree *wt = NULL;
 	bool created = false;
 	int rc;
 
@@ -362,16 +439,11 @@ static int wt_create(const struct gitrepo *r, const char *path, const char *bran
 				strerror(-rc));
 		goto fail;
 	}
-	git_worktree_add_options_init(&wo, GIT_WORKTREE_ADD_OPTIONS_VERSION);
-	wo.ref = br;
-	wo.checkout_options.disable_filters = !wt_filters_possible(r, br);
-	rc = git_worktree_add(&wt, r->git, name, path, &wo);
-	if (rc < 0) {
-		rc = cause_fail(cause, gitrepo_errno(rc), "cannot add worktree %s of %s on %s: %s",
-				path, r->label, branch, gitrepo_msg());
+	/* As git_worktree_add's default: a safe checkout of the new worktree's HEAD. */
+	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	co.disable_filters = !wt_filters_possible(r, br);
+	if ((rc = wt_add(r, name, path, br, &co, cause)) < 0)
 		goto fail;
-	}
-	git_worktree_free(wt);
 	git_reference_free(br);
 	return 0;
 fail:

@@ -6,14 +6,18 @@
  *  - the worker runs a pass (recovery_pass), then sleeps in poll(2) on a pidfd of every live pane
  *    process and of the tmux server, and on a pipe the waiter writes to; it wakes when any of
  *    them says something, and at least every RECOVERY_INTERVAL_S.
- *  - the waiter blocks in `tmux wait-for TMUX_CHANNEL`, which the server's pane-died,
- *    session-created and session-closed hooks signal, and writes to the pipe when it returns.
+ *  - the waiter blocks in `tmux wait-for TMUX_CHANNEL`, which the server's pane-died and
+ *    session-closed hooks signal, and so does whoever starts a pane (the creation worker once
+ *    the record says running, a restart or mode switch: tmux_signal), and writes to the pipe
+ *    when it returns.
  *
  * Both are needed on tmux 3.3a: a pane's process can end without pane-died firing (tmux reaps it
  * only when the next child exits), which its pidfd still reports; and a session killed behind our
- * back, or a new pane, is news only the hooks bring. The hooks are in the config file of every
- * server agentd-api starts; the waiter installs them again on a server it finds (one started by
- * an older agentd). Without a server it looks for one every WATCH_RETRY_MS.
+ * back is news only the hooks bring. No session-created hook: it fired while the record still
+ * said creating, for a pass that ignores such a session, on the way of every creation. The hooks
+ * are in the config file of every server agentd-api starts; the waiter installs them again on a
+ * server it finds (one started by an older agentd). Without a server it looks for one every
+ * WATCH_RETRY_MS.
  */
 #ifndef AGENTD_WATCH_H
 #define AGENTD_WATCH_H

@@ -814,7 +814,7 @@ static void wait_dead(const char *name, struct tmux_info *st)
 
 Test(tmux, conf_installs_the_hooks)
 {
-	const char *hooks[] = {"pane-died", "session-created", "session-closed"};
+	const char *hooks[] = {"pane-died", "session-closed"};
 	struct cause c = {{0}};
 	char out[512];
 
@@ -824,8 +824,12 @@ Test(tmux, conf_installs_the_hooks)
 		cr_assert_not_null(strstr(out, "wait-for -S " TMUX_CHANNEL), "%s: %s", hooks[i],
 				   out);
 	}
-	/* session-created fires reliably: the channel works end to end. */
+	/* A new session wakes nobody (its maker signals once its record says running)... */
+	tmux_cmd(out, sizeof(out), "show-hooks", "-g", "session-created", NULL);
+	cr_assert_null(strstr(out, TMUX_CHANNEL), "session-created: %s", out);
+	/* ...its end does: the channel works end to end. */
 	new_sleeper("hooked-1", NULL);
+	tmux_cmd(out, sizeof(out), "kill-session", "-t", "=hooked-1", NULL);
 	cr_assert_eq(tmux_wait(&tm, &c), 0, "%s", c.msg);
 }
 
@@ -894,8 +898,6 @@ Test(tmux, session_closed_signals)
 	start();
 	fill_meta(&m, "gone-1", "");
 	new_sleeper("gone-1", &m);
-	/* session-created signalled first; a second signal before a wait would cancel it. */
-	cr_assert_eq(tmux_wait(&tm, &c), 0, "%s", c.msg);
 	cr_assert_eq(tmux_kill_session(&tm, "gone-1", "gone-1", &c), 0, "%s", c.msg);
 	cr_assert_eq(tmux_wait(&tm, &c), 0, "session-closed signalled: %s", c.msg);
 }
@@ -923,11 +925,17 @@ Test(tmux, install_hooks_on_a_server_without_them)
 	/* A server started without our config file, as by an older agentd. */
 	cr_assert_eq(proc_run(argv, &opts, out, sizeof(out), &status), 0);
 	cr_assert_eq(status, 0, "%s", out);
+	/* An older agentd's hook on session-created is taken away. */
+	tmux_cmd(out, sizeof(out), "set-hook", "-g", "session-created", "wait-for -S " TMUX_CHANNEL,
+		 NULL);
 	cr_assert_eq(tmux_install_hooks(&tm, &c), 0, "%s", c.msg);
 	tmux_cmd(out, sizeof(out), "show-hooks", "-g", "pane-died", NULL);
 	cr_assert_not_null(strstr(out, "wait-for -S " TMUX_CHANNEL), "%s", out);
-	new_sleeper("late-1", NULL); /* session-created */
-	cr_assert_eq(tmux_wait(&tm, &c), 0, "%s", c.msg);
+	tmux_cmd(out, sizeof(out), "show-hooks", "-g", "session-created", NULL);
+	cr_assert_null(strstr(out, TMUX_CHANNEL), "session-created: %s", out);
+	new_sleeper("late-1", NULL);
+	tmux_cmd(out, sizeof(out), "kill-session", "-t", "=late-1", NULL);
+	cr_assert_eq(tmux_wait(&tm, &c), 0, "session-closed: %s", c.msg);
 }
 
 Test(tmux, wait_without_server_or_when_it_dies)

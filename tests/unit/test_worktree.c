@@ -38,6 +38,28 @@ Test(worktree, clone_and_add_on_new_branch_from_default)
 	cr_assert_eq(worktree_is_dirty(path, NULL), 0);
 }
 
+/* worktree_add writes the admin files itself (not git_worktree_add): git must know the worktree
+ * as its own, with a clean index whose stat data is current, on the branch. */
+Test(worktree, git_itself_knows_the_worktree)
+{
+	char path[P_MAX];
+	git_oid a, b;
+
+	ensure();
+	add(9, path);
+	GIT(path, "update-index", "--refresh"); /* fails on an entry that needs an update */
+	GIT(path, "diff", "--quiet");
+	GIT(path, "diff", "--cached", "--quiet");
+	GIT(fx.bare, "worktree", "lock", path); /* finds it by its path */
+	GIT(fx.bare, "worktree", "unlock", path);
+	GIT(path, "commit", "-q", "--allow-empty", "-m", "on the branch");
+	a = ref_oid(fx.bare, "refs/heads/feat/issue-9");
+	b = ref_oid(path, "HEAD");
+	cr_assert(git_oid_equal(&a, &b), "a commit in the worktree moves its branch");
+	GIT(fx.bare, "worktree", "remove", path);
+	cr_assert_not(exists(path));
+}
+
 Test(worktree, add_from_origin_branch_when_no_local_branch)
 {
 	char path[P_MAX];
