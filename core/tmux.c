@@ -1,5 +1,6 @@
 #include "tmux.h"
 
+#include "fsutil.h"
 #include "proc.h"
 
 #include <json-c/json.h>
@@ -228,9 +229,8 @@ int tmux_init(struct tmux *t, const struct config *cfg)
 
 int tmux_write_conf(const struct tmux *t, struct cause *cause)
 {
-	char tmp[CONFIG_PATH_MAX + 8];
 	char text[1024];
-	int fd, n, r = 0;
+	int n, r;
 
 	/* remain-on-exit keeps a dead agent's last screen; exit-empty off keeps the server (and so
 	 * the socket the bridge attaches to) alive with zero sessions; the hooks tell agentd-api
@@ -254,21 +254,8 @@ int tmux_write_conf(const struct tmux *t, struct cause *cause)
 		     TMUX_HISTORY_LIMIT, TMUX_HOOK_COMMAND, TMUX_HOOK_COMMAND);
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return cause_fail(cause, ENAMETOOLONG, "tmux config too long");
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", t->conf) >= (int)sizeof(tmp))
-		return cause_fail(cause, ENAMETOOLONG, "tmux config path too long");
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return cause_fail(cause, errno, "cannot write %s: %s", tmp, strerror(errno));
-	if (write(fd, text, (size_t)n) != n || fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, t->conf) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
+	if ((r = fsutil_write_atomic(t->conf, text, 0640, true)) < 0)
 		return cause_fail(cause, -r, "cannot write %s: %s", t->conf, strerror(-r));
-	}
 	return 0;
 }
 

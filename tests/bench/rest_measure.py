@@ -3,7 +3,8 @@
 
   rest_measure.py create CONFIG.json OUT.json
   rest_measure.py ours CONFIG.json RUNS.json        only ours, keeping the client's timestamps
-  rest_measure.py phases RUNS.json SCHED.txt EXE    phases of those runs from `perf script`
+  rest_measure.py phases RUNS.json SCHED.txt EXE API_PID
+                                                    phases of those runs from `perf script`
 
 Measures, interleaved (ours then baseline, baseline then ours, ...), for each issue of the
 CONFIG's lists:
@@ -248,11 +249,14 @@ def cmd_ours(cfg_path, out_path):
 SCHED = re.compile(r"^\s*(\S.*?)\s+(\d+)/(\d+)\s+([\d.]+):\s+sched:(\w+):\s+(.*)$")
 
 
-def cmd_phases(runs_path, sched_path, exe):
+def cmd_phases(runs_path, sched_path, exe, api_pid):
     """Splits each creation into phases from `perf script` of the sched:sched_process_{exec,
-    fork,exit} events (perf record -k CLOCK_MONOTONIC, the clock of time.perf_counter)."""
+    fork,exit} events (perf record -k CLOCK_MONOTONIC, the clock of time.perf_counter). The
+    worker is started ahead of need (fcgi-app/standby.c): what marks a creation is its one tmux
+    command (new-session with its options), run by a process other than agentd-api itself."""
     with open(runs_path, encoding="utf-8") as f:
         runs = json.load(f)
+    api_pid = int(api_pid)
     events = []
     with open(sched_path, encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -260,56 +264,41 @@ def cmd_phases(runs_path, sched_path, exe):
             if m:
                 events.append((float(m.group(4)), int(m.group(2)), m.group(5), m.group(6)))
     events.sort()
-    children = collections.defaultdict(list)
+    parent = {}
     for t, pid, ev, rest in events:
         if ev == "sched_process_fork":
             c = re.search(r"child_pid=(\d+)", rest)
             if c:
-                children[pid].append((t, int(c.group(1))))
-    # The worker runs one tmux command (new-session with its options), then writes the record;
-    # a tmux run after that (wait-for -S, the liveness signal) is off the measured path.
-    names = ["POST -> worker exec", "worker exec -> fork", "git (init, lock, fetch, add)",
-             "tmux new-session", "record written -> client sees running"]
+                parent[int(c.group(1))] = pid
+    exits = {pid: t for t, pid, ev, rest in events if ev == "sched_process_exit"}
+    names = ["POST -> tmux new-session (handoff, fetch, checkout)", "tmux new-session",
+             "tmux done -> client sees running"]
     table = collections.defaultdict(list)
-    used = set()
+    used, started = set(), 0
     for run in runs:
         t0, t1 = run["t0"], run["t_running"]
-        wexec = next(((t, pid) for t, pid, ev, rest in events
-                      if ev == "sched_process_exec" and t0 <= t <= t1 and pid not in used
-                      and rest.startswith("filename=" + exe + " ")), None)
-        if wexec is None:
-            print("# phases: no worker exec found for a run", flush=True)
+        if any(ev == "sched_process_exec" and t0 <= t <= t1
+               and rest.startswith("filename=" + exe + " ") for t, pid, ev, rest in events):
+            started += 1  # no worker was waiting: the POST started one
+        tm = next(((t, pid) for t, pid, ev, rest in events
+                   if ev == "sched_process_exec" and t0 <= t <= t1 and pid not in used
+                   and "tmux" in rest.split()[0] and parent.get(pid) not in (None, api_pid)),
+                  None)
+        if tm is None:
+            print("# phases: no tmux new-session found for a run", flush=True)
             continue
-        used.add(wexec[1])
-        forks = [c for c in children[wexec[1]] if c[0] >= wexec[0]]
-        if not forks:
-            continue
-        tfork, worker = forks[0]
-        tree, todo = {worker}, [worker]
-        while todo:
-            p = todo.pop()
-            for _, c in children[p]:
-                if c not in tree:
-                    tree.add(c)
-                    todo.append(c)
-        tm_exec = [(t, pid) for t, pid, ev, rest in events if ev == "sched_process_exec"
-                   and pid in tree and pid != worker and "tmux" in rest.split()[0]]
-        tm_exit = {pid: t for t, pid, ev, rest in events if ev == "sched_process_exit"
-                   and pid in tree}
-        if not tm_exec:
-            continue
-        marks = [t0, wexec[0], tfork, tm_exec[0][0], tm_exit.get(tm_exec[0][1], tm_exec[0][0])]
-        # Then the worker writes the record (and patches the list view); the next poll sees it.
-        marks.append(t1)
+        used.add(tm[1])
+        marks = [t0, tm[0], min(exits.get(tm[1], tm[0]), t1), t1]
         for i, name in enumerate(names):
             table[name].append((marks[i + 1] - marks[i]) * 1000)
         table["total (POST -> running seen)"].append((t1 - t0) * 1000)
         table["POST answered"].append((run["t_post"] - t0) * 1000)
     n = len(table["total (POST -> running seen)"])
-    print("phases of our creations (median of %d, ms; from sched exec/fork/exit events):" % n)
+    print("phases of our creations (median of %d, ms; from sched exec/fork/exit events; %d of "
+          "them started a worker, the others had one waiting):" % (n, started))
     for name in names + ["total (POST -> running seen)", "POST answered"]:
         if table[name]:
-            print("    %-40s %7.1f" % (name, median(table[name])))
+            print("    %-52s %7.1f" % (name, median(table[name])))
     return 0 if n else 1
 
 
@@ -318,8 +307,8 @@ def main():
         return cmd_create(sys.argv[2], sys.argv[3])
     if len(sys.argv) == 4 and sys.argv[1] == "ours":
         return cmd_ours(sys.argv[2], sys.argv[3])
-    if len(sys.argv) == 5 and sys.argv[1] == "phases":
-        return cmd_phases(sys.argv[2], sys.argv[3], sys.argv[4])
+    if len(sys.argv) == 6 and sys.argv[1] == "phases":
+        return cmd_phases(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     sys.stderr.write(__doc__)
     return 2
 

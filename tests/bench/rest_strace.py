@@ -6,7 +6,8 @@ sessions (python3 standard library only).
 
 Prints, per session created: the programs agentd-api and its children executed (tmux
 subcommands, the creation worker), and the system calls made by each kind of process (request
-threads, creation worker, tmux clients), the most frequent first. Counts are exact; strace's times
+threads, creation worker, tmux clients), the most frequent first. A creation's worker was started
+ahead of need, for the next one: the counts per session hold once the first was traced. Counts are exact; strace's times
 are not (ptrace slows every call), so none are printed.
 """
 
@@ -25,8 +26,9 @@ WORD = re.compile(r'"((?:[^"\\]|\\.)*)"')
 def kind_of(exe, argv):
     """A short name for what a process runs: "tmux new-session", "worker", ..."""
     prog = exe.rsplit("/", 1)[-1] or "?"
-    if prog == "agentd-api" and "--create" in argv:
-        return "creation worker (agentd-api --create)"
+    if prog == "agentd-api" and ("--create" in argv or "--standby" in argv):
+        # Started ahead of need (--standby), or for the POST when none waited (--create).
+        return "creation worker (agentd-api --standby / --create)"
     if prog == "tmux":
         skip = {"-S", "-f", "-L"}
         i = 1
