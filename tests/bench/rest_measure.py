@@ -272,30 +272,29 @@ def cmd_phases(runs_path, sched_path, exe, api_pid):
                 parent[int(c.group(1))] = pid
     exits = {pid: t for t, pid, ev, rest in events if ev == "sched_process_exit"}
     names = ["POST -> tmux new-session (handoff, fetch, checkout)", "tmux new-session",
-             "tmux done -> client sees running"]
+             "tmux done -> client sees running (record, /events)"]
     table = collections.defaultdict(list)
-    used, started = set(), 0
+    # A worker's later tmux command (wait-for -S, once its record says running) may fall in the
+    # next creation's window: each worker's first tmux command is its new-session.
+    done_workers = set()
     for run in runs:
         t0, t1 = run["t0"], run["t_running"]
-        if any(ev == "sched_process_exec" and t0 <= t <= t1
-               and rest.startswith("filename=" + exe + " ") for t, pid, ev, rest in events):
-            started += 1  # no worker was waiting: the POST started one
         tm = next(((t, pid) for t, pid, ev, rest in events
-                   if ev == "sched_process_exec" and t0 <= t <= t1 and pid not in used
-                   and "tmux" in rest.split()[0] and parent.get(pid) not in (None, api_pid)),
-                  None)
+                   if ev == "sched_process_exec" and t0 <= t <= t1
+                   and "tmux" in rest.split()[0]
+                   and parent.get(pid) not in (None, api_pid)
+                   and parent.get(pid) not in done_workers), None)
         if tm is None:
             print("# phases: no tmux new-session found for a run", flush=True)
             continue
-        used.add(tm[1])
+        done_workers.add(parent[tm[1]])
         marks = [t0, tm[0], min(exits.get(tm[1], tm[0]), t1), t1]
         for i, name in enumerate(names):
             table[name].append((marks[i + 1] - marks[i]) * 1000)
         table["total (POST -> running seen)"].append((t1 - t0) * 1000)
         table["POST answered"].append((run["t_post"] - t0) * 1000)
     n = len(table["total (POST -> running seen)"])
-    print("phases of our creations (median of %d, ms; from sched exec/fork/exit events; %d of "
-          "them started a worker, the others had one waiting):" % (n, started))
+    print("phases of our creations (median of %d, ms; from sched exec/fork/exit events):" % n)
     for name in names + ["total (POST -> running seen)", "POST answered"]:
         if table[name]:
             print("    %-52s %7.1f" % (name, median(table[name])))
