@@ -5,6 +5,8 @@
  */
 #include "git_fixture.h"
 
+#include "fsutil.h"
+
 TestSuite(worktree, .init = setup, .fini = teardown);
 
 Test(worktree, bare_path_and_sync_names)
@@ -58,6 +60,62 @@ Test(worktree, git_itself_knows_the_worktree)
 	cr_assert(git_oid_equal(&a, &b), "a commit in the worktree moves its branch");
 	GIT(fx.bare, "worktree", "remove", path);
 	cr_assert_not(exists(path));
+}
+
+/* Entries of the index of the worktree at path. */
+static int count_tracked(const char *path)
+{
+	git_repository *repo = NULL;
+	git_index *index = NULL;
+	int n;
+
+	cr_assert_eq(git_repository_open(&repo, path), 0);
+	cr_assert_eq(git_repository_index(&index, repo), 0);
+	n = (int)git_index_entrycount(index);
+	git_index_free(index);
+	git_repository_free(repo);
+	return n;
+}
+
+/* A tree of WT_SPLIT_MIN (256) files or more is checked out by two threads, then one index:
+ * every file, its mode (an executable, a symlink) and the index's stat data as git expects. */
+Test(worktree, a_large_tree_checked_out_in_parts_is_whole)
+{
+	char path[P_MAX], file[P_MAX + 64], dir[P_MAX + 32], target[64];
+	struct stat st;
+	int files = 0;
+
+	for (int d = 0; d < 6; d++) {
+		FMT(dir, "%s/src/m%d", fx.up, d);
+		cr_assert_eq(fsutil_mkdir_p(dir), 0);
+		for (int i = 0; i < 100; i++, files++) {
+			FMT(file, "%s/f%d.c", dir, i);
+			write_file(file, "int f(void) { return 1; }\n");
+		}
+	}
+	FMT(file, "%s/run.sh", fx.up);
+	write_file(file, "#!/bin/sh\necho run\n");
+	cr_assert_eq(chmod(file, 0755), 0);
+	FMT(file, "%s/link", fx.up);
+	cr_assert_eq(symlink("README", file), 0);
+	files += 2 + 2; /* and .gitignore, README */
+	GIT(fx.up, "add", "-A");
+	GIT(fx.up, "commit", "-q", "-m", "many files");
+	GIT(fx.up, "push", "-q", "origin", "main");
+	ensure();
+	add(13, path);
+	GIT(path, "update-index", "--refresh");
+	GIT(path, "diff", "--quiet");
+	GIT(path, "diff", "--cached", "--quiet");
+	cr_assert(in_file(path, "src/m5/f99.c"), "the last file of the last part");
+	cr_assert(in_file(path, "src/m0/f0.c"), "the first of the first");
+	FMT(file, "%s/run.sh", path);
+	cr_assert_eq(stat(file, &st), 0);
+	cr_assert(st.st_mode & S_IXUSR, "run.sh is executable");
+	FMT(file, "%s/link", path);
+	cr_assert_eq(readlink(file, target, sizeof(target)), 6);
+	cr_assert_eq(strncmp(target, "README", 6), 0);
+	cr_assert_eq(count_tracked(path), files);
 }
 
 Test(worktree, add_from_origin_branch_when_no_local_branch)
