@@ -154,6 +154,7 @@ ask() {
 		 .data.requestId == \"${RID:-none}\" and .data.mode == \"terminal\" and
 		 .data.toolName == \"Bash\" and .data.input.command == \"$1\""
 	assert_pane "'$1': the TUI shows its own dialog meanwhile" "Do you want to proceed?"
+	pane_settle "$TMUXNAME" 5 || log "the pane still changes; keys go to it all the same"
 }
 
 # ================================================================================================

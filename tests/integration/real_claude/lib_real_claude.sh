@@ -120,6 +120,25 @@ wait_pane() {
 	done
 }
 
+# pane_settle TMUXNAME TIMEOUT: waits until the pane's text has stayed the same for 0.5 s. A TUI
+# dialog that is drawn is not yet one that takes keys (the CLI attaches its input handler after
+# the render): a key sent at once can be lost. Returns 1 when the pane still changes at TIMEOUT.
+pane_settle() {
+	local deadline=$((SECONDS + $2)) last now same=0
+	last=$(pane_text "$1")
+	while [ $same -lt 5 ]; do
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.1
+		now=$(pane_text "$1")
+		if [ "$now" == "$last" ]; then
+			same=$((same + 1))
+		else
+			same=0
+			last=$now
+		fi
+	done
+}
+
 # main_requests: the conversation requests the fake API got (those offering tools; the CLI also
 # asks for titles and the like without tools), one compact {"messages":[...]} a line.
 main_requests() {
