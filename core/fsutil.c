@@ -92,21 +92,13 @@ static int fsutil_write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-/* "<path>.tmp", the temporary file of path's atomic write. */
-static int fsutil_tmp_path(const char *path, char *tmp, size_t len)
-{
-	int n = snprintf(tmp, len, "%s.tmp", path);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-int fsutil_write_tmp(const char *path, const char *text, mode_t mode, bool sync)
+int fsutil_write_atomic(const char *path, const char *text, mode_t mode, bool sync)
 {
 	char tmp[FSUTIL_PATH_MAX + 8];
 	int fd, r;
 
-	if ((r = fsutil_tmp_path(path, tmp, sizeof(tmp))) < 0)
-		return r;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
@@ -115,16 +107,6 @@ int fsutil_write_tmp(const char *path, const char *text, mode_t mode, bool sync)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
-}
-
-int fsutil_commit_tmp(const char *path)
-{
-	char tmp[FSUTIL_PATH_MAX + 8];
-	int r = fsutil_tmp_path(path, tmp, sizeof(tmp));
-
 	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
 	if (r < 0)
@@ -132,19 +114,16 @@ int fsutil_commit_tmp(const char *path)
 	return r;
 }
 
-void fsutil_abort_tmp(const char *path)
+int fsutil_write_new(const char *path, const char *text, mode_t mode)
 {
-	char tmp[FSUTIL_PATH_MAX + 8];
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode), r;
 
-	if (fsutil_tmp_path(path, tmp, sizeof(tmp)) == 0)
-		unlink(tmp);
-}
-
-int fsutil_write_atomic(const char *path, const char *text, mode_t mode, bool sync)
-{
-	int r = fsutil_write_tmp(path, text, mode, sync);
-
-	return r < 0 ? r : fsutil_commit_tmp(path);
+	if (fd < 0)
+		return -errno;
+	r = fsutil_write_all(fd, text, strlen(text));
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
 }
 
 /* Copies the open file in to a new file at tmp (mode), synced. Returns 0 or -errno. */

@@ -30,14 +30,9 @@ bool fsutil_same_file(const char *a, const char *b);
  */
 int fsutil_write_atomic(const char *path, const char *text, mode_t mode, bool sync);
 
-/*
- * fsutil_write_atomic in two steps, for a writer that overlaps the slow first one (the fsync)
- * with other work: fsutil_write_tmp writes "<path>.tmp" (removed on failure); then
- * fsutil_commit_tmp renames it over path, or fsutil_abort_tmp removes it. Return 0 or -errno.
- */
-int fsutil_write_tmp(const char *path, const char *text, mode_t mode, bool sync);
-int fsutil_commit_tmp(const char *path);
-void fsutil_abort_tmp(const char *path);
+/* Writes text to path, a new file (mode, less the umask; an existing path is -EEXIST, a symlink
+ * is not followed). Returns 0 or -errno. */
+int fsutil_write_new(const char *path, const char *text, mode_t mode);
 
 /*
  * Moves the regular file from to the path to, which must not exist (an existing to is -EEXIST,

@@ -456,7 +456,7 @@ bad:
  * last record in the view whatever order they patch in; a missing or unreadable record drops the
  * entry, as store_list skips it. A view that is missing or malformed is rebuilt from every record.
  */
-int store_view_patch(const struct store *st, const char *id)
+static int store_view_patch(const struct store *st, const char *id)
 {
 	char path[SESSION_PATH_MAX + 8];
 	json_object *old = NULL, *arr = NULL, *entry = NULL;
@@ -510,7 +510,7 @@ out:
 	return r;
 }
 
-int store_prepare(const struct store *st, struct session *s, struct cause *cause)
+int store_write(const struct store *st, struct session *s, struct cause *cause)
 {
 	char path[SESSION_PATH_MAX];
 	char *text;
@@ -524,40 +524,12 @@ int store_prepare(const struct store *st, struct session *s, struct cause *cause
 	if ((text = store_encode(s)) == NULL)
 		return cause_fail(cause, ENOMEM, "out of memory");
 	/* The temp name is per session and writers hold the session lock: no two share it. */
-	r = fsutil_write_tmp(path, text, 0640, true);
+	r = fsutil_write_atomic(path, text, 0640, true);
 	free(text);
 	if (r < 0)
 		return cause_fail(cause, r, "cannot write record %s: %s", path, strerror(-r));
+	store_view_patch(st, s->id);
 	return 0;
-}
-
-int store_commit(const struct store *st, const struct session *s, struct cause *cause)
-{
-	char path[SESSION_PATH_MAX];
-	int r;
-
-	if (!session_id_valid(s->id) || store_path(st, s->id, ".json", path, sizeof(path)) < 0)
-		return cause_fail(cause, EINVAL, "invalid session id");
-	if ((r = fsutil_commit_tmp(path)) < 0)
-		return cause_fail(cause, r, "cannot write record %s: %s", path, strerror(-r));
-	return 0;
-}
-
-void store_abort(const struct store *st, const char *id)
-{
-	char path[SESSION_PATH_MAX];
-
-	if (session_id_valid(id) && store_path(st, id, ".json", path, sizeof(path)) == 0)
-		fsutil_abort_tmp(path);
-}
-
-int store_write(const struct store *st, struct session *s, struct cause *cause)
-{
-	int r = store_prepare(st, s, cause);
-
-	if (r == 0 && (r = store_commit(st, s, cause)) == 0)
-		store_view_patch(st, s->id);
-	return r;
 }
 
 /* <dir>/.gone/<id>.json: outside the records (no reader lists it), one file per deleted id. */

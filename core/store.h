@@ -78,18 +78,6 @@ int store_read(const struct store *st, const char *id, struct session *out, stru
  * -errno with cause (a failed view update is not an error: the next rebuild repairs it). */
 int store_write(const struct store *st, struct session *s, struct cause *cause);
 
-/*
- * store_write in steps, for a writer that overlaps the slow ones with other work: store_prepare
- * writes s (updated_at set to now) to its record's temporary file, synced (the fsync); then
- * store_commit puts it in place (readers see it from then on), or store_abort drops it; then
- * store_view_patch patches the view. The caller holds the session lock throughout. Return 0 or
- * -errno with cause (store_view_patch: a failed view update is repaired by the next rebuild).
- */
-int store_prepare(const struct store *st, struct session *s, struct cause *cause);
-int store_commit(const struct store *st, const struct session *s, struct cause *cause);
-void store_abort(const struct store *st, const char *id);
-int store_view_patch(const struct store *st, const char *id);
-
 /* The records of deleted sessions, one per id (store_remove). */
 #define STORE_GONE_DIR ".gone"
 

@@ -13,7 +13,6 @@
 #include "session.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <git2.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -342,21 +341,10 @@ static bool wt_filters_possible(const struct gitrepo *r, git_reference *br)
 static int wt_write_new(const char *dir, const char *leaf, const char *text)
 {
 	char path[WORKTREE_PATH_MAX + WT_NAME_MAX + 32];
-	size_t len = strlen(text);
-	ssize_t n;
-	int fd, r = 0;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, leaf) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, len);
-	if (n != (ssize_t)len)
-		r = n < 0 ? -errno : -EIO;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	return r;
+	return fsutil_write_new(path, text, 0644);
 }
 
 /*

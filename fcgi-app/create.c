@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,33 +430,14 @@ out:
 	free(rec);
 }
 
-/* The running record's write, prepared (fsync included) beside tmux new-session. */
-struct create_prep {
-	const struct app *app;
-	struct session *rec;
-	int r;
-};
-
-static void *create_prepare(void *arg)
-{
-	struct create_prep *p = arg;
-
-	p->r = store_prepare(&p->app->store, p->rec, NULL);
-	return NULL;
-}
-
 /*
- * Starts claude in s's tmux session and records the outcome under the record's lock. The record
- * saying `running` is written and synced while tmux starts (a thread: the fsync is most of a
- * record write's time), and put in place once tmux has succeeded. Returns 0 or -errno with cause.
+ * Starts claude in s's tmux session and records the outcome (running, or failed with the reason)
+ * under the record's lock. Returns 0 or -errno with cause.
  */
 static int create_launch(const struct app *app, const struct session *s, struct cause *cause)
 {
-	struct create_prep prep = {.app = app, .r = -1};
 	struct session *rec = malloc(sizeof(*rec));
 	int fd = store_lock(&app->store, s->id), r;
-	pthread_t thread;
-	bool threaded = false;
 
 	if (rec == NULL || fd < 0 || store_read(&app->store, s->id, rec, NULL) < 0) {
 		/* The POST that handed s over could not write its record: nothing to run. */
@@ -466,26 +446,10 @@ static int create_launch(const struct app *app, const struct session *s, struct 
 		log_error("%s", cause->msg);
 		goto out;
 	}
-	create_outcome(rec, 0, NULL);
-	prep.rec = rec;
-	threaded = pthread_create(&thread, NULL, create_prepare, &prep) == 0;
 	r = create_tmux_session(app, s, cause);
-	if (threaded)
-		pthread_join(thread, NULL);
-	if (r == 0 && prep.r == 0 && store_commit(&app->store, rec, NULL) == 0) {
-		create_log_outcome(s->id, 0, NULL);
-		store_view_patch(&app->store, s->id);
-		goto out;
-	}
-	store_abort(&app->store, s->id);
-	/* tmux runs claude but the prepared write failed: the plain write, once more. Or tmux
-	 * failed: the record as it was, failed. */
-	if (r < 0 && store_read(&app->store, s->id, rec, NULL) == 0)
-		create_outcome(rec, r, cause->msg);
-	if (r == 0 || rec->state == SESSION_FAILED) {
-		create_log_outcome(s->id, r, cause->msg);
-		store_write(&app->store, rec, NULL);
-	}
+	create_outcome(rec, r, cause->msg);
+	create_log_outcome(s->id, r, cause->msg);
+	store_write(&app->store, rec, NULL);
 out:
 	store_unlock(fd);
 	free(rec);

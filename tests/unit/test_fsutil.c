@@ -1,6 +1,7 @@
 /*
  * fsutil in a real temporary directory: mkdir -p and its limits, rm -r that removes a symlink and
- * never what it points at, and file identity through symlinks and trailing slashes.
+ * never what it points at, file identity through symlinks and trailing slashes, and a new file
+ * written without replacing anything.
  */
 #include "fsutil.h"
 
@@ -127,4 +128,25 @@ Test(fsutil, same_file_through_links_and_slashes)
 	cr_assert(fsutil_same_file(link, d));
 	cr_assert(!fsutil_same_file(d, other));
 	cr_assert(!fsutil_same_file(none, none), "a missing file is nobody's");
+}
+
+Test(fsutil, write_new_makes_a_file_and_never_replaces_one)
+{
+	char path[T_MAX], link[T_MAX], buf[32] = {0};
+	struct stat st;
+	int fd;
+
+	at(path, "new");
+	cr_assert_eq(fsutil_write_new(path, "gitdir: /x\n", 0644), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(read(fd, buf, sizeof(buf) - 1), 11);
+	close(fd);
+	cr_assert_str_eq(buf, "gitdir: /x\n");
+	cr_assert_eq(fsutil_write_new(path, "other\n", 0644), -EEXIST, "an existing file stays");
+	at(link, "link");
+	cr_assert_eq(symlink(path, link), 0);
+	cr_assert_eq(fsutil_write_new(link, "other\n", 0644), -EEXIST, "a symlink is not followed");
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 11, "its target is untouched");
 }

@@ -217,33 +217,6 @@ Test(store, write_leaves_no_temp_and_private_mode)
 	cr_assert_eq(sb.st_mode & 0007, 0, "records are not world-readable");
 }
 
-/* The steps of a write: nothing of a prepared write is visible until committed; an aborted one
- * leaves the old record and no temp file; the view follows only store_view_patch. */
-Test(store, prepared_write_shows_only_once_committed)
-{
-	struct session a, got;
-	struct cause c = {{0}};
-
-	make(&a, "steps", 1);
-	cr_assert_eq(store_prepare(&st, &a, &c), 0, "%s", c.msg);
-	cr_assert_eq(store_read(&st, "steps-1", &got, &c), -ENOENT, "not before the commit");
-	cr_assert_eq(count_entries(st.dir, ".tmp"), 1);
-	cr_assert_eq(store_commit(&st, &a, &c), 0, "%s", c.msg);
-	cr_assert_eq(store_read(&st, "steps-1", &got, &c), 0, "%s", c.msg);
-	cr_assert_eq(got.state, SESSION_CREATING);
-	cr_assert_eq(count_entries(st.dir, ".tmp"), 0);
-	cr_assert_eq(count_entries(rundir, "sessions.json"), 0, "the view waits for its patch");
-	cr_assert_eq(store_view_patch(&st, "steps-1"), 0);
-	cr_assert_eq(count_entries(rundir, "sessions.json"), 1);
-
-	a.state = SESSION_RUNNING;
-	cr_assert_eq(store_prepare(&st, &a, &c), 0, "%s", c.msg);
-	store_abort(&st, "steps-1");
-	cr_assert_eq(count_entries(st.dir, ".tmp"), 0, "an aborted write leaves no temp file");
-	cr_assert_eq(store_read(&st, "steps-1", &got, &c), 0, "%s", c.msg);
-	cr_assert_eq(got.state, SESSION_CREATING, "and the record as it was");
-}
-
 Test(store, read_missing_is_enoent)
 {
 	struct session b;
