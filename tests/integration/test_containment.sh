@@ -91,6 +91,15 @@ check "the agent commits in its worktree" agent_sh "$WT1" \
 	'echo agent >agent.txt && git add agent.txt && git commit -q -m "by the agent"'
 assert_eq "the commit is on the session's branch" "by the agent" \
 	"$(git --git-dir="$(bare_clone acme widgets)" log -1 --format=%s feat/issue-1 2>&1)"
+# A checkout of many files runs in two threads (core/worktree.c): both write as the agent.
+make_heavy_remote
+create acme big 3
+assert_state "big-3 (3,000 files) runs" big-3 running 60
+WT3=$T/code/big-issue-3
+assert_eq "every file of a large worktree, its admin files and index are the agent's" "" \
+	"$(find "$WT3" "$(bare_clone acme big)/worktrees/issue-3" ! -user "$AGENT_USER" 2>&1 | head -3)"
+assert_eq "git, as the agent, sees all 3,000 files and nothing changed" "3000 " \
+	"$(agent_sh "$WT3" 'echo "$(git ls-files | wc -l) $(git status --porcelain)"' 2>&1)"
 
 # --- sockets ---------------------------------------------------------------------------------------
 for s in api.sock bridge.sock tmux.sock; do

@@ -7,6 +7,9 @@
 
 #include "fsutil.h"
 
+#include <signal.h>
+#include <sys/resource.h>
+
 TestSuite(worktree, .init = setup, .fini = teardown);
 
 Test(worktree, bare_path_and_sync_names)
@@ -77,12 +80,11 @@ static int count_tracked(const char *path)
 	return n;
 }
 
-/* A tree of 600 files in 6 directories checks out whole: every file, its mode (an executable,
- * a symlink) and the index's stat data as git expects. */
-Test(worktree, a_large_tree_checks_out_whole)
+/* Commits to origin's main 6 directories of 100 small files, an executable and a symlink: 604
+ * files with .gitignore and README, enough for a checkout in parts (WT_SPLIT_MIN, 256). */
+static int commit_many_files(void)
 {
-	char path[P_MAX], file[P_MAX + 64], dir[P_MAX + 32], target[64];
-	struct stat st;
+	char file[P_MAX + 64], dir[P_MAX + 32];
 	int files = 0;
 
 	for (int d = 0; d < 6; d++) {
@@ -98,10 +100,20 @@ Test(worktree, a_large_tree_checks_out_whole)
 	cr_assert_eq(chmod(file, 0755), 0);
 	FMT(file, "%s/link", fx.up);
 	cr_assert_eq(symlink("README", file), 0);
-	files += 2 + 2; /* and .gitignore, README */
 	GIT(fx.up, "add", "-A");
 	GIT(fx.up, "commit", "-q", "-m", "many files");
 	GIT(fx.up, "push", "-q", "origin", "main");
+	return files + 2 + 2; /* and .gitignore, README */
+}
+
+/* A tree of 600 files in 6 directories checks out whole (in two parts, then one index): every
+ * file, its mode (an executable, a symlink) and the index's stat data as git expects. */
+Test(worktree, a_large_tree_checks_out_whole)
+{
+	char path[P_MAX], file[P_MAX + 64], target[64];
+	struct stat st;
+	int files = commit_many_files();
+
 	ensure();
 	add(13, path);
 	GIT(path, "update-index", "--refresh");
@@ -116,6 +128,47 @@ Test(worktree, a_large_tree_checks_out_whole)
 	cr_assert_eq(readlink(file, target, sizeof(target)), 6);
 	cr_assert_eq(strncmp(target, "README", 6), 0);
 	cr_assert_eq(count_tracked(path), files);
+}
+
+/* A part of a checkout that fails (here a file larger than the process may write, as on a full
+ * disk) fails the add with that part's reason, and leaves nothing: no directory, branch or
+ * metadata. The same add succeeds once it can write. */
+Test(worktree, a_failing_part_leaves_nothing)
+{
+	char path[P_MAX], file[P_MAX + 64], meta[P_MAX + 32], *large;
+	struct cause c = {{0}};
+	struct rlimit before, small;
+	int r;
+
+	commit_many_files();
+	/* Last in the tree's order: the second part's. */
+	FMT(file, "%s/src/m5/zz-large.txt", fx.up);
+	cr_assert_not_null(large = malloc(65536 + 1));
+	memset(large, 'x', 65536);
+	large[65536] = '\0';
+	write_file(file, large);
+	free(large);
+	GIT(fx.up, "add", "-A");
+	GIT(fx.up, "commit", "-q", "-m", "a large file");
+	GIT(fx.up, "push", "-q", "origin", "main");
+	ensure();
+	signal(SIGXFSZ, SIG_IGN); /* a write past the limit fails with EFBIG instead */
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &before), 0);
+	small = (struct rlimit){16384, before.rlim_max}; /* the soft limit only: it goes back */
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+	wt_path(14, path);
+	r = add_at(path, 14, &c);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &before), 0);
+	cr_assert_lt(r, 0);
+	cr_assert(strstr(c.msg, "cannot check out refs/heads/feat/issue-14") != NULL &&
+		      strstr(c.msg, "too large") != NULL,
+		  "%s", c.msg);
+	cr_assert_not(exists(path), "worktree directory left behind");
+	cr_assert_not(has_ref(fx.bare, "refs/heads/feat/issue-14"), "new branch left behind");
+	FMT(meta, "%s/worktrees/issue-14", fx.bare);
+	cr_assert_not(exists(meta), "metadata left behind");
+	add(14, path);
+	cr_assert(in_file(path, "src/m5/zz-large.txt"));
 }
 
 Test(worktree, add_from_origin_branch_when_no_local_branch)
