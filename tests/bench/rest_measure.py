@@ -192,6 +192,9 @@ def cmd_create(cfg_path, out_path):
 
     def one(kind, runner, issue, counted):
         nonlocal errors
+        # Each sample on a quiet machine: the previous one's agent (a python3 fake claude)
+        # starts right after it and would otherwise run during this one.
+        time.sleep(cfg["settle_ms"] / 1000)
         res, err = runner.run(issue)
         tag = "warm-up " if not counted else ""
         if err:
