@@ -362,6 +362,17 @@ async function desktop(browser) {
   });
   await check("the prompt box is enabled (no turn runs after the switch)", page, () =>
     until(() => page.$eval("#prompt-text", (e) => !e.disabled), "an enabled prompt box"));
+  // The POST's answer is held (Chromium's Fetch domain, at the response) until the turn's result
+  // has come on the event stream, as on a slow network: the late answer must start no turn.
+  const cdp = await page.createCDPSession();
+  let held = 0;
+  cdp.on("Fetch.requestPaused", async (ev) => {
+    held++;
+    await until(async () => (await count(page, "#conv-view .msg.result")) === 1, "the result", 15000)
+      .catch(() => {});
+    await cdp.send("Fetch.continueRequest", { requestId: ev.requestId }).catch(() => {});
+  });
+  await cdp.send("Fetch.enable", { patterns: [{ urlPattern: "*/sessions/widgets-1/prompt", requestStage: "Response" }] });
   await page.type("#prompt-text", "hello there");
   await page.click("#conv-view .send");
   await check("a prompt's answer streams into the conversation", page, () =>
@@ -371,8 +382,11 @@ async function desktop(browser) {
   await check("the prompt shows once: claude's replay confirms the bubble the page showed", page, () =>
     until(async () => (await count(page, "#conv-view .msg.user.pending")) === 0 &&
       (await turns(page)) === "U:hello there | R", "one confirmed prompt, then the result"));
-  await check("the prompt box is enabled again after the turn", page, () =>
-    until(() => page.$eval("#prompt-text", (e) => !e.disabled), "an enabled prompt box"));
+  await check("the prompt box is enabled again after the turn (its POST answered after the result)", page, async () => {
+    await until(() => page.$eval("#prompt-text", (e) => !e.disabled), "an enabled prompt box");
+    if (held !== 1) throw new Error("the POST's answer was held " + held + " times, not once");
+  });
+  await cdp.send("Fetch.disable");
   await page.type("#prompt-text", "RUNBASH touch web-ran");
   await page.click("#conv-view .send");
   await check("a permission request shows as a card", page, () =>

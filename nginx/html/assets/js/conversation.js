@@ -35,6 +35,7 @@ export class ConversationView {
     this.cards = new Map(); // requestId -> card element
     this.streaming = null; // the assistant bubble partial messages grow
     this.running = false; // a turn runs, from the events: its first event until its result
+    this.results = 0; // results seen, so that a POST answered after its turn's result starts none
     this.activityBusy = false; // the session's activity says working or waiting
     this.sending = false;
     this.sent = []; // {text, li}: prompts shown as sent whose replay has not come yet
@@ -143,11 +144,14 @@ export class ConversationView {
     // of it then confirms this bubble instead of adding a second one.
     const mine = this.bubble("user pending", text);
     const entry = { text, li: mine };
+    const results = this.results;
     this.sent.push(entry);
     try {
       await post_stream(sessionPath(this.id, "/prompt"), { prompt: text });
       this.textarea.value = "";
-      this.turnStarts();
+      // Running from now until the events bring its result, unless they already did: a short
+      // turn can end on the event stream before this answer arrives.
+      if (this.results === results) this.turnStarts();
     } catch (e) {
       // Unless claude already echoed it (the turn ran; only the answer was lost on the way).
       if (this.sent.includes(entry)) {
@@ -342,6 +346,7 @@ export class ConversationView {
     if (typeof d.total_cost_usd === "number") parts.push("$" + d.total_cost_usd.toFixed(4));
     if (typeof d.duration_ms === "number") parts.push((d.duration_ms / 1000).toFixed(1) + " s");
     li.textContent = parts.join(" · ");
+    this.results++;
     this.running = false;
     this.update();
   }
