@@ -32,6 +32,13 @@ assert_eq "the trusted socket's directory is root's alone (0700)" "700 root" \
 check "nginx listens on the trusted socket" test -S "$TS_SOCK"
 create acme widgets 1
 assert_state "an admin creates widgets-1" widgets-1 running 60
+# Two event streams held open until the first stack stops (past the door cache's 10 s): their
+# access decisions must not stay locked in nginx's cache (lib.sh checks nginx's log at the end).
+STREAMS=()
+for p in /events /sessions/widgets-1/events; do
+	curl -q -s -N -o /dev/null -H "Authorization: Bearer $ADMIN" "$BASE_URL$p" &
+	STREAMS+=($!)
+done
 
 # req CLASS METHOD PATH [BODY]: the status of one request as CLASS sends it (curl -q: no curlrc).
 WS_HEADERS=(-H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13'
@@ -385,6 +392,9 @@ assert_eq "the store repaired: 200 again" 200 "$code"
 # (test_edge_nginx does it for every path; here once, that a failed decision is not a 500.)
 
 # --- first start: no token, no Tailscale user -> an admin token in the ready line ---------------
+check "the event streams held since the start are still open" kill -0 "${STREAMS[@]}"
+kill "${STREAMS[@]}" 2>/dev/null
+wait "${STREAMS[@]}" 2>/dev/null
 api DELETE /sessions/widgets-1
 stop_stack
 rm -f "$T/state/tokens.json" "$T/.curlrc"
