@@ -644,6 +644,19 @@ scan_sanitizers() {
 	fi
 }
 
+# A stream's access decision held in nginx's cache for the stream's life (agentd.conf.in:
+# $agentd_auth_uncached): the cache manager says so every 10 s. Only where a stack ran.
+scan_nginx_cache() {
+	local msg="long locked inactive cache entry"
+	compgen -G "$T/logs/up*.log" >/dev/null || return 0
+	if grep -q "$msg" "$T"/logs/up*.log; then
+		fail "nginx's cache held no access decision locked for a stream's life" \
+			"$(grep -h -m 3 "$msg" "$T"/logs/up*.log)"
+	else
+		pass "nginx's cache held no access decision locked for a stream's life"
+	fi
+}
+
 cleanup() {
 	local rc=$? p f
 	trap - EXIT INT TERM
@@ -657,16 +670,7 @@ cleanup() {
 		fi
 	done
 	scan_sanitizers
-	# A stream's access decision held in nginx's cache for the stream's life (agentd.conf.in:
-	# $agentd_auth_uncached): the cache manager says so every 10 s.
-	if compgen -G "$T/logs/up*.log" >/dev/null; then
-		if grep -q "long locked inactive cache entry" "$T"/logs/up*.log; then
-			fail "nginx's cache held no access decision locked for a stream's life" \
-				"$(grep -h -m 3 "long locked inactive cache entry" "$T"/logs/up*.log)"
-		else
-			pass "nginx's cache held no access decision locked for a stream's life"
-		fi
-	fi
+	scan_nginx_cache
 	if [ "$FAILURES" -gt 0 ] || [ "$rc" -ne 0 ]; then
 		echo
 		echo "######## logs ($T) ########"
