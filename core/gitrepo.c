@@ -69,14 +69,34 @@ bool gitrepo_parse_issue(const char *s, long *out)
 	return true;
 }
 
-int worktree_global_init(void)
+/* Whether libgit2 takes home as one directory: a search path is a ':'-separated list in which
+ * "$PATH" stands for the previous value. */
+static bool gitrepo_home_usable(const char *home)
 {
+	return home != NULL && home[0] == '/' && strchr(home, ':') == NULL &&
+	       strstr(home, "$PATH") == NULL;
+}
+
+int worktree_global_init(const char *agent_home)
+{
+	char xdg[WORKTREE_PATH_MAX];
+	const char *global = "";
 	int r = git_libgit2_init();
 
 	if (r < 0)
 		return -EIO;
 	/* agentd owns its repositories; libgit2's check gives misleading errors (notes §4.1). */
 	if (git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0) < 0)
+		return -EIO;
+	/* libgit2 guessed both from HOME and XDG_CONFIG_HOME at its first init: the daemon's. An
+	 * empty search path is one without any directory, so no file is read at that level. */
+	if (gitrepo_home_usable(agent_home) &&
+	    snprintf(xdg, sizeof(xdg), "%s/.config/git", agent_home) < (int)sizeof(xdg))
+		global = agent_home;
+	else
+		xdg[0] = '\0';
+	if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_GLOBAL, global) < 0 ||
+	    git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_XDG, xdg) < 0)
 		return -EIO;
 	return 0;
 }

@@ -21,8 +21,18 @@
 #define WORKTREE_PATH_MAX FSUTIL_PATH_MAX
 #define WORKTREE_URL_MAX  4096
 
-/* Initialises libgit2 (and turns off its owner validation: agentd owns its repositories). */
-int worktree_global_init(void);
+/*
+ * Initialises libgit2, turns off its owner validation (agentd owns its repositories) and makes it
+ * read the agent's git configuration, not the daemon's: the global and XDG files (.gitconfig,
+ * .config/git/config, attributes, ignore) of agent_home (the agent user's HOME), whatever HOME
+ * and XDG_CONFIG_HOME the process has. The daemons run as root, whose home is 0700: libgit2,
+ * working with the agent's file identity, failed to stat root's .gitconfig, and where it could
+ * read it, root's settings would apply to the agent's repositories. The system file (/etc) stays:
+ * everyone may read it, and the agent's own git reads it too. An agent_home that is NULL, not
+ * absolute, or that libgit2 would read as a list (':') or expand ("$PATH") gives no global or XDG
+ * configuration at all. Returns 0, or -EIO when libgit2 refuses.
+ */
+int worktree_global_init(const char *agent_home);
 
 /* Writes <base>/.repos/<owner>/<name>.git into out. Returns 0 or -ENAMETOOLONG. */
 int worktree_bare_path(const char *base, const char *owner, const char *name, char *out,

@@ -308,21 +308,26 @@ static int wt_find_gitattributes(const char *root, const git_tree_entry *e, void
 static bool wt_filters_possible(const struct gitrepo *r, git_reference *br)
 {
 	char path[WORKTREE_PATH_MAX + 64];
-	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
 	git_config *cfg = NULL;
 	git_object *tree = NULL;
-	git_buf buf = GIT_BUF_INIT;
+	git_buf buf = GIT_BUF_INIT, xdg = GIT_BUF_INIT;
 	bool found = false;
 	int autocrlf = 0, rc;
 
 	snprintf(path, sizeof(path), "%s/info/attributes", r->bare);
 	if (access(path, F_OK) == 0)
 		return true;
-	if (xdg != NULL && xdg[0] != '\0')
-		snprintf(path, sizeof(path), "%s/git/attributes", xdg);
-	else
-		snprintf(path, sizeof(path), "%s/.config/git/attributes", home != NULL ? home : "");
-	if (access(path, F_OK) == 0)
+	/* The global attributes file where libgit2 looks for it (worktree_global_init: the agent's
+	 * HOME, not the daemon's environment); a list of directories is not worth parsing here. */
+	if (git_libgit2_opts(GIT_OPT_GET_SEARCH_PATH, GIT_CONFIG_LEVEL_XDG, &xdg) < 0)
+		found = true;
+	else if (xdg.ptr != NULL && xdg.ptr[0] != '\0')
+		found =
+		    strchr(xdg.ptr, ':') != NULL ||
+		    snprintf(path, sizeof(path), "%s/attributes", xdg.ptr) >= (int)sizeof(path) ||
+		    access(path, F_OK) == 0;
+	git_buf_dispose(&xdg);
+	if (found)
 		return true;
 	if (git_repository_config_snapshot(&cfg, r->git) < 0)
 		return true;

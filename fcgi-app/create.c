@@ -487,14 +487,21 @@ out:
 	return r;
 }
 
-/* The worker's steps for s: git, then tmux and the record (create_launch), or the failure. */
-static int create_run(const struct app *app, const struct session *s, struct cause *cause)
+/* The worker's steps for s: git, then tmux and the record (create_launch), or the failure.
+ * git_ready is worktree_global_init's result: without it libgit2 would read the daemon's git
+ * configuration, not the agent's. */
+static int create_run(const struct app *app, const struct session *s, int git_ready,
+		      struct cause *cause)
 {
 	char url[WORKTREE_URL_MAX];
 	int r;
 
-	if (session_render_prompt(app->cfg->repo_url, s->owner, s->name, s->issue, url,
-				  sizeof(url)) < 0)
+	if (git_ready < 0)
+		r = cause_fail(cause, -git_ready,
+			       "libgit2 cannot be set up to read the agent's git configuration: %s",
+			       strerror(-git_ready));
+	else if (session_render_prompt(app->cfg->repo_url, s->owner, s->name, s->issue, url,
+				       sizeof(url)) < 0)
 		r = cause_fail(cause, ENAMETOOLONG, "AGENTD_REPO_URL renders too long a URL");
 	else
 		r = create_git(app, s, url, cause);
@@ -519,10 +526,10 @@ static int create_detach(void)
 }
 
 /* The worker's work for s, its lock held as CREATE_LOCK_FD. Returns the exit code. */
-static int create_work(const struct app *app, const struct session *s)
+static int create_work(const struct app *app, const struct session *s, int git_ready)
 {
 	struct cause cause = {{0}};
-	int r = create_run(app, s, &cause);
+	int r = create_run(app, s, git_ready, &cause);
 
 	/* An agent that died while the record still said creating was left alone by the liveness
 	 * watcher: it looks again now that the record says running. */
@@ -551,8 +558,7 @@ int create_worker_main(const struct app *app, const char *id)
 		create_lock_remove(app, id);
 		return 1;
 	}
-	worktree_global_init();
-	r = create_work(app, s);
+	r = create_work(app, s, worktree_global_init(app->agent.home));
 	free(s);
 	return r;
 }
@@ -562,13 +568,13 @@ int create_standby_main(const struct app *app, char **argv)
 	struct cause cause = {{0}};
 	struct session *s = NULL;
 	char *record = NULL;
-	int lock_fd = -1, r = 1;
+	int lock_fd = -1, r = 1, git_ready;
 	size_t len = 0;
 
 	if (create_detach() < 0)
 		return 1;
 	/* The costly part of a worker's start, done before any session needs it. */
-	worktree_global_init();
+	git_ready = worktree_global_init(app->agent.home);
 	s = malloc(sizeof(*s));
 	record = malloc(STANDBY_PAYLOAD_MAX + 1);
 	if (s == NULL || record == NULL)
@@ -597,7 +603,7 @@ int create_standby_main(const struct app *app, char **argv)
 	}
 	if (standby_retitle(argv, s->id) < 0)
 		log_warn("worker for %s: its command line still says " STANDBY_ARG, s->id);
-	r = create_work(app, s);
+	r = create_work(app, s, git_ready);
 out:
 	if (lock_fd >= 0)
 		close(lock_fd);

@@ -121,7 +121,12 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		return 2;
 	}
-	worktree_global_init();
+	/* Every git call of the API (inventory, worktrees, recovery) reads the agent's git
+	 * configuration, or none: never the daemon's. */
+	if ((r = worktree_global_init(app.agent.home)) < 0) {
+		log_error("libgit2 cannot be set up: %s", strerror(-r));
+		return 1;
+	}
 	if ((r = prepare(&app, &cause)) < 0) {
 		log_error("%s", cause.msg);
 		return 1;

@@ -1,7 +1,7 @@
 # Shared harness of the integration tests (sourced by tests/integration/test_*.sh).
 #
 # Each script gets a private temp dir $T with its own bare git remotes, runtime dir, base dir,
-# HOME and tmux server, and starts the whole stack (deploy/up: nginx + agentd-api + agentd-bridge)
+# HOMEs and tmux server, and starts the whole stack (deploy/up: nginx + agentd-api + agentd-bridge)
 # on a free loopback port. Checks never stop the script: each prints "ok - ..." or
 # "not ok - ...: expected ..., got ...", and the exit trap stops everything, scans the logs for
 # sanitizer reports, prints the logs when something failed, removes $T and sets the exit code.
@@ -16,6 +16,11 @@
 # (ITEST_AGENT_USER, default agentd-it, created once as a system user without a home), with
 # $T/home as its HOME (AGENTD_AGENT_HOME) and $T/code its base dir; as_agent CMD... runs a command
 # as it. Not run as root, the agents are the tests' own user.
+#
+# The daemons' own HOME is $T/roothome, made as root's real home is: 0700, the operator's, with
+# a .gitconfig and a git dir under .config (ROOT_HOME). The agent cannot read it, and what it says
+# must not reach the daemons' git work: its url.<base>.insteadOf sends every file:// URL to a path
+# that does not exist, so a clone that read it fails even where the agent could read the file.
 #
 # Access (issue 11): nginx lets in only requests with credentials. Before the first start_stack
 # the harness makes an admin token `itest` in the stack's token store ($T/state, exported as
@@ -38,6 +43,11 @@ T=$(mktemp -d "${ITEST_TMPDIR:-/tmp}/agentd-it.XXXXXX")
 # nginx workers may run as another user (www-data): they must reach the sockets under $T/run.
 chmod 0755 "$T"
 mkdir -p "$T/remotes" "$T/run" "$T/code" "$T/home" "$T/logs" "$T/san" "$T/work" "$T/state"
+ROOT_HOME=$T/roothome
+mkdir -p "$ROOT_HOME/.config/git" && chmod 0700 "$ROOT_HOME"
+printf '[user]\n\tname = operator\n[url "file:///nonexistent-operator-config/"]\n\tinsteadOf = file://\n' |
+	tee "$ROOT_HOME/.gitconfig" >"$ROOT_HOME/.config/git/config"
+printf '* text=auto eol=crlf\n' >"$ROOT_HOME/.config/git/attributes"
 export AGENTD_STATE_DIR=$T/state
 export CURL_HOME=$T
 AGENTD_TEST_TOKEN=
@@ -317,7 +327,7 @@ start_stack() {
 			AGENTD_CONFIG="$T/agentd.conf" AGENTD_LISTEN="127.0.0.1:$PORT" \
 			AGENTD_RUNTIME_DIR="$T/run" AGENTD_BASE_DIR="$T/code" \
 			AGENTD_REPO_URL="file://$T/remotes/{owner}/{name}.git" \
-			AGENTD_CLAUDE="$FAKE_CLAUDE" HOME="$T/home" "${STACK_ENV[@]}" \
+			AGENTD_CLAUDE="$FAKE_CLAUDE" HOME="$ROOT_HOME" "${STACK_ENV[@]}" \
 			"$REPO/deploy/up"
 	) </dev/null >>"$T/logs/up.log" 2>&1 &
 	UP_PID=$!

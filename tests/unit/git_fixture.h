@@ -155,7 +155,8 @@ static inline void setup(void)
 	FMT(fx.base, "%s/base", fx.tmp);
 	make_remote("acme", "widgets", fx.up, fx.remote, fx.url);
 	cr_assert_eq(worktree_bare_path(fx.base, "acme", "widgets", fx.bare, sizeof(fx.bare)), 0);
-	cr_assert_eq(worktree_global_init(), 0);
+	/* The agent's HOME is the one the git CLI of the fixture has. */
+	cr_assert_eq(worktree_global_init(fx.tmp), 0);
 }
 
 /* Present only in sanitizer builds: makes a leak fail the test, which a Criterion worker's exit

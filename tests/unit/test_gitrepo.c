@@ -1,10 +1,102 @@
 /*
  * gitrepo.c against real repositories (git_fixture.h): the lock, clone and fetch with prune,
- * origin's default branch, a failed fetch, the URL of origin, URL parsing.
+ * origin's default branch, a failed fetch, the URL of origin, URL parsing, whose git
+ * configuration libgit2 reads.
  */
 #include "git_fixture.h"
 
 TestSuite(gitrepo, .init = setup, .fini = teardown);
+
+/* Makes <fx.tmp>/<leaf> a HOME whose global and XDG git configuration say agentdtest.who = who;
+ * a broken one also sends every file:// URL to a path that does not exist. Writes its path. */
+static void make_home(const char *leaf, const char *who, bool broken, char *home)
+{
+	char dir[P_MAX * 2], text[256];
+
+	cr_assert_lt(snprintf(home, P_MAX, "%s/%s", fx.tmp, leaf), P_MAX);
+	FMT(dir, "%s/.config/git", home);
+	cr_assert_eq(fsutil_mkdir_parent(dir), 0);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	FMT(text, "[agentdtest]\n\twho = %s\n%s", who,
+	    broken ? "[url \"file:///nonexistent-daemon-config/\"]\n\tinsteadOf = file://\n" : "");
+	FMT(dir, "%s/.gitconfig", home);
+	write_file(dir, text);
+	FMT(dir, "%s/.config/git/config", home);
+	write_file(dir, text);
+}
+
+/* agentdtest.who from the global, XDG and system files, or "" when none has it. */
+static void config_who(char *out, size_t outlen)
+{
+	git_config *cfg = NULL;
+	git_buf buf = GIT_BUF_INIT;
+
+	cr_assert_eq(git_config_open_default(&cfg), 0, "%s", gitrepo_msg());
+	out[0] = '\0';
+	if (git_config_get_string_buf(&buf, cfg, "agentdtest.who") == 0)
+		snprintf(out, outlen, "%s", buf.ptr);
+	git_buf_dispose(&buf);
+	git_config_free(cfg);
+}
+
+static void assert_search_path(int level, const char *want)
+{
+	git_buf buf = GIT_BUF_INIT;
+
+	cr_assert_eq(git_libgit2_opts(GIT_OPT_GET_SEARCH_PATH, level, &buf), 0);
+	cr_assert_str_eq(buf.ptr != NULL ? buf.ptr : "", want, "level %d", level);
+	git_buf_dispose(&buf);
+}
+
+Test(gitrepo, global_init_reads_the_agents_config_not_the_daemons)
+{
+	char daemon[P_MAX], agent[P_MAX], xdg[P_MAX * 2], who[64];
+	struct cause c = {{0}};
+
+	make_home("roothome", "daemon", true, daemon);
+	make_home("agenthome", "agent", false, agent);
+	FMT(xdg, "%s/.config", daemon);
+	cr_assert_eq(setenv("HOME", daemon, 1), 0);
+	cr_assert_eq(setenv("XDG_CONFIG_HOME", xdg, 1), 0);
+	/* libgit2's own guess, from the environment: what the daemon's git work read. */
+	cr_assert_eq(git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_GLOBAL, NULL), 0);
+	cr_assert_eq(git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_XDG, NULL), 0);
+	config_who(who, sizeof(who));
+	cr_assert_str_eq(who, "daemon");
+	cr_assert_lt(worktree_ensure_repo(fx.base, "acme", "widgets", fx.url, &c), 0,
+		     "the daemon's url.insteadOf did not apply: the test proves nothing");
+	cr_assert(strstr(c.msg, "clone of ") != NULL, "%s", c.msg);
+
+	cr_assert_eq(worktree_global_init(agent), 0);
+	assert_search_path(GIT_CONFIG_LEVEL_GLOBAL, agent);
+	FMT(xdg, "%s/.config/git", agent);
+	assert_search_path(GIT_CONFIG_LEVEL_XDG, xdg);
+	config_who(who, sizeof(who));
+	cr_assert_str_eq(who, "agent");
+	ensure();
+	cr_assert(has_ref(fx.bare, "refs/remotes/origin/main"));
+}
+
+Test(gitrepo, global_init_without_a_usable_home_reads_no_user_config)
+{
+	const char *homes[] = {NULL, "", "relative/home", "/a:/b", "/x/$PATH"};
+	char daemon[P_MAX], who[64];
+	size_t i;
+
+	make_home("roothome", "daemon", true, daemon);
+	cr_assert_eq(setenv("HOME", daemon, 1), 0);
+	cr_assert_eq(unsetenv("XDG_CONFIG_HOME"), 0);
+	for (i = 0; i < sizeof(homes) / sizeof(homes[0]); i++) {
+		cr_assert_eq(
+		    git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_GLOBAL, NULL), 0);
+		cr_assert_eq(worktree_global_init(homes[i]), 0, "home %zu", i);
+		assert_search_path(GIT_CONFIG_LEVEL_GLOBAL, "");
+		assert_search_path(GIT_CONFIG_LEVEL_XDG, "");
+		config_who(who, sizeof(who));
+		cr_assert_str_eq(who, "", "home %zu read %s", i, who);
+	}
+	ensure();
+}
 
 Test(gitrepo, lock_is_exclusive)
 {

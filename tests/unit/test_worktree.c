@@ -565,6 +565,58 @@ Test(worktree, gitattributes_in_a_subdirectory_still_apply)
 	cr_assert_eq(worktree_is_dirty(path, NULL), 0);
 }
 
+/* Writes the global attributes file of the HOME home (<home>/.config/git/attributes). */
+static void write_global_attributes(const char *home, const char *text)
+{
+	char path[P_MAX * 2];
+
+	FMT(path, "%s/.config/git/attributes", home);
+	cr_assert_eq(fsutil_mkdir_parent(path), 0);
+	write_file(path, text);
+}
+
+static void assert_readme(const char *path, const char *want)
+{
+	char file[P_MAX * 2], buf[64] = {0};
+	FILE *f;
+
+	FMT(file, "%s/README", path);
+	f = fopen(file, "rb");
+	cr_assert_not_null(f, "%s", file);
+	cr_assert_gt(fread(buf, 1, sizeof(buf) - 1, f), 0);
+	fclose(f);
+	cr_assert_str_eq(buf, want);
+}
+
+/* The agent's HOME is fx.tmp (the fixture's worktree_global_init); the daemon's is another. */
+Test(worktree, the_agents_global_attributes_apply_whatever_the_daemons_home)
+{
+	char daemon[P_MAX], path[P_MAX];
+
+	FMT(daemon, "%s/roothome", fx.tmp);
+	cr_assert_eq(mkdir(daemon, 0700), 0);
+	cr_assert_eq(setenv("HOME", daemon, 1), 0);
+	cr_assert_eq(unsetenv("XDG_CONFIG_HOME"), 0);
+	write_global_attributes(fx.tmp, "README text eol=crlf\n");
+	ensure();
+	add(13, path);
+	assert_readme(path, "hello\r\n");
+}
+
+Test(worktree, the_daemons_global_attributes_do_not_apply)
+{
+	char daemon[P_MAX], path[P_MAX];
+
+	FMT(daemon, "%s/roothome", fx.tmp);
+	write_global_attributes(daemon, "README text eol=crlf\n");
+	cr_assert_eq(setenv("HOME", daemon, 1), 0);
+	cr_assert_eq(unsetenv("XDG_CONFIG_HOME"), 0);
+	cr_assert_eq(worktree_global_init(fx.tmp), 0);
+	ensure();
+	add(14, path);
+	assert_readme(path, "hello\n");
+}
+
 /* worktree_delete as DELETE /sessions/<id> calls it: without force unless said. */
 static int del(const char *path, long issue, bool force, struct worktree_removal *rm)
 {
