@@ -42,7 +42,7 @@ static void api_auth_check(const struct app *app, struct request *req,
 {
 	struct auth_input in;
 	struct auth_result out;
-	char head[512 + AUTH_BY_MAX + AUTH_IDENTITY_MAX];
+	char head[512 + AUTH_BY_MAX + AUTH_IDENTITY_MAX + AUTH_CREDENTIAL_MAX];
 
 	api_auth_input(req, &in);
 	authcache_decide(app->auth, &in, (int64_t)time(NULL), &out);
@@ -54,9 +54,10 @@ static void api_auth_check(const struct app *app, struct request *req,
 		request_reply_head(req, out.status, head);
 		return;
 	}
-	snprintf(head, sizeof(head), "%s: %s\r\n%s: %s\r\n%s: %s\r\n", AUTH_HEADER_IDENTITY,
-		 out.identity, AUTH_HEADER_ROLE, out.admin ? AUTH_ROLE_ADMIN : AUTH_ROLE_VIEWER,
-		 AUTH_HEADER_BY, out.by);
+	snprintf(head, sizeof(head), "%s: %s\r\n%s: %s\r\n%s: %s\r\n%s: %s\r\n",
+		 AUTH_HEADER_IDENTITY, out.identity, AUTH_HEADER_ROLE,
+		 out.admin ? AUTH_ROLE_ADMIN : AUTH_ROLE_VIEWER, AUTH_HEADER_BY, out.by,
+		 AUTH_HEADER_CREDENTIAL, out.credential);
 	/* A read granted goes into nginx's cache of the door, keyed on every parameter above, for
 	 * out.reuse_secs (core/auth.h); everything else is asked again next time. */
 	if (out.reuse_secs > 0)
