@@ -196,5 +196,4 @@ code=$(curl -q -s -o /dev/null -D "$T/x.h" -w '%{http_code}' -H "Cookie: agentd_
 	-H 'Content-Type: application/json' -d "{\"token\":\"$OTHER\"}" "$BASE_URL/login")
 assert_eq "the login page's POST /login (after the confirmation) replaces it: 204" 204 "$code"
 check "... with the cookie" grep -qi "^Set-Cookie: agentd_token=$OTHER;" "$T/x.h"
-check "the login page asks before it replaces a sign-in" \
-	grep -q 'confirm' "$REPO/nginx/html/assets/login/login.js"
+# The login page's question in a browser: test_web_ui (web/ui.js, the phone).
