@@ -652,19 +652,13 @@ void conn_end(struct conn *c, const char *code, const char *message)
 	char *frame;
 	int n;
 
+	if (c->phase != CONN_WS && c->phase != CONN_SERVICE)
+		return; /* ending already, its service detached */
 	log_info("session %s: %s closed: %s", c->id[0] != '\0' ? c->id : "-",
 		 c->identity[0] != '\0' ? c->identity : "a connection", code);
-	switch (c->phase) {
-	case CONN_WS:
+	if (c->phase == CONN_WS) {
 		conn_ws_close(c, WS_CLOSE_POLICY, code);
 		return;
-	case CONN_SERVICE:
-		break;
-	case CONN_WS_CLOSING:
-	case CONN_FINISH:
-	case CONN_LINGER:
-	case CONN_DEAD:
-		return; /* ending already, its service detached */
 	}
 	if (c->sent == 0 && conn_out_empty(c)) {
 		conn_respond(c, 401, code, message, NULL, BRIDGE_CLOSE_TIMEOUT_MS);
@@ -695,8 +689,6 @@ bool conn_allowed(struct conn *c)
 		return true;
 	if (access_refresh(c->set->access))
 		conn_set_recheck(c->set);
-	if (c->phase == CONN_DEAD)
-		return false;
 	if (access_allowed(c->set->access, &c->cred, &why))
 		return true;
 	conn_end(c, why.code, why.message);

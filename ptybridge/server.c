@@ -179,7 +179,7 @@ static bool front_admit(struct front *f)
 	access_parse(http_request_header(req, AUTH_HEADER_CREDENTIAL, NULL), &cred);
 	if (access_refresh(&f->b->access))
 		conn_set_recheck(&f->b->conns);
-	if (f->c.phase == CONN_DEAD)
+	if (f->c.phase != CONN_SERVICE)
 		return false; /* the store is broken: answered already */
 	if (!access_allowed(&f->b->access, &cred, &why)) {
 		front_respond(f, 401, why.code, why.message);
