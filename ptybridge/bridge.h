@@ -22,9 +22,9 @@
 /* One identity's share: the Telegram bot (one token) streams up to 64 answers at once besides
  * its /events (telegram/state.h STATE_TURNS_MAX); a browser holds a few. More: 503. */
 #define BRIDGE_CLIENTS_PER_IDENTITY 128
-/* Kept for admins: read-only identities together get the rest, so viewers cannot lock an admin
- * out. */
-#define BRIDGE_ADMIN_RESERVE 64
+/* Kept for admins, a share of max_clients (64 of 512): read-only identities together get the
+ * rest, so viewers cannot lock an admin out. A share, so that a small max_clients keeps room. */
+#define BRIDGE_ADMIN_SHARE 8 /* 1/8 */
 /* Connections read past the limit only to be answered 503 properly (a request head, then the
  * answer and a linger: closing at once resets the request and nginx reports a dead bridge). */
 #define BRIDGE_REFUSE_SPARE         64
@@ -54,7 +54,6 @@ struct bridge_options {
 	unsigned creating_wait_ms;
 	unsigned max_clients;
 	unsigned max_per_identity; /* connections one identity may hold at once */
-	unsigned admin_reserve;    /* of max_clients, never given to a read-only identity */
 	unsigned events_log_max;   /* bytes of the /events log before rotation (EVENTS_LOG_MAX) */
 };
 

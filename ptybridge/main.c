@@ -36,8 +36,6 @@ static const struct main_option main_options[] = {
     {"max-clients", "AGENTD_BRIDGE_MAX_CLIENTS", offsetof(struct bridge_options, max_clients)},
     {"max-per-identity", "AGENTD_BRIDGE_MAX_PER_IDENTITY",
      offsetof(struct bridge_options, max_per_identity)},
-    {"admin-reserve", "AGENTD_BRIDGE_ADMIN_RESERVE",
-     offsetof(struct bridge_options, admin_reserve)},
     {"events-log-max", "AGENTD_BRIDGE_EVENTS_LOG_MAX",
      offsetof(struct bridge_options, events_log_max)},
 };
@@ -110,10 +108,6 @@ int main(int argc, char **argv)
 		fputs("agentd-bridge: max-clients, max-per-identity, handshake-timeout-ms and "
 		      "events-log-max must be positive\n",
 		      stderr);
-		return 2;
-	}
-	if (opt.admin_reserve >= opt.max_clients) {
-		fputs("agentd-bridge: admin-reserve must be less than max-clients\n", stderr);
 		return 2;
 	}
 	r = config_load(&cfg, &cause);

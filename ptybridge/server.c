@@ -71,7 +71,6 @@ void server_options_defaults(struct bridge_options *opt)
 	opt->creating_wait_ms = BRIDGE_CREATING_WAIT_MS;
 	opt->max_clients = BRIDGE_CLIENTS_MAX;
 	opt->max_per_identity = BRIDGE_CLIENTS_PER_IDENTITY;
-	opt->admin_reserve = BRIDGE_ADMIN_RESERVE;
 	opt->events_log_max = EVENTS_LOG_MAX;
 }
 
@@ -160,8 +159,8 @@ static void front_respond(struct front *f, int status, const char *code, const c
 /*
  * Whether the request may open one more connection: its credential is still good (the store may
  * have changed since nginx asked), and the limits: one identity holds at most max_per_identity,
- * read-only identities together leave admin_reserve of max_clients to admins, and nobody gets
- * more than max_clients. Returns true, or false with the refusal answered.
+ * read-only identities together leave 1/BRIDGE_ADMIN_SHARE of max_clients to admins, and nobody
+ * gets more than max_clients. Returns true, or false with the refusal answered.
  */
 static bool front_admit(struct front *f)
 {
@@ -170,6 +169,7 @@ static bool front_admit(struct front *f)
 	const char *role = http_request_header(req, AUTH_HEADER_ROLE, NULL);
 	const struct bridge_options *opt = &f->b->opt;
 	unsigned total = 0, viewers = 0, mine = 0;
+	unsigned viewers_max = opt->max_clients - opt->max_clients / BRIDGE_ADMIN_SHARE;
 	char message[AUTH_IDENTITY_MAX + 128];
 	struct access_refusal why;
 	struct access_cred cred;
@@ -203,11 +203,10 @@ static bool front_admit(struct front *f)
 		front_respond(f, 503, "too_many_connections", message);
 		return false;
 	}
-	if (total >= opt->max_clients ||
-	    (!admin && viewers + opt->admin_reserve >= opt->max_clients)) {
+	if (total >= opt->max_clients || (!admin && viewers >= viewers_max)) {
 		snprintf(message, sizeof(message),
 			 "agentd-bridge serves all the connections it may (%u%s): try again later",
-			 admin ? opt->max_clients : opt->max_clients - opt->admin_reserve,
+			 admin ? opt->max_clients : viewers_max,
 			 admin ? "" : " for read-only identities; the rest are kept for admins");
 		front_respond(f, 503, "busy", message);
 		return false;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Long-lived connections under the door's rules (docs/API.md "Access"):
 # - `token revoke` ends every connection the token opened within 2 s, with a reason: a terminal
-#   WebSocket and a /stream WebSocket close 1008 credentials_revoked, an /events stream ends with
-#   an `error` event of that code; what they send after the revoke is refused (no keystroke
+#   WebSocket and a /stream WebSocket close 1008 credentials_revoked, an /events stream and a
+#   session's event stream end with an `error` event of that code; what they send after the revoke is refused (no keystroke
 #   reaches the pane, no prompt is taken or recorded on /events).
 # - one identity cannot take every slot of the bridge: past its share it gets 503
 #   too_many_connections, read-only identities together past theirs 503 busy (JSON, from the
@@ -16,11 +16,10 @@ source "$(dirname "$0")/structured/lib_structured.sh"
 source "$(dirname "$0")/terminal/lib_terminal.sh"
 
 API_BIN=$BUILD_DIR/fcgi-app/agentd-api
-# Small limits so that a flood is a few dozen connections: 24 in all, 6 per identity, 4 of them
-# kept for admins.
+# Small limits so that a flood is a few dozen connections: 24 in all, 6 per identity, 3 of them
+# (an eighth) kept for admins.
 make_remote acme widgets
-start_stack AGENTD_BRIDGE_MAX_CLIENTS=24 AGENTD_BRIDGE_MAX_PER_IDENTITY=6 \
-	AGENTD_BRIDGE_ADMIN_RESERVE=4 || exit 1
+start_stack AGENTD_BRIDGE_MAX_CLIENTS=24 AGENTD_BRIDGE_MAX_PER_IDENTITY=6 || exit 1
 ADMIN=$AGENTD_TEST_TOKEN
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -38,12 +37,14 @@ sse_wait_event adm '.event == "snapshot"' 10
 start_client term /sessions/widgets-1/terminal --header "Authorization: Bearer $REV"
 ws_start strm /sessions/widgets-2/stream --header "Authorization: Bearer $REV"
 sse_start evs GET /events - --header "Authorization: Bearer $REV"
+sse_start sev GET /sessions/widgets-2/events - --header "Authorization: Bearer $REV"
 wait_line term '^open' 10
 ws_wait_line strm '^open' 10
 sse_wait_event evs '.event == "snapshot"' 10
 check "the doomed token's terminal is open" grep -q '^open' "$T/term.log"
 check "... its /stream is open" grep -q '^open' "$T/strm.log"
 check "... its /events stream is open" grep -q '^status 200' "$T/evs.log"
+check "... its session's event stream is open" grep -q '^status 200' "$T/sev.log"
 client_cmd term 'send "typed before the revoke\r"'
 if pane_has widgets-1 'typed before the revoke' 10; then pass "its keystrokes reach the pane"; else
 	fail "its keystrokes reach the pane"; fi
@@ -53,15 +54,17 @@ T0=$(now_ms)
 # Input right after the revoke, before (or while) the bridge closes: refused.
 client_cmd term 'send "typed after the revoke\r"'
 ws_send strm '{"type":"prompt","prompt":"sent after the revoke"}'
-closed_term= closed_strm= ended_evs=
+closed_term= closed_strm= ended_evs= ended_sev=
 while [ $(($(now_ms) - T0)) -lt 3000 ]; do
 	[ -z "$closed_term" ] && grep -q '^closed' "$T/term.log" && closed_term=$(($(now_ms) - T0))
 	[ -z "$closed_strm" ] && grep -q '^closed' "$T/strm.log" && closed_strm=$(($(now_ms) - T0))
 	[ -z "$ended_evs" ] && grep -q '^end' "$T/evs.log" && ended_evs=$(($(now_ms) - T0))
-	[ -n "$closed_term" ] && [ -n "$closed_strm" ] && [ -n "$ended_evs" ] && break
+	[ -z "$ended_sev" ] && grep -q '^end' "$T/sev.log" && ended_sev=$(($(now_ms) - T0))
+	[ -n "$closed_term" ] && [ -n "$closed_strm" ] && [ -n "$ended_evs" ] && [ -n "$ended_sev" ] &&
+		break
 	sleep 0.05
 done
-log "after the revoke: terminal closed at ${closed_term:-never}, /stream at ${closed_strm:-never}, /events at ${ended_evs:-never} ms"
+log "after the revoke: terminal closed at ${closed_term:-never}, /stream at ${closed_strm:-never}, /events at ${ended_evs:-never}, the session's events at ${ended_sev:-never} ms"
 within() { [ -n "$1" ] && [ "$1" -le 2000 ]; }
 check "the terminal closes within 2 s of the revoke" within "$closed_term"
 assert_match "... with 1008 credentials_revoked" '^closed 1008 credentials_revoked' \
@@ -72,6 +75,9 @@ assert_match "... with 1008 credentials_revoked" '^closed 1008 credentials_revok
 check "the /events stream ends within 2 s of the revoke" within "$ended_evs"
 assert_sse_event "... with an error event credentials_revoked" evs \
 	'.event == "error" and (.data | fromjson | .code == "credentials_revoked" and (.error | length > 0))' 1
+check "the session's event stream ends within 2 s of the revoke" within "$ended_sev"
+assert_sse_event "... with an error event credentials_revoked" sev \
+	'.event == "error" and (.data | fromjson | .code == "credentials_revoked")' 1
 sleep 1
 if pane_has widgets-1 'typed after the revoke' 1; then
 	fail "keystrokes sent after the revoke never reach the pane"
@@ -115,6 +121,13 @@ open_streams() {
 		sleep 0.05
 	done
 }
+# refused_body TAG: the body of TAG's first stream refused 503.
+refused_body() {
+	local f
+	for f in "$T"/fl."$1".*.h; do
+		head -n 1 "$f" | grep -q ' 503' && { cat "${f%.h}.b"; return; }
+	done
+}
 # statuses TAG: the statuses of TAG's streams, sorted, e.g. "200 200 503".
 statuses() {
 	local f
@@ -125,16 +138,16 @@ open_streams "$V1" 9 a
 sleep 2
 assert_eq "one read-only identity gets 6 streams (its share), then 503" \
 	"200 200 200 200 200 200 503 503 503" "$(statuses a)"
-body=$(cat "$T"/fl.a.9.b)
+body=$(refused_body a)
 assert_jq "... the 503 is the bridge's JSON: too_many_connections" \
 	'.code == "too_many_connections" and (.error | test("flood1"))' "$body"
 open_streams "$V2" 6 b
 open_streams "$V3" 6 c
 open_streams "$V4" 4 d
 sleep 2
-assert_eq "read-only identities together get 20 (4 of 24 are kept for admins)" \
-	"200 200 503 503" "$(statuses d)"
-body=$(cat "$T"/fl.d.4.b)
+assert_eq "read-only identities together get 21 (3 of 24 are kept for admins)" \
+	"200 200 200 503" "$(statuses d)"
+body=$(refused_body d)
 assert_jq "... the 503 says the bridge is full: busy" \
 	'.code == "busy" and (.error | length > 0)' "$body"
 code=$(curl -q -s -m 3 -o "$T/adm.b" -w '%{http_code}' -H "Authorization: Bearer $ADMIN" \
