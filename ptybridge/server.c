@@ -165,9 +165,10 @@ static void front_respond(struct front *f, int status, const char *code, const c
 static bool front_admit(struct front *f)
 {
 	const struct http_request *req = f->c.req;
-	const char *identity = http_request_header(req, AUTH_HEADER_IDENTITY, NULL);
+	const char *header = http_request_header(req, AUTH_HEADER_IDENTITY, NULL);
 	const char *role = http_request_header(req, AUTH_HEADER_ROLE, NULL);
 	const struct bridge_options *opt = &f->b->opt;
+	char identity[AUTH_IDENTITY_MAX + 1]; /* as struct conn keeps it */
 	unsigned total = 0, viewers = 0, mine = 0;
 	unsigned viewers_max = opt->max_clients - opt->max_clients / BRIDGE_ADMIN_SHARE;
 	char message[AUTH_IDENTITY_MAX + 128];
@@ -185,7 +186,7 @@ static bool front_admit(struct front *f)
 		front_respond(f, 401, why.code, why.message);
 		return false;
 	}
-	identity = identity != NULL ? identity : "";
+	snprintf(identity, sizeof(identity), "%s", header != NULL ? header : "");
 	admin = role != NULL && strcmp(role, AUTH_ROLE_ADMIN) == 0 &&
 		(cred.kind == ACCESS_TOKEN || cred.kind == ACCESS_TAILSCALE);
 	LIST_FOREACH(c, &f->b->conns.head, link)
@@ -199,7 +200,7 @@ static bool front_admit(struct front *f)
 	if (mine >= opt->max_per_identity) {
 		snprintf(message, sizeof(message),
 			 "%s has %u connections open, the most one identity may hold",
-			 *identity != '\0' ? identity : "this client", mine);
+			 identity[0] != '\0' ? identity : "this client", mine);
 		front_respond(f, 503, "too_many_connections", message);
 		return false;
 	}
