@@ -124,6 +124,9 @@ int auth_decide(const struct auth_input *in, const struct tokens *tokens,
 					   "this token is not valid (unknown or revoked)");
 		snprintf(out->identity, sizeof(out->identity), "%s", out->token->name);
 		out->admin = !out->token->read_only;
+		memcpy(out->credential, AUTH_CREDENTIAL_TOKEN, sizeof(AUTH_CREDENTIAL_TOKEN) - 1);
+		tokens_hash_hex(out->token->hash,
+				out->credential + sizeof(AUTH_CREDENTIAL_TOKEN) - 1);
 	} else if (in->via_tailscale && auth_empty(in->ts_funnel) && !auth_empty(in->ts_login)) {
 		if (!auth_login_valid(in->ts_login))
 			return auth_refuse(out, 401, "tailscale_user_not_allowed",
@@ -135,6 +138,7 @@ int auth_decide(const struct auth_input *in, const struct tokens *tokens,
 					   "this Tailscale user is not allowed here (see "
 					   "AGENTD_TAILSCALE_USERS)");
 		snprintf(out->identity, sizeof(out->identity), "%s", in->ts_login);
+		snprintf(out->credential, sizeof(out->credential), "%s", AUTH_CREDENTIAL_TAILSCALE);
 	} else {
 		return auth_refuse(out, 401, "unauthenticated",
 				   "credentials are required: Authorization: Bearer <token>, or "

@@ -35,8 +35,15 @@
 #define AUTH_HEADER_IDENTITY "X-Agentd-Identity"
 #define AUTH_HEADER_ROLE     "X-Agentd-Role"
 #define AUTH_HEADER_BY       "X-Agentd-By"
-#define AUTH_ROLE_ADMIN      "admin"
-#define AUTH_ROLE_VIEWER     "viewer"
+/* Which credential let the request in, for the bridge to check again while a connection it let
+ * in stays open: AUTH_CREDENTIAL_TOKEN and the token's stored SHA-256 in hex (what the store
+ * holds: no credential), or AUTH_CREDENTIAL_TAILSCALE. */
+#define AUTH_HEADER_CREDENTIAL    "X-Agentd-Credential"
+#define AUTH_CREDENTIAL_TOKEN     "token:"
+#define AUTH_CREDENTIAL_TAILSCALE "tailscale"
+#define AUTH_CREDENTIAL_MAX       (sizeof(AUTH_CREDENTIAL_TOKEN) - 1 + TOKEN_HASH_HEX)
+#define AUTH_ROLE_ADMIN           "admin"
+#define AUTH_ROLE_VIEWER          "viewer"
 /*
  * How long nginx may give a granted read (GET, HEAD) again to requests with the same credentials
  * without asking (the door's cache, nginx/agentd.conf.in), in whole seconds: nginx counts them on
@@ -69,9 +76,10 @@ struct auth_result {
 	const char *code;    /* on 401/403: "unauthenticated", "invalid_token", "read_only", ... */
 	const char *message; /* on 401/403: a sentence for the client */
 	bool admin;
-	char identity[AUTH_IDENTITY_MAX + 1]; /* on 200 */
-	char by[AUTH_BY_MAX + 1];             /* on 200: identity[:actor] */
-	struct token_entry *token;            /* on 200 by token: its entry in the store */
+	char identity[AUTH_IDENTITY_MAX + 1];     /* on 200 */
+	char by[AUTH_BY_MAX + 1];                 /* on 200: identity[:actor] */
+	char credential[AUTH_CREDENTIAL_MAX + 1]; /* on 200: AUTH_HEADER_CREDENTIAL's value */
+	struct token_entry *token;                /* on 200 by token: its entry in the store */
 	int reuse_secs; /* on 200: AUTH_REUSE_SECS for a read, else 0 (the answer is not reused) */
 };
 

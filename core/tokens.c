@@ -37,13 +37,13 @@ static int tokens_hash(const char *text, size_t len, uint8_t out[TOKEN_HASH_LEN]
 	return 0;
 }
 
-static void tokens_hex(const uint8_t *h, char out[2 * TOKEN_HASH_LEN + 1])
+void tokens_hash_hex(const uint8_t hash[TOKEN_HASH_LEN], char out[TOKEN_HASH_HEX + 1])
 {
 	for (size_t i = 0; i < TOKEN_HASH_LEN; i++)
-		snprintf(out + 2 * i, 3, "%02x", h[i]);
+		snprintf(out + 2 * i, 3, "%02x", hash[i]);
 }
 
-static int tokens_unhex(const char *s, uint8_t out[TOKEN_HASH_LEN])
+int tokens_hash_unhex(const char *s, uint8_t out[TOKEN_HASH_LEN])
 {
 	if (strlen(s) != 2 * TOKEN_HASH_LEN)
 		return -EINVAL;
@@ -84,7 +84,7 @@ static int tokens_entry(json_object *o, struct token_entry *e, struct cause *cau
 	snprintf(e->name, sizeof(e->name), "%s", json_object_get_string(name));
 	if (!json_object_object_get_ex(o, "sha256", &hash) ||
 	    !json_object_is_type(hash, json_type_string) ||
-	    tokens_unhex(json_object_get_string(hash), e->hash) < 0)
+	    tokens_hash_unhex(json_object_get_string(hash), e->hash) < 0)
 		return cause_fail(cause, EINVAL, "token %s has no valid sha256", e->name);
 	if (!json_object_object_get_ex(o, "readOnly", &ro) ||
 	    !json_object_is_type(ro, json_type_boolean))
@@ -188,9 +188,9 @@ int tokens_save(const char *path, const struct tokens *t, struct cause *cause)
 	json_object_object_add(root, "tokens", arr);
 	for (size_t i = 0; i < t->n; i++) {
 		json_object *o = json_object_new_object();
-		char hex[2 * TOKEN_HASH_LEN + 1];
+		char hex[TOKEN_HASH_HEX + 1];
 
-		tokens_hex(t->v[i].hash, hex);
+		tokens_hash_hex(t->v[i].hash, hex);
 		json_object_object_add(o, "name", json_object_new_string(t->v[i].name));
 		json_object_object_add(o, "sha256", json_object_new_string(hex));
 		json_object_object_add(o, "readOnly", json_object_new_boolean(t->v[i].read_only));
@@ -288,6 +288,15 @@ struct token_entry *tokens_match(const struct tokens *t, const char *presented, 
 		if (CRYPTO_memcmp(h, t->v[i].hash, TOKEN_HASH_LEN) == 0)
 			found = &t->v[i];
 	return found;
+}
+
+const struct token_entry *tokens_find_hash(const struct tokens *t,
+					   const uint8_t hash[TOKEN_HASH_LEN])
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (memcmp(hash, t->v[i].hash, TOKEN_HASH_LEN) == 0)
+			return &t->v[i];
+	return NULL;
 }
 
 void tokens_free(struct tokens *t)

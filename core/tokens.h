@@ -25,7 +25,9 @@
 #define TOKEN_RANDOM    32           /* random bytes of a token */
 #define TOKEN_TEXT_LEN  (7 + 43)     /* the prefix and the base64url of the bytes */
 #define TOKEN_HASH_LEN  32           /* SHA-256 */
+#define TOKEN_HASH_HEX  (2 * TOKEN_HASH_LEN)
 #define TOKEN_FILE_MODE 0600
+#define TOKENS_STORE    "tokens.json" /* in AGENTD_STATE_DIR */
 
 struct token_entry {
 	char name[TOKEN_NAME_MAX + 1];
@@ -64,6 +66,16 @@ int tokens_revoke(struct tokens *t, const char *name);
 /* The entry whose token is presented (len bytes, not NUL-terminated), or NULL. Every entry is
  * compared, in constant time, whatever matches. */
 struct token_entry *tokens_match(const struct tokens *t, const char *presented, size_t len);
+
+/* The entry whose stored hash is hash, or NULL (the hash is no secret: no constant time). */
+const struct token_entry *tokens_find_hash(const struct tokens *t,
+					   const uint8_t hash[TOKEN_HASH_LEN]);
+
+/* The hash as the store writes it: TOKEN_HASH_HEX lowercase hex digits and a NUL. */
+void tokens_hash_hex(const uint8_t hash[TOKEN_HASH_LEN], char out[TOKEN_HASH_HEX + 1]);
+
+/* Reads exactly TOKEN_HASH_HEX hex digits (either case). Returns 0 or -EINVAL. */
+int tokens_hash_unhex(const char *s, uint8_t out[TOKEN_HASH_LEN]);
 
 void tokens_free(struct tokens *t);
 

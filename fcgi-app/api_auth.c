@@ -42,7 +42,7 @@ static void api_auth_check(const struct app *app, struct request *req,
 {
 	struct auth_input in;
 	struct auth_result out;
-	char head[512 + AUTH_BY_MAX + AUTH_IDENTITY_MAX];
+	char head[512 + AUTH_BY_MAX + AUTH_IDENTITY_MAX + AUTH_CREDENTIAL_MAX];
 
 	api_auth_input(req, &in);
 	authcache_decide(app->auth, &in, (int64_t)time(NULL), &out);
@@ -54,9 +54,10 @@ static void api_auth_check(const struct app *app, struct request *req,
 		request_reply_head(req, out.status, head);
 		return;
 	}
-	snprintf(head, sizeof(head), "%s: %s\r\n%s: %s\r\n%s: %s\r\n", AUTH_HEADER_IDENTITY,
-		 out.identity, AUTH_HEADER_ROLE, out.admin ? AUTH_ROLE_ADMIN : AUTH_ROLE_VIEWER,
-		 AUTH_HEADER_BY, out.by);
+	snprintf(head, sizeof(head), "%s: %s\r\n%s: %s\r\n%s: %s\r\n%s: %s\r\n",
+		 AUTH_HEADER_IDENTITY, out.identity, AUTH_HEADER_ROLE,
+		 out.admin ? AUTH_ROLE_ADMIN : AUTH_ROLE_VIEWER, AUTH_HEADER_BY, out.by,
+		 AUTH_HEADER_CREDENTIAL, out.credential);
 	/* A read granted goes into nginx's cache of the door, keyed on every parameter above, for
 	 * out.reuse_secs (core/auth.h); everything else is asked again next time. */
 	if (out.reuse_secs > 0)
@@ -77,26 +78,60 @@ static void api_auth_cookie(struct request *req, const char *token, char *out, s
 		 secure != NULL && strcmp(secure, "1") == 0 ? "; Secure" : "");
 }
 
-/* True when token is one of the store's (any role): the cookie would let its holder in. */
-static bool api_auth_token_ok(const struct app *app, const char *token)
+/* True when token is one of the store's (any role): the cookie would let its holder in. Its
+ * identity goes to identity (AUTH_IDENTITY_MAX + 1 bytes) when not NULL. */
+static bool api_auth_token_ok(const struct app *app, const char *token, char *identity)
 {
 	struct auth_input in = {.method = "GET", .cookie = token};
 	struct auth_result out;
 
-	return token != NULL && strlen(token) == TOKEN_TEXT_LEN &&
-	       authcache_decide(app->auth, &in, (int64_t)time(NULL), &out) == 200;
+	if (token == NULL || strlen(token) != TOKEN_TEXT_LEN ||
+	    authcache_decide(app->auth, &in, (int64_t)time(NULL), &out) != 200)
+		return false;
+	if (identity != NULL)
+		memcpy(identity, out.identity, sizeof(out.identity));
+	return true;
+}
+
+/* True when the browser may be signed in with token's identity without asking: a link to
+ * /?token= on another site must not replace who the browser is signed in as (login CSRF). So
+ * the cookie is set at once only when the browser sent no cookie of another identity that is
+ * still good, and the navigation did not come from another site (Sec-Fetch-Site, which browsers
+ * send: SameSite=Strict keeps the cookie out of such a navigation, so its absence says nothing
+ * then). Otherwise the login page asks (it sees who is signed in: GET /whoami). */
+static bool api_auth_exchange_now(const struct app *app, struct request *req, const char *token,
+				  const char *identity)
+{
+	const char *cookie = request_param_value(req, "AGENTD_COOKIE");
+	const char *site = request_param_value(req, "AGENTD_FETCH_SITE");
+	char current[AUTH_IDENTITY_MAX + 1];
+
+	if (site != NULL && *site != '\0' && strcmp(site, "none") != 0 &&
+	    strcmp(site, "same-origin") != 0)
+		return false;
+	if (cookie == NULL || *cookie == '\0' || strcmp(cookie, token) == 0)
+		return true;
+	return !api_auth_token_ok(app, cookie, current) || strcmp(current, identity) == 0;
 }
 
 /* GET /.agentd/token (from GET /?token=<t>): the cookie and a redirect to / without the token in
- * the address bar; a bad token goes to the login page, which says so. */
+ * the address bar; a bad token goes to the login page, which says so; over another identity's
+ * sign-in, or from another site, to the login page with the token in the fragment (never sent
+ * to a server, so in no log), which asks before it signs in. */
 static void api_auth_exchange(const struct app *app, struct request *req,
 			      const char *const args[ROUTER_MAX_ARGS])
 {
 	const char *token = request_param_value(req, "AGENTD_TOKEN");
 	char cookie[AUTH_COOKIE_LINE], head[AUTH_COOKIE_LINE + 32];
+	char identity[AUTH_IDENTITY_MAX + 1];
 
-	if (!api_auth_token_ok(app, token)) {
+	if (!api_auth_token_ok(app, token, identity)) {
 		request_reply_head(req, 303, "Location: /login?error=invalid_token\r\n");
+		return;
+	}
+	if (!api_auth_exchange_now(app, req, token, identity)) {
+		snprintf(head, sizeof(head), "Location: /login#token=%s\r\n", token);
+		request_reply_head(req, 303, head);
 		return;
 	}
 	api_auth_cookie(req, token, cookie, sizeof(cookie));
@@ -118,7 +153,7 @@ static void api_auth_login(const struct app *app, struct request *req,
 		request_error(req, 400, "invalid_request", "the body must be {\"token\": \"...\"}");
 		goto out;
 	}
-	if (!api_auth_token_ok(app, json_object_get_string(v))) {
+	if (!api_auth_token_ok(app, json_object_get_string(v), NULL)) {
 		request_error(req, 401, "invalid_token",
 			      "this token is not valid (unknown or revoked)");
 		goto out;

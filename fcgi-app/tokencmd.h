@@ -7,8 +7,9 @@
 #define AGENTD_TOKENCMD_H
 
 #include "config.h"
+#include "tokens.h"
 
-#define TOKENCMD_STORE "tokens.json"
+#define TOKENCMD_STORE TOKENS_STORE
 #define TOKENCMD_LOCK  "tokens.lock"
 
 /* Runs the command in argv[0..argc) (argv[0] is "token"). Returns the exit status: 0, 1 on

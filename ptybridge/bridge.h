@@ -6,6 +6,7 @@
 #ifndef AGENTD_BRIDGE_BRIDGE_H
 #define AGENTD_BRIDGE_BRIDGE_H
 
+#include "access.h"
 #include "config.h"
 #include "roster.h"
 #include "store.h"
@@ -17,7 +18,16 @@
 #include <uv.h>
 
 /* Limits and timeouts (milliseconds unless said otherwise). */
-#define BRIDGE_CLIENTS_MAX          512         /* connections at once; more are closed */
+#define BRIDGE_CLIENTS_MAX 512 /* connections at once; more are refused (503) */
+/* One identity's share: the Telegram bot (one token) streams up to 64 answers at once besides
+ * its /events (telegram/state.h STATE_TURNS_MAX); a browser holds a few. More: 503. */
+#define BRIDGE_CLIENTS_PER_IDENTITY 128
+/* Kept for admins, a share of max_clients (64 of 512): read-only identities together get the
+ * rest, so viewers cannot lock an admin out. A share, so that a small max_clients keeps room. */
+#define BRIDGE_ADMIN_SHARE 8 /* 1/8 */
+/* Connections read past the limit only to be answered 503 properly (a request head, then the
+ * answer and a linger: closing at once resets the request and nginx reports a dead bridge). */
+#define BRIDGE_REFUSE_SPARE         64
 #define BRIDGE_TICK_MS              250         /* timer granularity for every deadline below */
 #define BRIDGE_PING_INTERVAL_MS     (20 * 1000) /* a ping each; unanswered by the next: closed */
 #define BRIDGE_HANDSHAKE_TIMEOUT_MS (10 * 1000) /* to send a complete request head */
@@ -43,7 +53,8 @@ struct bridge_options {
 	unsigned handshake_timeout_ms;
 	unsigned creating_wait_ms;
 	unsigned max_clients;
-	unsigned events_log_max; /* bytes of the /events log before rotation (EVENTS_LOG_MAX) */
+	unsigned max_per_identity; /* connections one identity may hold at once */
+	unsigned events_log_max;   /* bytes of the /events log before rotation (EVENTS_LOG_MAX) */
 };
 
 /* Every connection of the bridge, whatever its service (conn.h drives them all). */
@@ -52,6 +63,7 @@ LIST_HEAD(conn_list, conn);
 struct conn_set {
 	struct conn_list head;
 	unsigned n;
+	struct access *access; /* the door's check for connections that stay open (access.h) */
 };
 
 struct bridge;
@@ -97,6 +109,7 @@ struct bridge {
 	uid_t host_uid; /* the agent user (agentuser.h): a host.sock of anyone else is no host */
 	char *scratch;  /* PTY_FRAME_MAX bytes shared by all PTY reads */
 	struct conn_set conns; /* at the front door and in every service; counts to max_clients */
+	struct access access;  /* the token store, for connections that stay open */
 	bool stopping;
 };
 

@@ -7,6 +7,7 @@
 #include "ws.h"
 
 #include <errno.h>
+#include <json-c/json.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -621,6 +622,10 @@ void conn_ws_recv(struct conn *c)
 {
 	int r;
 
+	/* What arrives after a revoke is not read: the store is checked before every read (a stat
+	 * while it is unchanged), not only on the tick that closes the connection. */
+	if (c->phase == CONN_WS && !conn_allowed(c))
+		return;
 	c->ws_prefixed = false;
 	c->in_recv = true;
 	r = ws_recv(c->ws);
@@ -639,6 +644,67 @@ void conn_ws_close(struct conn *c, uint16_t code, const char *reason)
 	c->phase = CONN_WS_CLOSING;
 	c->deadline = conn_now(c) + BRIDGE_CLOSE_TIMEOUT_MS;
 	conn_flush(c);
+}
+
+void conn_end(struct conn *c, const char *code, const char *message)
+{
+	json_object *o;
+	char *frame;
+	int n;
+
+	if (c->phase != CONN_WS && c->phase != CONN_SERVICE)
+		return; /* ending already, its service detached */
+	log_info("session %s: %s closed: %s", c->id[0] != '\0' ? c->id : "-",
+		 c->identity[0] != '\0' ? c->identity : "a connection", code);
+	if (c->phase == CONN_WS) {
+		conn_ws_close(c, WS_CLOSE_POLICY, code);
+		return;
+	}
+	if (c->sent == 0 && conn_out_empty(c)) {
+		conn_respond(c, 401, code, message, NULL, BRIDGE_CLOSE_TIMEOUT_MS);
+		return;
+	}
+	/* A stream (SSE) whose head is out: its last event says why. */
+	o = json_object_new_object();
+	json_object_object_add(o, "error", json_object_new_string(message));
+	json_object_object_add(o, "code", json_object_new_string(code));
+	n = asprintf(&frame, "event: error\ndata: %s\n\n",
+		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	if (n < 0 || conn_queue(c, frame, (size_t)n) < 0) {
+		if (n >= 0)
+			free(frame);
+		conn_cut(c);
+		return;
+	}
+	free(frame);
+	conn_finish(c, BRIDGE_CLOSE_TIMEOUT_MS);
+}
+
+bool conn_allowed(struct conn *c)
+{
+	struct access_refusal why;
+
+	if (c->set == NULL || c->set->access == NULL)
+		return true;
+	if (access_refresh(c->set->access))
+		conn_set_recheck(c->set);
+	if (access_allowed(c->set->access, &c->cred, &why))
+		return true;
+	conn_end(c, why.code, why.message);
+	return false;
+}
+
+void conn_set_recheck(struct conn_set *set)
+{
+	struct access_refusal why;
+	struct conn *c, *next;
+
+	for (c = LIST_FIRST(&set->head); c != NULL; c = next) {
+		next = LIST_NEXT(c, link);
+		if (!access_allowed(set->access, &c->cred, &why))
+			conn_end(c, why.code, why.message);
+	}
 }
 
 void conn_on_pong(void *data)
@@ -752,6 +818,18 @@ void conn_set_abort(struct conn_set *set)
 		conn_cut(LIST_FIRST(&set->head));
 }
 
+/* The identity and the credential of the sender, from the headers nginx set. A role without a
+ * credential nginx vouches for grants nothing: only the door's whole decision makes an admin. */
+static void conn_who(struct conn *c, const struct http_request *req)
+{
+	const char *identity = http_request_header(req, AUTH_HEADER_IDENTITY, NULL);
+
+	snprintf(c->identity, sizeof(c->identity), "%s", identity != NULL ? identity : "");
+	access_parse(http_request_header(req, AUTH_HEADER_CREDENTIAL, NULL), &c->cred);
+	if (c->cred.kind != ACCESS_TOKEN && c->cred.kind != ACCESS_TAILSCALE)
+		c->who.admin = false;
+}
+
 void *conn_open(size_t size, size_t offset, uv_loop_t *loop, int fd, struct conn_set *set,
 		const struct conn_ops *ops, struct http_request *req)
 {
@@ -774,6 +852,7 @@ void *conn_open(size_t size, size_t offset, uv_loop_t *loop, int fd, struct conn
 	c->req = req;
 	auth_who_from_headers(&c->who, http_request_header(req, AUTH_HEADER_ROLE, NULL),
 			      http_request_header(req, AUTH_HEADER_BY, NULL));
+	conn_who(c, req);
 	return obj;
 }
 

@@ -13,6 +13,7 @@
 #ifndef AGENTD_BRIDGE_CONN_H
 #define AGENTD_BRIDGE_CONN_H
 
+#include "access.h"
 #include "auth.h"
 #include "bridge.h"
 #include "session.h"
@@ -92,7 +93,9 @@ struct conn {
 	char id[SESSION_ID_MAX + 1]; /* the session's, once the service knows it (logs, watch) */
 	struct http_request *req;    /* the request being served (the service frees it when done) */
 	struct auth_who who;         /* the sender, from the headers nginx set (core/auth.h) */
-	struct ws *ws;               /* once upgraded; destroyed by conn_release */
+	char identity[AUTH_IDENTITY_MAX + 1]; /* X-Agentd-Identity ("": none), for the limits */
+	struct access_cred cred;              /* what let it in, checked again (access.h) */
+	struct ws *ws;                        /* once upgraded; destroyed by conn_release */
 	uint64_t deadline; /* of the phase (FINISH: 0 for none); the service's in CONN_SERVICE */
 	/* Output last moved, or found nothing queued: stalls count from here. */
 	uint64_t last_moved;
@@ -278,6 +281,21 @@ void conn_ws_recv(struct conn *c);
 /* Starts the close handshake of an open WebSocket (ops->detach first); it is cut if it does not
  * finish within BRIDGE_CLOSE_TIMEOUT_MS. */
 void conn_ws_close(struct conn *c, uint16_t code, const char *reason);
+
+/*
+ * Ends c because the door no longer lets it in (code and message as access.h's refusal: plain
+ * ASCII without quotes): an open WebSocket closes with 1008 and code as the reason; a stream
+ * whose head is out (SSE) gets an `error` event {"error","code"} and ends; a connection that has
+ * answered nothing yet gets 401 {"error","code"}. Nothing more it sends reaches its service.
+ */
+void conn_end(struct conn *c, const char *code, const char *message);
+
+/* Reads the token store again when it changed and ends c (conn_end) when its credential no
+ * longer lets it in. Returns true while c is let in. */
+bool conn_allowed(struct conn *c);
+
+/* After the store changed (access_refresh): ends every connection of set it no longer lets in. */
+void conn_set_recheck(struct conn_set *set);
 
 /* Records an answered ping (a struct ws_callbacks on_pong whose data is the conn). */
 void conn_on_pong(void *data);

@@ -1,8 +1,8 @@
 /*
  * agentd-bridge: the terminal bridge (see server.h) and the structured-mode relay (relay.h).
  * Everything comes from the agentd configuration; the options below only shorten timeouts (and
- * the /events log's bound) for tests, given as flags or as AGENTD_BRIDGE_* variables (so a test can
- * pass them through deploy/up).
+ * the /events log's bound and the connection limits) for tests, given as flags or as
+ * AGENTD_BRIDGE_* variables (so a test can pass them through deploy/up).
  */
 #include "cause.h"
 #include "config.h"
@@ -34,6 +34,8 @@ static const struct main_option main_options[] = {
     {"creating-wait-ms", "AGENTD_BRIDGE_CREATING_WAIT_MS",
      offsetof(struct bridge_options, creating_wait_ms)},
     {"max-clients", "AGENTD_BRIDGE_MAX_CLIENTS", offsetof(struct bridge_options, max_clients)},
+    {"max-per-identity", "AGENTD_BRIDGE_MAX_PER_IDENTITY",
+     offsetof(struct bridge_options, max_per_identity)},
     {"events-log-max", "AGENTD_BRIDGE_EVENTS_LOG_MAX",
      offsetof(struct bridge_options, events_log_max)},
 };
@@ -101,9 +103,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (opt.max_clients == 0 || opt.handshake_timeout_ms == 0 || opt.events_log_max == 0) {
-		fputs("agentd-bridge: max-clients, handshake-timeout-ms and events-log-max must be "
-		      "positive\n",
+	if (opt.max_clients == 0 || opt.max_per_identity == 0 || opt.handshake_timeout_ms == 0 ||
+	    opt.events_log_max == 0) {
+		fputs("agentd-bridge: max-clients, max-per-identity, handshake-timeout-ms and "
+		      "events-log-max must be positive\n",
 		      stderr);
 		return 2;
 	}

@@ -70,6 +70,7 @@ void server_options_defaults(struct bridge_options *opt)
 	opt->handshake_timeout_ms = BRIDGE_HANDSHAKE_TIMEOUT_MS;
 	opt->creating_wait_ms = BRIDGE_CREATING_WAIT_MS;
 	opt->max_clients = BRIDGE_CLIENTS_MAX;
+	opt->max_per_identity = BRIDGE_CLIENTS_PER_IDENTITY;
 	opt->events_log_max = EVENTS_LOG_MAX;
 }
 
@@ -133,6 +134,8 @@ static int server_listen(struct server *s, struct cause *cause)
 
 /* ---- the front door: read the request head, then hand the connection to its service ---- */
 
+static const struct conn_ops front_ops;
+
 static int front_want(struct conn *c)
 {
 	return UV_READABLE;
@@ -153,6 +156,65 @@ static void front_respond(struct front *f, int status, const char *code, const c
 	conn_respond(&f->c, status, code, message, NULL, BRIDGE_CLOSE_TIMEOUT_MS);
 }
 
+/*
+ * Whether the request may open one more connection: its credential is still good (the store may
+ * have changed since nginx asked), and the limits: one identity holds at most max_per_identity,
+ * read-only identities together leave 1/BRIDGE_ADMIN_SHARE of max_clients to admins, and nobody
+ * gets more than max_clients. Returns true, or false with the refusal answered.
+ */
+static bool front_admit(struct front *f)
+{
+	const struct http_request *req = f->c.req;
+	const char *header = http_request_header(req, AUTH_HEADER_IDENTITY, NULL);
+	const char *role = http_request_header(req, AUTH_HEADER_ROLE, NULL);
+	const struct bridge_options *opt = &f->b->opt;
+	char identity[AUTH_IDENTITY_MAX + 1]; /* as struct conn keeps it */
+	unsigned total = 0, viewers = 0, mine = 0;
+	unsigned viewers_max = opt->max_clients - opt->max_clients / BRIDGE_ADMIN_SHARE;
+	char message[AUTH_IDENTITY_MAX + 128];
+	struct access_refusal why;
+	struct access_cred cred;
+	bool admin;
+	struct conn *c;
+
+	access_parse(http_request_header(req, AUTH_HEADER_CREDENTIAL, NULL), &cred);
+	if (access_refresh(&f->b->access))
+		conn_set_recheck(&f->b->conns);
+	if (f->c.phase != CONN_SERVICE)
+		return false; /* the store is broken: answered already */
+	if (!access_allowed(&f->b->access, &cred, &why)) {
+		front_respond(f, 401, why.code, why.message);
+		return false;
+	}
+	snprintf(identity, sizeof(identity), "%s", header != NULL ? header : "");
+	admin = role != NULL && strcmp(role, AUTH_ROLE_ADMIN) == 0 &&
+		(cred.kind == ACCESS_TOKEN || cred.kind == ACCESS_TAILSCALE);
+	LIST_FOREACH(c, &f->b->conns.head, link)
+	{
+		if (c->ops == &front_ops)
+			continue; /* still at the door (this one too) */
+		total++;
+		viewers += !c->who.admin;
+		mine += strcmp(c->identity, identity) == 0;
+	}
+	if (mine >= opt->max_per_identity) {
+		snprintf(message, sizeof(message),
+			 "%s has %u connections open, the most one identity may hold",
+			 identity[0] != '\0' ? identity : "this client", mine);
+		front_respond(f, 503, "too_many_connections", message);
+		return false;
+	}
+	if (total >= opt->max_clients || (!admin && viewers >= viewers_max)) {
+		snprintf(message, sizeof(message),
+			 "agentd-bridge serves all the connections it may (%u%s): try again later",
+			 admin ? opt->max_clients : viewers_max,
+			 admin ? "" : " for read-only identities; the rest are kept for admins");
+		front_respond(f, 503, "busy", message);
+		return false;
+	}
+	return true;
+}
+
 /* The head is complete: the route table names the service, which takes socket and request. */
 static void front_dispatch(struct front *f)
 {
@@ -166,6 +228,8 @@ static void front_dispatch(struct front *f)
 		front_respond(f, 404, "not_found", "no such resource");
 		return;
 	}
+	if (!front_admit(f))
+		return;
 	f->c.req = NULL;
 	f->c.fd = -1;
 	conn_cut(&f->c); /* the poll handle stops watching fd right here */
@@ -304,11 +368,14 @@ static void server_on_accept(uv_poll_t *handle, int status, int events)
 			}
 			return;
 		}
-		if (s->b.stopping || s->b.conns.n >= s->b.opt.max_clients) {
+		/* Up to max_clients are served; BRIDGE_REFUSE_SPARE more are read to be refused
+		 * properly (front_admit); past that, the last resort. */
+		if (s->b.stopping || s->b.conns.n >= s->b.opt.max_clients + BRIDGE_REFUSE_SPARE) {
 			static const char busy[] =
 			    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-			    "Content-Length: 52\r\nConnection: close\r\n\r\n"
-			    "{\"error\":\"too many terminal clients\",\"code\":\"busy\"}\n";
+			    "Content-Length: 61\r\nConnection: close\r\n\r\n"
+			    "{\"error\":\"agentd-bridge has too many "
+			    "clients\",\"code\":\"busy\"}\n";
 
 			log_warn("refusing a connection: %u clients", s->b.conns.n);
 			/* Best effort on a fresh socket: it has room for this. */
@@ -397,6 +464,9 @@ static void server_on_tick(uv_timer_t *handle)
 		conn_set_abort(&s->b.conns);
 	else
 		conn_set_tick(&s->b.conns, now, &s->b.opt);
+	/* A revoke (or a store that breaks) ends what it no longer lets in within a tick. */
+	if (!abort && access_refresh(&s->b.access))
+		conn_set_recheck(&s->b.conns);
 	if (s->b.stopping && s->b.conns.n == 0 && !roster_busy(s->b.roster) &&
 	    (!server_has_children() || now >= s->stop_deadline)) {
 		/* The last handles: with them closed uv_run returns. */
@@ -431,6 +501,9 @@ static int server_setup(struct server *s, const struct config *cfg,
 	b->cfg = cfg;
 	b->opt = *opt;
 	LIST_INIT(&b->conns.head);
+	if (access_init(&b->access, cfg) < 0)
+		return cause_fail(cause, ENAMETOOLONG, "state directory path is too long");
+	b->conns.access = &b->access;
 	r = store_init(&b->store, cfg->state_dir, cfg->runtime_dir, cause);
 	if (r < 0)
 		return r;
@@ -547,6 +620,7 @@ int server_run(const struct config *cfg, const struct bridge_options *opt, struc
 	if (uv_loop_close(&s->loop) != 0)
 		log_error("the loop still had handles at exit");
 	roster_destroy(s->b.roster);
+	access_finish(&s->b.access);
 	free(s->b.child_env);
 	free(s->b.scratch);
 	free(s);

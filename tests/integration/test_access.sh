@@ -32,8 +32,9 @@ assert_eq "the trusted socket's directory is root's alone (0700)" "700 root" \
 check "nginx listens on the trusted socket" test -S "$TS_SOCK"
 create acme widgets 1
 assert_state "an admin creates widgets-1" widgets-1 running 60
-# Two event streams held open until the first stack stops (past the door cache's 10 s): their
-# access decisions must not stay locked in nginx's cache (lib.sh checks nginx's log at the end).
+# Two event streams held open until just before the token store breaks (long past the door
+# cache's 10 s): their access decisions must not stay locked in nginx's cache (lib.sh checks
+# nginx's log at the end).
 STREAMS=()
 for p in /events /sessions/widgets-1/events; do
 	curl -q -s -N -o /dev/null -H "Authorization: Bearer $ADMIN" "$BASE_URL$p" &
@@ -368,6 +369,12 @@ check_not "the access log holds no token" grep -q "$ADMIN" "$T/run/nginx/logs/ac
 "$API_BIN" token list >"$T/list.txt"
 check "token list: itest was used" grep -qE '^itest +admin +[0-9TZ:-]+ +[0-9]{4}-' "$T/list.txt"
 
+# Checked before the store breaks: an unreadable store ends every open connection (API.md,
+# Access), as it refuses every request.
+check "the event streams held since the start are still open" kill -0 "${STREAMS[@]}"
+kill "${STREAMS[@]}" 2>/dev/null
+wait "${STREAMS[@]}" 2>/dev/null
+
 # --- a broken store refuses everyone ----------------------------------------------------------------
 cp "$T/state/tokens.json" "$T/tokens.good"
 printf '{"tokens": [' >"$T/state/tokens.json"
@@ -392,9 +399,6 @@ assert_eq "the store repaired: 200 again" 200 "$code"
 # (test_edge_nginx does it for every path; here once, that a failed decision is not a 500.)
 
 # --- first start: no token, no Tailscale user -> an admin token in the ready line ---------------
-check "the event streams held since the start are still open" kill -0 "${STREAMS[@]}"
-kill "${STREAMS[@]}" 2>/dev/null
-wait "${STREAMS[@]}" 2>/dev/null
 api DELETE /sessions/widgets-1
 stop_stack
 rm -f "$T/state/tokens.json" "$T/.curlrc"

@@ -9,7 +9,8 @@
 # force; a read-only identity (a third browser context, a --read-only token) with its badge, the
 # list, the terminal and the conversation but no control that would fail, its typing kept from
 # the pane; at 390x844 (xterm's DOM renderer) the key bar (Enter, Ctrl-C), the bootstrap prompt
-# as the first message, and a permission card denied with a reason. Every request of the page
+# as the first message, a permission card denied with a reason, and a link with another
+# identity's token (GET /?token=), which asks before it replaces the sign-in. Every request of the page
 # must stay on its origin. Screenshots of each step go
 # to $AGENTD_TEST_BUILD_DIR/web-ui (the failed ones are named FAILED-…).
 source "$(dirname "$0")/lib.sh"

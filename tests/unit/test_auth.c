@@ -237,3 +237,21 @@ Test(auth, who_without_role_is_read_only)
 	cr_assert_not(who.admin);
 	cr_assert_str_eq(who.by, "unknown");
 }
+
+Test(auth, grant_names_its_credential)
+{
+	char hdr[80], hex[TOKEN_HASH_HEX + 1];
+	struct auth_input in = {.authorization = hdr, .method = "GET"};
+	struct auth_result out;
+
+	snprintf(hdr, sizeof(hdr), "Bearer %s", admin_tok);
+	cr_assert_eq(decide(&in, &out), 200);
+	tokens_hash_hex(out.token->hash, hex);
+	cr_assert_eq(strncmp(out.credential, AUTH_CREDENTIAL_TOKEN, 6), 0);
+	cr_assert_str_eq(out.credential + 6, hex,
+			 "the token's stored hash, as the store writes it");
+	in =
+	    (struct auth_input){.via_tailscale = true, .ts_login = "alice@github", .method = "GET"};
+	cr_assert_eq(decide(&in, &out), 200);
+	cr_assert_str_eq(out.credential, AUTH_CREDENTIAL_TAILSCALE);
+}

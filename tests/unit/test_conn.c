@@ -489,3 +489,44 @@ Test(conn, watched_record_has_a_slow_safety_net)
 	driven_finish(&d);
 	rmdir(dir);
 }
+
+Test(conn, end_before_any_answer_is_a_401_with_the_code)
+{
+	struct driven d;
+	char buf[HTTP_RESPONSE_MAX];
+	ssize_t n;
+
+	driven_open(&d);
+	conn_end(&d.c, "credentials_revoked", "the token of this connection was revoked");
+	cr_assert(d.c.phase == CONN_LINGER && d.detached == 1);
+	n = read(d.peer, buf, sizeof(buf) - 1);
+	cr_assert(n > 0);
+	buf[n] = '\0';
+	cr_assert(strncmp(buf, "HTTP/1.1 401 ", 13) == 0, "%s", buf);
+	cr_assert(strstr(buf, "\"code\":\"credentials_revoked\"") != NULL, "%s", buf);
+	conn_end(&d.c, "credentials_revoked", "again"); /* ending already: nothing more */
+	cr_assert(read(d.peer, buf, sizeof(buf)) == 0);
+	driven_finish(&d);
+}
+
+Test(conn, end_of_a_stream_is_its_last_sse_event)
+{
+	struct driven d;
+	char buf[HTTP_RESPONSE_MAX];
+	const char *head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
+	ssize_t n;
+
+	driven_open(&d);
+	cr_assert(conn_queue(&d.c, head, strlen(head)) == 0);
+	conn_flush(&d.c);
+	cr_assert(d.c.sent == strlen(head));
+	conn_end(&d.c, "credentials_unavailable", "the credential store cannot be read");
+	cr_assert(d.c.phase == CONN_LINGER);
+	n = read(d.peer, buf, sizeof(buf) - 1);
+	cr_assert(n > 0);
+	buf[n] = '\0';
+	cr_assert_str_eq(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+			      "event: error\ndata: {\"error\":\"the credential store cannot be "
+			      "read\",\"code\":\"credentials_unavailable\"}\n\n");
+	driven_finish(&d);
+}

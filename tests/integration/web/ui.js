@@ -582,6 +582,28 @@ async function phone(browser) {
       (await count(page, "#conv-view .msg.result")) >= 2, "denied + result"));
   await check("phone: the denied command did not run", page, () =>
     !fs.existsSync(path.join(process.env.CODE_DIR, "widgets-issue-3", "phone-ran")));
+  // A link with another identity's token does not replace this sign-in behind its user's back.
+  const cookie = async () => ((await page.cookies()).find((k) => k.name === "agentd_token") || {}).value;
+  await page.goto(BASE + "/?token=" + VIEWER_TOKEN, { waitUntil: "networkidle2" });
+  await check("phone: a link with another identity's token asks first; the sign-in stays", page, async () => {
+    const u = new URL(page.url());
+    if (u.pathname !== "/login" || u.hash !== "") throw new Error("at " + page.url());
+    await until(async () => (await visible(page, "#confirm")) &&
+      /signed in as itest\b/.test(await text(page, "#confirm-text")), "the question");
+    if ((await cookie()) !== TOKEN) throw new Error("the cookie changed");
+  });
+  await shot(page, "phone-login-confirm");
+  await check("phone: ... keeping it goes back to the app, still signed in", page, async () => {
+    await Promise.all([page.waitForNavigation({ waitUntil: "networkidle2" }), page.tap("#confirm-no")]);
+    if (new URL(page.url()).pathname !== "/" || (await cookie()) !== TOKEN) throw new Error("at " + page.url());
+  });
+  await page.goto(BASE + "/?token=" + VIEWER_TOKEN, { waitUntil: "networkidle2" });
+  await check("phone: ... confirmed, the link's token signs it in", page, async () => {
+    await until(() => visible(page, "#confirm-yes"), "the question");
+    await Promise.all([page.waitForNavigation({ waitUntil: "networkidle2" }), page.tap("#confirm-yes")]);
+    if (new URL(page.url()).pathname !== "/" || (await cookie()) !== VIEWER_TOKEN) throw new Error("at " + page.url());
+    await until(async () => (await text(page, "#whoami")) === "web-viewer", "the viewer's identity");
+  });
   await ctx.close();
 }
 
