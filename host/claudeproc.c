@@ -51,7 +51,7 @@ void claudeproc_prompt(struct host *h, json_object *prompt)
 	json_object_object_add(msg, "type", json_object_new_string("user"));
 	json_object_object_add(msg, "message", m);
 	h->turn_running = true;
-	transcript_note(&h->transcript, "user: %s", json_object_get_string(prompt));
+	transcript_said(&h->transcript, "user", json_object_get_string(prompt));
 	transcript_flush(&h->transcript);
 	claudeproc_send(h, msg);
 }
