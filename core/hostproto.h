@@ -105,6 +105,11 @@ struct hostproto_request {
 	json_object *owner; /* holds what the members above point into (put by _release) */
 };
 
+/* A prompt the protocol refuses: NULL when prompt is a non-empty JSON string without U+0000,
+ * else the sentence for a 400 (HOSTPROTO_PROMPT_NUL for one with U+0000). */
+const char *hostproto_prompt_why(json_object *prompt);
+#define HOSTPROTO_PROMPT_NUL "prompt must be a string without NUL bytes"
+
 /* True when id has 1..HOSTPROTO_REQUEST_ID_MAX characters of [A-Za-z0-9._:-]. */
 bool hostproto_request_id_valid(const char *id);
 

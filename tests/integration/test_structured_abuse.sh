@@ -42,6 +42,17 @@ assert_match "HEAD: 405" '^HTTP/1.1 405 ' "$(raw_first head)"
 raw nohost "POST /sessions/$SID/interrupt HTTP/1.1\r\n\r\n"
 assert_match "no Host header: 400" '^HTTP/1.1 400 ' "$(raw_first nohost)"
 
+# --- a prompt with U+0000 is refused wherever it enters, as POST /sessions refuses one -----------
+api POST /sessions/$SID/prompt '{"prompt":"a\u0000b"}'
+assert_status "a prompt with U+0000: 400" 400
+assert_json "a prompt with U+0000: POST /sessions' error" '[.code, .error]' \
+	'["invalid_request","prompt must be a string without NUL bytes"]'
+HOST_SOCK=$T/run/agents/$SID/host.sock
+OUT=$(python3 "$REPO/tests/integration/structured/hostsock.py" "$HOST_SOCK" \
+	'{"type":"prompt","prompt":"a\u0000b"}')
+assert_json "a prompt with U+0000 on the host's socket: refused" '[.type, .status, .error]' \
+	'["error",400,"prompt must be a string without NUL bytes"]' "$OUT"
+
 # --- a client that never reads a big replay is cut; the others are served meanwhile -------------
 for i in 1 2 3; do sse_run b$i POST /sessions/$SID/prompt '{"prompt":"BIGLINE"}'; done
 LOGSIZE=$(stat -c %s "$T/state/agents/$SID/events.log")

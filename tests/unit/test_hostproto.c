@@ -511,3 +511,22 @@ Test(hostproto, a_callback_stops_the_feed)
 	cr_assert_eq(s.n, 1, "nothing after the line that stopped it");
 	hostproto_reader_free(&rd);
 }
+
+/* POST /sessions refuses a prompt with U+0000; so does every way into a structured session. */
+Test(hostproto, a_prompt_with_nul_is_refused)
+{
+	static const char line[] = "{\"type\":\"prompt\",\"prompt\":\"a\\u0000b\"}";
+	json_object *p = json_object_new_string_len("a\0b", 3);
+	struct hostproto_request req = {.kind = HOSTPROTO_PROMPT, .prompt = p};
+	const char *why = NULL;
+	size_t len;
+
+	cr_assert_eq(hostproto_request_parse(line, strlen(line), &req, &why), -EINVAL);
+	cr_assert_str_eq(why, "prompt must be a string without NUL bytes");
+	cr_assert_null(req.owner);
+	req = (struct hostproto_request){.kind = HOSTPROTO_PROMPT, .prompt = p};
+	errno = 0;
+	cr_assert_null(hostproto_request_format(&req, &len));
+	cr_assert_eq(errno, EINVAL);
+	json_object_put(p);
+}
