@@ -24,6 +24,9 @@
  *       (updatedPermissions only with allow: passed to claude in its control_response)
  *   {"type":"interrupt"}
  *       answer {"type":"ok"} or an error, then close.
+ * "by" is taken only from a peer that is one of the daemons (SO_PEERCRED: root, or the runtime
+ * directory's owner): the socket is the agent user's, so any agent reaches it, and a request of
+ * another peer is handled with "by":"unvouched" whatever it says.
  * Errors are {"type":"error","status":<HTTP status>,"code":"snake_case","error":"sentence"}; one
  * may also end a stream (the host cannot go on with it, e.g. its log cannot be read).
  * Events are {"id":N,"event":"<name>","data":<JSON>}: for claude's own lines the name is the line's

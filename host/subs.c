@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -281,6 +282,9 @@ static int sub_request(void *arg, const char *line, size_t len)
 		sub_error(s, 400, "invalid_request", why);
 		return 1;
 	}
+	/* Who a peer the host cannot vouch for says it is counts for nothing. */
+	if (!s->vouched)
+		req.by = SUBS_UNVOUCHED;
 	requests_handle(s->host, s, &req);
 	hostproto_request_release(&req);
 	return 1;
@@ -310,6 +314,24 @@ static void sub_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	free(buf->base);
 }
 
+/*
+ * Whether the peer on pipe is agentd-bridge (or another of the daemons): the socket is the agent
+ * user's, so any agent reaches it, and only a daemon knows who answers a permission request. A
+ * daemon runs as root, or as the owner of the runtime directory where the daemons are not root
+ * (then nothing is contained: DESIGN.md, "Who runs as whom").
+ */
+static bool subs_vouched(const struct host *h, uv_pipe_t *pipe)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uv_os_fd_t fd;
+
+	if (uv_fileno((uv_handle_t *)pipe, &fd) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == 0 || cred.uid == h->subs.daemons_uid;
+}
+
 static void subs_accept(uv_stream_t *server, int status)
 {
 	struct host *h = server->data;
@@ -328,6 +350,7 @@ static void subs_accept(uv_stream_t *server, int status)
 		uv_close((uv_handle_t *)&s->pipe, sub_closed);
 		return;
 	}
+	s->vouched = subs_vouched(h, &s->pipe);
 	s->next = h->subs.head;
 	h->subs.head = s;
 	uv_read_start((uv_stream_t *)&s->pipe, sub_alloc, sub_read);
@@ -336,8 +359,11 @@ static void subs_accept(uv_stream_t *server, int status)
 int subs_listen(struct host *h, const char *dir)
 {
 	char cwd[CONFIG_PATH_MAX];
+	struct stat st;
 	int r;
 
+	/* No daemon but root when the runtime directory cannot be looked at. */
+	h->subs.daemons_uid = stat(h->cfg->runtime_dir, &st) == 0 ? st.st_uid : 0;
 	uv_timer_init(h->loop, &h->subs.drain_timer);
 	h->subs.drain_timer.data = h;
 	uv_pipe_init(h->loop, &h->subs.server, 0);

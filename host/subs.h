@@ -27,6 +27,8 @@
 #define SUBS_DRAIN_MS     5000         /* after claude exited, for subscribers to take the rest */
 #define SUBS_BACKLOG      16
 #define SUBS_READ_CHUNK   4096
+/* The "by" of a request from a peer that is no daemon (an agent of the same user). */
+#define SUBS_UNVOUCHED "unvouched"
 
 struct host;
 
@@ -44,12 +46,14 @@ struct sub {
 	bool until_result; /* a prompt's stream: ends after the turn's result */
 	bool draining;     /* claude exited: finish once everything is sent */
 	bool closing;
+	bool vouched; /* the peer is a daemon (SO_PEERCRED): its "by" is taken */
 };
 
 struct subs {
 	uv_pipe_t server;
 	uv_timer_t drain_timer;
 	struct sub *head;
+	uid_t daemons_uid; /* besides root: the runtime directory's owner */
 };
 
 /* Listens on <dir>/host.sock. Returns 0 or a libuv error. */

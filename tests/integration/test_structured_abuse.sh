@@ -53,6 +53,20 @@ OUT=$(python3 "$REPO/tests/integration/structured/hostsock.py" "$HOST_SOCK" \
 assert_json "a prompt with U+0000 on the host's socket: refused" '[.type, .status, .error]' \
 	'["error",400,"prompt must be a string without NUL bytes"]' "$OUT"
 
+# --- an agent on the host's socket (the agent user's) cannot say who answered -----------------------
+sse_start perm POST /sessions/$SID/prompt '{"prompt":"RUNBASH true"}'
+if sse_wait_event perm '.event == "permission"' 20; then
+	RID=$(sse_permission_ids perm | head -n 1)
+	OUT=$(as_agent python3 - "$HOST_SOCK" "{\"type\":\"permission\",\"requestId\":\"$RID\",\"behavior\":\"allow\",\"by\":\"admin\"}" \
+		<"$REPO/tests/integration/structured/hostsock.py")
+	assert_json "an agent's permission answer on the host's socket: taken" .type '"ok"' "$OUT"
+	assert_sse_event "an agent's answer is recorded as unvouched, not as the by it gave" perm \
+		'.event == "permission_resolved" and (.data | fromjson | .by == "unvouched")' 20
+	sse_wait_end perm 20
+else
+	fail "a RUNBASH prompt asks for a permission" "$(sse_names perm)"
+fi
+
 # --- a client that never reads a big replay is cut; the others are served meanwhile -------------
 for i in 1 2 3; do sse_run b$i POST /sessions/$SID/prompt '{"prompt":"BIGLINE"}'; done
 LOGSIZE=$(stat -c %s "$T/state/agents/$SID/events.log")
