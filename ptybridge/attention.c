@@ -62,6 +62,9 @@ struct att_session {
 	struct att_host *host; /* structured and running: the subscription */
 	uint64_t retry_at;     /* when to try the host again (0: not waiting to) */
 	bool seen;             /* found in the last pass over the records */
+	/* The record's bootstrap prompt is on its way (agentd-api made the session working when
+	 * it created it): working until a turn ends, whatever claude's start reports. */
+	bool bootstrap;
 	/* Terminal: the TUI shows a dialog no client can answer (claude's Notification said so,
 	 * or the wait of a hook's request ran out): waiting until claude reports again. */
 	bool tui_asks;
@@ -136,6 +139,8 @@ static void att_set(struct att_session *s, enum session_activity act, bool force
 		act = SESSION_WAITING;
 	else if (act == SESSION_WAITING)
 		act = SESSION_WORKING; /* nothing left to wait for: the turn goes on */
+	if (act == SESSION_IDLE)
+		s->bootstrap = false;
 	if (act != s->activity) {
 		s->activity = act;
 		s->activity_at = att_now_ms();
@@ -507,6 +512,9 @@ static struct att_session *att_session_new(struct attention *a, const struct ses
 	s->state = rec->state;
 	s->activity = rec->activity;
 	s->activity_at = rec->activity_at;
+	s->bootstrap = rec->activity == SESSION_WORKING &&
+		       (rec->state == SESSION_CREATING || rec->state == SESSION_RUNNING ||
+			rec->state == SESSION_ATTACHED);
 	s->host_event = rec->host_event;
 	for (unsigned i = 0; i < rec->n_pending && i < SESSION_PENDING_MAX; i++) {
 		struct att_request *q = &s->req[i];
@@ -562,6 +570,13 @@ void attention_session_changed(struct attention *a, const char *id, const struct
 		s->mode = rec->mode;
 		s->state = rec->state;
 		att_set(s, SESSION_IDLE, true);
+	}
+	if (rec->state == SESSION_CREATING && s->state != SESSION_CREATING) {
+		/* Created again (it was lost or failed): agentd-api says whether a bootstrap prompt
+		 * is on its way. */
+		s->activity = rec->activity;
+		s->activity_at = rec->activity_at;
+		s->bootstrap = rec->activity == SESSION_WORKING;
 	}
 	if (rec->launch != s->launch) {
 		/* claude was started again (after a reboot, too: the requests its record kept are
@@ -748,10 +763,15 @@ void attention_hook_report(struct attention *a, const char *id, enum hook_event 
 		}
 		break;
 	case HOOK_STOP:
-	case HOOK_SESSION_START:
 		s->tui_asks = false;
 		att_terminal_moved_on(s, NULL);
 		att_set(s, SESSION_IDLE, false);
+		break;
+	case HOOK_SESSION_START:
+		/* claude starts before it submits the bootstrap prompt of its argv. */
+		s->tui_asks = false;
+		att_terminal_moved_on(s, NULL);
+		att_set(s, s->bootstrap ? SESSION_WORKING : SESSION_IDLE, false);
 		break;
 	case HOOK_SESSION_END:
 		s->tui_asks = false;
