@@ -291,11 +291,13 @@ static int hostproto_fit(int n, size_t outlen)
 	return n < 0 || (size_t)n >= outlen ? -EOVERFLOW : n;
 }
 
-int hostproto_accepted_format(uint64_t after, char *out, size_t outlen)
+int hostproto_accepted_format(uint64_t after, uint64_t queued, char *out, size_t outlen)
 {
-	return hostproto_fit(
-	    snprintf(out, outlen, "{\"type\":\"accepted\",\"after\":%" PRIu64 "}\n", after),
-	    outlen);
+	return hostproto_fit(snprintf(out, outlen,
+				      "{\"type\":\"accepted\",\"after\":%" PRIu64
+				      ",\"queued\":%" PRIu64 "}\n",
+				      after, queued),
+			     outlen);
 }
 
 int hostproto_ok_format(char *out, size_t outlen)
@@ -341,6 +343,10 @@ int hostproto_answer_parse(const char *line, size_t len, struct hostproto_answer
 		a->after = json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0
 			       ? (uint64_t)json_object_get_int64(v)
 			       : 0;
+		v = hostproto_member(obj, "queued");
+		a->queued = json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0
+				? (uint64_t)json_object_get_int64(v)
+				: 0;
 	} else if (strcmp(t, "ok") == 0) {
 		a->type = HOSTPROTO_OK;
 	} else if (strcmp(t, "error") == 0) {

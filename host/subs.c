@@ -138,7 +138,7 @@ static void sub_send_batch(struct sub *s, struct evlog_batch *b)
 			bufs[nb - 1].len += e->len;
 		else
 			bufs[nb++] = uv_buf_init(b->data + e->off, (unsigned)e->len);
-		if (s->until_result && e->result) {
+		if (s->end_id != 0 && e->id == s->end_id) {
 			done = true;
 			end = e->off + e->len;
 		}
@@ -232,18 +232,40 @@ void sub_subscribe(struct sub *s, uint64_t after)
 	sub_pump(s);
 }
 
-void sub_prompt(struct sub *s, uint64_t after)
+void sub_prompt(struct sub *s, uint64_t after, uint64_t no, uint64_t queued)
 {
 	char line[HOSTPROTO_ANSWER_MAX];
-	int n = hostproto_accepted_format(after, line, sizeof(line));
+	int n = hostproto_accepted_format(after, queued, line, sizeof(line));
 
 	s->after = after;
 	s->offset = s->host->log.end;
-	s->until_result = true;
+	s->prompt_no = no;
 	s->replayed = true;
 	s->state = SUB_LIVE;
 	if (n > 0)
 		sub_send_copy(s, line, (size_t)n);
+}
+
+void sub_hold(struct sub *s)
+{
+	s->after = UINT64_MAX;
+}
+
+void subs_turn_ended(struct host *h, uint64_t id, uint64_t done)
+{
+	for (struct sub *s = h->subs.head; s != NULL; s = s->next) {
+		if (s->prompt_no == 0 || s->end_id != 0)
+			continue;
+		if (s->prompt_no <= done) {
+			/* Its turn ended (a queued prompt claude folded into the running turn
+			 * ends with it). */
+			s->end_id = id;
+			if (s->after >= id)
+				s->after = id - 1;
+		} else if (s->prompt_no == done + 1 && s->after > id) {
+			s->after = id; /* its turn begins after this result */
+		}
+	}
 }
 
 void sub_ok(struct sub *s)

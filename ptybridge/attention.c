@@ -288,8 +288,9 @@ static void att_host_resolved(struct att_session *s, json_object *data)
 /* A turn's result on /events: its text cut to ATT_RESULT_TEXT_MAX, usage and cost. */
 static void att_host_result(struct att_session *s, json_object *data)
 {
-	static const char *const keep[] = {"subtype",     "is_error", "num_turns",
-					   "duration_ms", "usage",    "total_cost_usd"};
+	static const char *const keep[] = {"subtype",          "is_error", "num_turns",
+					   "duration_ms",      "usage",    "total_cost_usd",
+					   "queued_turn_count"};
 	json_object *ev = json_object_new_object(), *v;
 	const char *text = att_str(data, "result");
 
@@ -306,7 +307,13 @@ static void att_host_result(struct att_session *s, json_object *data)
 		json_object_object_add(ev, "truncated",
 				       json_object_new_boolean(strlen(cut) < strlen(text)));
 	}
-	att_set(s, SESSION_IDLE, true);
+	/* Prompts claude queued run next: the agent goes on working. */
+	att_set(s,
+		json_object_object_get_ex(data, "queued_turn_count", &v) &&
+			json_object_get_int64(v) > 0
+		    ? SESSION_WORKING
+		    : SESSION_IDLE,
+		true);
 	att_publish(s, "result", ev);
 }
 
@@ -332,7 +339,8 @@ static json_object *att_parse(const char *text, size_t len)
 /* One event of the host (id, name, data). Only what changes attention is looked at. */
 static void att_host_event(struct att_session *s, const struct hostproto_event *ev)
 {
-	static const char *const names[] = {"permission", "permission_resolved", "result", "exit"};
+	static const char *const names[] = {"permission", "permission_resolved", "result", "exit",
+					    "queued"};
 	json_object *data = NULL;
 	size_t k;
 
@@ -369,6 +377,12 @@ static void att_host_event(struct att_session *s, const struct hostproto_event *
 		break;
 	case 2:
 		att_host_result(s, data);
+		break;
+	case 4:
+		/* A prompt claude queued behind the running turn: /events says so, in order. */
+		json_object_object_del(data, "prompt");
+		att_set(s, SESSION_WORKING, false);
+		att_publish(s, "queued", json_object_get(data));
 		break;
 	default:
 		att_withdraw_all(s, "exit");

@@ -256,12 +256,21 @@ Test(hostproto, answers_round_trip)
 	struct hostproto_answer a;
 	int n;
 
-	n = hostproto_accepted_format(17, line, sizeof(line));
+	n = hostproto_accepted_format(17, 0, line, sizeof(line));
 	cr_assert_gt(n, 0);
 	cr_assert_eq(line[n - 1], '\n');
 	cr_assert_eq(hostproto_answer_parse(line, (size_t)n - 1, &a), 0);
 	cr_assert_eq(a.type, HOSTPROTO_ACCEPTED);
 	cr_assert_eq(a.after, 17);
+	cr_assert_eq(a.queued, 0);
+	hostproto_answer_release(&a);
+
+	/* A prompt claude queues behind the running turn (and one more waiting). */
+	n = hostproto_accepted_format(40, 2, line, sizeof(line));
+	cr_assert_str_eq(line, "{\"type\":\"accepted\",\"after\":40,\"queued\":2}\n");
+	cr_assert_eq(hostproto_answer_parse(line, (size_t)n - 1, &a), 0);
+	cr_assert_eq(a.after, 40);
+	cr_assert_eq(a.queued, 2);
 	hostproto_answer_release(&a);
 
 	n = hostproto_ok_format(line, sizeof(line));
