@@ -15,8 +15,8 @@ static void requests_busy(struct host *h, struct sub *s, const char *what)
 
 	isotime_format_ms(h->turn_started_ms, at, sizeof(at));
 	snprintf(msg, sizeof(msg),
-		 "%s (the running turn started at %s); send the prompt again once it ended", what,
-		 at);
+		 "%s; the running turn started at %s: send the prompt again once it has ended",
+		 what, at);
 	sub_error(s, 409, "turn_running", msg);
 }
 

@@ -301,3 +301,31 @@ Test(subs, bad_requests_get_the_codecs_errors)
 	close(fd);
 	free(buf);
 }
+
+/* A prompt while an interrupt is under way cannot be queued (claude may drop it with the turn):
+ * 409, saying since when the running turn runs. */
+Test(subs, a_prompt_during_an_interrupt_is_refused_with_the_turns_start)
+{
+	int fd;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	struct hostproto_answer a;
+
+	h.claude.running = true;
+	h.prompts = 1;
+	h.interrupting = true;
+	h.turn_started_ms = 1795000000123; /* 2026-11-18T11:06:40.123Z */
+	fd = client("{\"type\":\"prompt\",\"prompt\":\"hi\"}\n");
+	drain(fd, &buf, &len, &cap);
+	cr_assert_gt(len, 0);
+	cr_assert_eq(hostproto_answer_parse(buf, len - 1, &a), 0);
+	cr_assert_eq(a.type, HOSTPROTO_ERROR);
+	cr_assert_eq(a.status, 409);
+	cr_assert_str_eq(a.code, "turn_running");
+	cr_assert_not_null(strstr(a.error, "started at 2026-11-18T11:06:40.123Z"), "%s", a.error);
+	cr_assert_eq(h.prompts, 1, "nothing was sent to claude");
+	hostproto_answer_release(&a);
+	close(fd);
+	free(buf);
+	h.claude.running = false;
+}
