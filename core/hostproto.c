@@ -128,6 +128,18 @@ int hostproto_permission_fields(json_object *obj, struct hostproto_request *req)
 	return 0;
 }
 
+const char *hostproto_prompt_why(json_object *prompt)
+{
+	if (!json_object_is_type(prompt, json_type_string) ||
+	    json_object_get_string_len(prompt) == 0)
+		return "prompt must be a non-empty string";
+	/* claude, its transcript and the pane are C strings: a prompt is one, as POST /sessions
+	 * requires of a bootstrap prompt. */
+	if (strlen(json_object_get_string(prompt)) != (size_t)json_object_get_string_len(prompt))
+		return HOSTPROTO_PROMPT_NUL;
+	return NULL;
+}
+
 static const char *const hostproto_kind_names[] = {
     [HOSTPROTO_SUBSCRIBE] = "subscribe",
     [HOSTPROTO_PROMPT] = "prompt",
@@ -152,8 +164,7 @@ char *hostproto_request_format(const struct hostproto_request *req, size_t *len)
 		json_object_object_add(o, "after", json_object_new_uint64(req->after));
 		break;
 	case HOSTPROTO_PROMPT:
-		if (!json_object_is_type(req->prompt, json_type_string) ||
-		    json_object_get_string_len(req->prompt) == 0)
+		if (hostproto_prompt_why(req->prompt) != NULL)
 			goto out;
 		json_object_object_add(o, "prompt", json_object_get(req->prompt));
 		break;
@@ -235,11 +246,8 @@ int hostproto_request_parse(const char *line, size_t len, struct hostproto_reque
 	} else if (strcmp(t, "prompt") == 0) {
 		req->kind = HOSTPROTO_PROMPT;
 		req->prompt = hostproto_member(obj, "prompt");
-		if (!json_object_is_type(req->prompt, json_type_string) ||
-		    json_object_get_string_len(req->prompt) == 0) {
-			*why = "prompt must be a non-empty string";
+		if ((*why = hostproto_prompt_why(req->prompt)) != NULL)
 			goto bad;
-		}
 	} else if (strcmp(t, "permission") == 0) {
 		req->kind = HOSTPROTO_PERMISSION;
 		v = hostproto_member(obj, "requestId");
@@ -283,11 +291,13 @@ static int hostproto_fit(int n, size_t outlen)
 	return n < 0 || (size_t)n >= outlen ? -EOVERFLOW : n;
 }
 
-int hostproto_accepted_format(uint64_t after, char *out, size_t outlen)
+int hostproto_accepted_format(uint64_t after, uint64_t queued, char *out, size_t outlen)
 {
-	return hostproto_fit(
-	    snprintf(out, outlen, "{\"type\":\"accepted\",\"after\":%" PRIu64 "}\n", after),
-	    outlen);
+	return hostproto_fit(snprintf(out, outlen,
+				      "{\"type\":\"accepted\",\"after\":%" PRIu64
+				      ",\"queued\":%" PRIu64 "}\n",
+				      after, queued),
+			     outlen);
 }
 
 int hostproto_ok_format(char *out, size_t outlen)
@@ -333,6 +343,10 @@ int hostproto_answer_parse(const char *line, size_t len, struct hostproto_answer
 		a->after = json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0
 			       ? (uint64_t)json_object_get_int64(v)
 			       : 0;
+		v = hostproto_member(obj, "queued");
+		a->queued = json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0
+				? (uint64_t)json_object_get_int64(v)
+				: 0;
 	} else if (strcmp(t, "ok") == 0) {
 		a->type = HOSTPROTO_OK;
 	} else if (strcmp(t, "error") == 0) {

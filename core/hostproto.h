@@ -17,13 +17,21 @@
  *       replays every event with id > N, then every pending permission request (again, even if
  *       its id <= N), then streams live events until either side closes.
  *   {"type":"prompt","prompt":"text","by":"alice"}
- *       answers {"type":"accepted","after":N} and then streams the turn's events (ids > N) until
- *       the turn's "result" event, then closes; or {"type":"error",...} when a turn is running.
+ *       answers {"type":"accepted","after":N,"queued":K} and then streams the turn's events
+ *       (ids > N) until the turn's "result" event, then closes. While a turn runs claude queues
+ *       the prompt (K: the turns ahead of it): its stream has the host's "queued" event
+ *       {"prompt","position":K,"by"}, then its own turn's events from when it begins. An error
+ *       {"type":"error","status":409,"code":"turn_running",...} when it cannot be queued (an
+ *       interrupt is under way, HOST_QUEUED_MAX wait already): the sentence says since when the
+ *       running turn runs.
  *   {"type":"permission","requestId":"…","behavior":"allow"|"deny","message":"…",
  *    "updatedInput":{…},"interrupt":true,"updatedPermissions":[{…}],"by":"alice"}
  *       (updatedPermissions only with allow: passed to claude in its control_response)
  *   {"type":"interrupt"}
  *       answer {"type":"ok"} or an error, then close.
+ * "by" is taken only from a peer that is one of the daemons (SO_PEERCRED: root, or the runtime
+ * directory's owner): the socket is the agent user's, so any agent reaches it, and a request of
+ * another peer is handled with "by":"unvouched" whatever it says.
  * Errors are {"type":"error","status":<HTTP status>,"code":"snake_case","error":"sentence"}; one
  * may also end a stream (the host cannot go on with it, e.g. its log cannot be read).
  * Events are {"id":N,"event":"<name>","data":<JSON>}: for claude's own lines the name is the line's
@@ -105,6 +113,11 @@ struct hostproto_request {
 	json_object *owner; /* holds what the members above point into (put by _release) */
 };
 
+/* A prompt the protocol refuses: NULL when prompt is a non-empty JSON string without U+0000,
+ * else the sentence for a 400 (HOSTPROTO_PROMPT_NUL for one with U+0000). */
+const char *hostproto_prompt_why(json_object *prompt);
+#define HOSTPROTO_PROMPT_NUL "prompt must be a string without NUL bytes"
+
 /* True when id has 1..HOSTPROTO_REQUEST_ID_MAX characters of [A-Za-z0-9._:-]. */
 bool hostproto_request_id_valid(const char *id);
 
@@ -148,6 +161,7 @@ enum hostproto_answer_type {
 struct hostproto_answer {
 	enum hostproto_answer_type type;
 	uint64_t after;    /* ACCEPTED */
+	uint64_t queued;   /* ACCEPTED: turns ahead of the prompt (0: its turn began) */
 	int status;        /* ERROR: as sent (0 when missing or not an integer) */
 	const char *code;  /* ERROR: NULL when missing */
 	const char *error; /* ERROR: NULL when missing */
@@ -157,7 +171,7 @@ struct hostproto_answer {
 /* Formats an answer line ('\n', then a NUL not counted). Returns its length, or -EOVERFLOW when
  * it would not fit in outlen (HOSTPROTO_ANSWER_MAX fits any status, a code and a sentence of up
  * to 1 KiB). */
-int hostproto_accepted_format(uint64_t after, char *out, size_t outlen);
+int hostproto_accepted_format(uint64_t after, uint64_t queued, char *out, size_t outlen);
 int hostproto_ok_format(char *out, size_t outlen);
 int hostproto_error_format(int status, const char *code, const char *error, char *out,
 			   size_t outlen);

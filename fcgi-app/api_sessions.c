@@ -104,6 +104,10 @@ static void api_create_locked(const struct app *app, struct request *req,
 			      active, app->cfg->max_sessions);
 		return;
 	}
+	/* A bootstrap prompt is on its way (claude gets it at its first launch): the agent works
+	 * from now on, so no client takes the session for idle and sends a prompt before it. */
+	if (!s->launched && s->prompt[0] != '\0')
+		s->activity = SESSION_WORKING;
 	/* The waiting worker gets the session first and starts its git work while the record is
 	 * written; a worker started here reads the record, so it comes after. The list view last:
 	 * it is not on the path of the creation. */

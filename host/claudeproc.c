@@ -42,18 +42,28 @@ void claudeproc_send(struct host *h, json_object *msg)
 	json_object_put(msg);
 }
 
-void claudeproc_prompt(struct host *h, json_object *prompt)
+uint64_t claudeproc_prompt(struct host *h, json_object *prompt)
 {
 	json_object *msg = json_object_new_object(), *m = json_object_new_object();
+	uint64_t ahead = h->prompts - h->prompts_done;
+	char who[64];
 
 	json_object_object_add(m, "role", json_object_new_string("user"));
 	json_object_object_add(m, "content", json_object_get(prompt));
 	json_object_object_add(msg, "type", json_object_new_string("user"));
 	json_object_object_add(msg, "message", m);
-	h->turn_running = true;
-	transcript_note(&h->transcript, "user: %s", json_object_get_string(prompt));
+	if (ahead == 0)
+		h->turn_started_ms = host_now_ms();
+	h->prompts++;
+	if (ahead == 0)
+		snprintf(who, sizeof(who), "user");
+	else
+		snprintf(who, sizeof(who), "user (queued, %llu ahead)", (unsigned long long)ahead);
+	transcript_said(&h->transcript, who, json_object_get_string(prompt));
 	transcript_flush(&h->transcript);
+	/* claude reads its stdin while a turn runs and queues a user message for after it. */
 	claudeproc_send(h, msg);
+	return ahead;
 }
 
 void claudeproc_interrupt(struct host *h)
@@ -61,6 +71,8 @@ void claudeproc_interrupt(struct host *h)
 	json_object *msg = json_object_new_object(), *r = json_object_new_object();
 	char id[64];
 
+	if (host_turn_running(h))
+		h->interrupting = true;
 	snprintf(id, sizeof(id), "agentd-%lu", ++h->claude.next_request);
 	json_object_object_add(r, "subtype", json_object_new_string("interrupt"));
 	json_object_object_add(msg, "type", json_object_new_string("control_request"));

@@ -12,6 +12,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 #define CLAUDEPROC_KILL_GRACE_MS 3000
@@ -41,8 +42,9 @@ json_object *claudeproc_parse(struct host *h, const char *line, size_t len);
 /* Writes msg (consumed) to claude's stdin as one line. */
 void claudeproc_send(struct host *h, json_object *msg);
 
-/* Starts a turn: prompt (a JSON string) as the next user message. */
-void claudeproc_prompt(struct host *h, json_object *prompt);
+/* prompt (a JSON string) as the next user message: a turn starts, or claude queues it behind
+ * the running turn (h->prompts counts it). Returns how many prompts' turns are ahead of it. */
+uint64_t claudeproc_prompt(struct host *h, json_object *prompt);
 
 /* Asks claude to interrupt its turn (a control_request). */
 void claudeproc_interrupt(struct host *h);

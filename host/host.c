@@ -15,7 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+int64_t host_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ---- the event path: number → log → subscribers ------------------------------------------- */
 
@@ -92,6 +101,34 @@ static json_object *host_get(json_object *o, const char *key)
 	return v;
 }
 
+bool host_turn_running(const struct host *h)
+{
+	return h->prompts_done < h->prompts;
+}
+
+/*
+ * A turn ended with the result event id (obj: claude's line, or NULL). Its result says how many
+ * prompts still wait (queued_turn_count; claude may fold a queued prompt into the running turn,
+ * so one result can end more than one prompt); without it, one prompt ended. The streams of the
+ * prompts that ended end with it; the next queued prompt's turn begins.
+ */
+static void host_turn_ended(struct host *h, uint64_t id, json_object *obj)
+{
+	json_object *q = host_get(obj, "queued_turn_count");
+	uint64_t done = h->prompts_done < h->prompts ? h->prompts_done + 1 : h->prompts;
+
+	if (json_object_is_type(q, json_type_int) && json_object_get_int64(q) >= 0 &&
+	    (uint64_t)json_object_get_int64(q) <= h->prompts &&
+	    h->prompts - (uint64_t)json_object_get_int64(q) >= h->prompts_done)
+		done = h->prompts - (uint64_t)json_object_get_int64(q);
+	h->prompts_done = done;
+	h->interrupting = false;
+	if (host_turn_running(h))
+		h->turn_started_ms = host_now_ms();
+	if (id != 0)
+		subs_turn_ended(h, id, done);
+}
+
 /* A line linecheck found to be a plain object: what only needs its type is done without json-c
  * (json-c parses it only when the transcript prints it). False: the line needs its object. */
 static bool host_claude_plain(struct host *h, const struct linecheck *lc, const char *line,
@@ -107,10 +144,9 @@ static bool host_claude_plain(struct host *h, const struct linecheck *lc, const 
 		type[n] = '\0';
 	}
 	hostproto_event_name(lc->type != NULL ? type : NULL, name);
-	if (strcmp(name, "control_request") == 0 || strcmp(name, "control_cancel_request") == 0)
-		return false; /* permissions: the whole object */
-	if (strcmp(name, "result") == 0)
-		h->turn_running = false;
+	if (strcmp(name, "control_request") == 0 || strcmp(name, "control_cancel_request") == 0 ||
+	    strcmp(name, "result") == 0)
+		return false; /* permissions, a turn's end: the whole object */
 	host_emit(h, name, line, len, NULL, NULL);
 	if (transcript_wants(&h->transcript, name)) {
 		obj = claudeproc_parse(h, line, len);
@@ -154,11 +190,13 @@ void host_claude_line(struct host *h, const char *line, size_t len)
 	    strcmp(json_object_get_string(sub), "can_use_tool") == 0) {
 		perms_request(h, obj);
 	} else {
+		uint64_t id;
+
 		if (strcmp(name, "control_cancel_request") == 0)
 			perms_cancel(h, json_object_get_string(host_get(obj, "request_id")));
+		id = host_emit(h, name, line, len, NULL, NULL);
 		if (strcmp(name, "result") == 0)
-			h->turn_running = false;
-		host_emit(h, name, line, len, NULL, NULL);
+			host_turn_ended(h, id, obj);
 	}
 	transcript_event(&h->transcript, name, obj);
 	json_object_put(obj);

@@ -2,9 +2,11 @@
  * agentd-host: runs in a structured session's tmux pane. It starts claude with pipes, always
  * keeps reading its stdout, numbers every line into the event log, fans events out to subscribers
  * on host.sock (see core/hostproto.h), writes only JSON it built itself to claude's stdin, runs
- * one turn at a time, tracks tool-permission requests (answered once; withdrawn by
- * control_cancel_request; denied after the permission timeout), prints a readable transcript to
- * the pane, and on SIGTERM/SIGHUP ends claude's whole process group (SIGTERM, then SIGKILL).
+ * one turn at a time (a prompt sent while one runs goes to claude, which queues it: numbered,
+ * announced by a `queued` event, its stream its own turn's), tracks tool-permission requests
+ * (answered once; withdrawn by control_cancel_request; denied after the permission timeout), prints
+ * a readable transcript to the pane, and on SIGTERM/SIGHUP ends claude's whole process group
+ * (SIGTERM, then SIGKILL).
  *
  * This header is the hub the host's modules share: struct host holds each module's state, and
  * the event path (host_emit: number → event log → subscribers) lives in host.c. The modules:
@@ -31,6 +33,9 @@
 #include <uv.h>
 
 #define HOST_SIGNALS 3 /* SIGTERM, SIGHUP, SIGINT */
+/* Prompts waiting behind the running turn: a client that sends more is told to wait (claude
+ * keeps them in memory, and nobody reads answers that far ahead). */
+#define HOST_QUEUED_MAX 16
 
 struct host {
 	uv_loop_t *loop;
@@ -40,7 +45,11 @@ struct host {
 	char log_path[CONFIG_PATH_MAX];
 	struct evlog_batch *batch; /* events numbered, not yet written and sent */
 	bool batching; /* inside a read of claude's output: host_flush sends the batch */
-	bool turn_running;
+	/* Prompts written to claude (numbered 1, 2, … in this run) and those whose turn ended:
+	 * claude queues a prompt sent while a turn runs, and runs it next. */
+	uint64_t prompts, prompts_done;
+	int64_t turn_started_ms; /* when the running turn began (wall clock, ms) */
+	bool interrupting;       /* an interrupt was asked; its turn's result has not come */
 	int exit_code;
 	struct claudeproc claude;
 	struct subs subs;
@@ -69,6 +78,12 @@ void host_emit_json(struct host *h, const char *name, json_object *data);
  * subscriber, and the transcript is written once. */
 void host_batch_begin(struct host *h);
 void host_batch_end(struct host *h);
+
+/* The wall clock in ms. */
+int64_t host_now_ms(void);
+
+/* Whether a turn runs (or prompts wait for one). */
+bool host_turn_running(const struct host *h);
 
 /* One line claude wrote (without its '\n'): an event, a permission request, the end of a turn. */
 void host_claude_line(struct host *h, const char *line, size_t len);

@@ -2,23 +2,59 @@
 
 #include "host.h"
 
+#include "isotime.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+/* The 409 for a prompt that cannot be queued now: what runs, since when. */
+static void requests_busy(struct host *h, struct sub *s, const char *what)
+{
+	char at[40], msg[256];
+
+	isotime_format_ms(h->turn_started_ms, at, sizeof(at));
+	snprintf(msg, sizeof(msg),
+		 "%s; the running turn started at %s: send the prompt again once it has ended",
+		 what, at);
+	sub_error(s, 409, "turn_running", msg);
+}
+
+/* A prompt while a turn runs is queued by claude and runs next: the client gets "accepted"
+ * with "queued" (the turns ahead of it), a `queued` event, then its own turn's events. */
 static void requests_prompt(struct host *h, struct sub *s, const struct hostproto_request *req)
 {
+	uint64_t after = h->log.last_id, ahead, no;
+	json_object *ev;
+
 	if (!h->claude.running) {
 		sub_error(s, 409, "agent_exited", "claude is not running in this session");
 		return;
 	}
-	if (h->turn_running) {
-		sub_error(s, 409, "turn_running", "a turn is already running in this session");
+	/* claude drops what it has queued when an interrupt asks it to, and a prompt sent
+	 * meanwhile might be dropped with the turn. */
+	if (h->interrupting) {
+		requests_busy(h, s, "the running turn is being interrupted");
 		return;
 	}
-	/* The turn's events are those numbered from now on. */
-	sub_prompt(s, h->log.last_id);
+	if (h->prompts - h->prompts_done > HOST_QUEUED_MAX) {
+		requests_busy(h, s, "too many prompts wait for their turn in this session");
+		return;
+	}
+	no = h->prompts + 1;
+	ahead = h->prompts - h->prompts_done;
+	sub_prompt(s, after, no, ahead);
 	claudeproc_prompt(h, req->prompt);
+	if (ahead == 0)
+		return;
+	ev = json_object_new_object();
+	json_object_object_add(ev, "prompt", json_object_get(req->prompt));
+	json_object_object_add(ev, "position", json_object_new_uint64(ahead));
+	if (req->by != NULL)
+		json_object_object_add(ev, "by", json_object_new_string(req->by));
+	host_emit_json(h, "queued", ev);
+	/* Its stream has the queued event; the running turn's events are not its. */
+	sub_hold(s);
 }
 
 static void requests_permission(struct host *h, struct sub *s, const struct hostproto_request *req)

@@ -1,7 +1,9 @@
 /*
  * What a request on host.sock asks (core/hostproto.h), answered through subs.h:
  *   subscribe   every event after N from the log, pending permissions again, then live
- *   prompt      409 agent_exited / turn_running, or "accepted" and the turn's events
+ *   prompt      "accepted" and the turn's events (queued behind a running turn: a `queued`
+ *               event first), or 409 agent_exited / turn_running (an interrupt under way,
+ *               HOST_QUEUED_MAX waiting)
  *   permission  the answer goes to claude: "ok", 404 unknown_request, 409 already_answered
  *   interrupt   a control_request to claude: "ok", or 409 agent_exited
  */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,7 +138,7 @@ static void sub_send_batch(struct sub *s, struct evlog_batch *b)
 			bufs[nb - 1].len += e->len;
 		else
 			bufs[nb++] = uv_buf_init(b->data + e->off, (unsigned)e->len);
-		if (s->until_result && e->result) {
+		if (s->end_id != 0 && e->id == s->end_id) {
 			done = true;
 			end = e->off + e->len;
 		}
@@ -231,18 +232,40 @@ void sub_subscribe(struct sub *s, uint64_t after)
 	sub_pump(s);
 }
 
-void sub_prompt(struct sub *s, uint64_t after)
+void sub_prompt(struct sub *s, uint64_t after, uint64_t no, uint64_t queued)
 {
 	char line[HOSTPROTO_ANSWER_MAX];
-	int n = hostproto_accepted_format(after, line, sizeof(line));
+	int n = hostproto_accepted_format(after, queued, line, sizeof(line));
 
 	s->after = after;
 	s->offset = s->host->log.end;
-	s->until_result = true;
+	s->prompt_no = no;
 	s->replayed = true;
 	s->state = SUB_LIVE;
 	if (n > 0)
 		sub_send_copy(s, line, (size_t)n);
+}
+
+void sub_hold(struct sub *s)
+{
+	s->after = UINT64_MAX;
+}
+
+void subs_turn_ended(struct host *h, uint64_t id, uint64_t done)
+{
+	for (struct sub *s = h->subs.head; s != NULL; s = s->next) {
+		if (s->prompt_no == 0 || s->end_id != 0)
+			continue;
+		if (s->prompt_no <= done) {
+			/* Its turn ended (a queued prompt claude folded into the running turn
+			 * ends with it). */
+			s->end_id = id;
+			if (s->after >= id)
+				s->after = id - 1;
+		} else if (s->prompt_no == done + 1 && s->after > id) {
+			s->after = id; /* its turn begins after this result */
+		}
+	}
 }
 
 void sub_ok(struct sub *s)
@@ -281,6 +304,9 @@ static int sub_request(void *arg, const char *line, size_t len)
 		sub_error(s, 400, "invalid_request", why);
 		return 1;
 	}
+	/* Who a peer the host cannot vouch for says it is counts for nothing. */
+	if (!s->vouched)
+		req.by = SUBS_UNVOUCHED;
 	requests_handle(s->host, s, &req);
 	hostproto_request_release(&req);
 	return 1;
@@ -310,6 +336,24 @@ static void sub_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	free(buf->base);
 }
 
+/*
+ * Whether the peer on pipe is agentd-bridge (or another of the daemons): the socket is the agent
+ * user's, so any agent reaches it, and only a daemon knows who answers a permission request. A
+ * daemon runs as root, or as the owner of the runtime directory where the daemons are not root
+ * (then nothing is contained: DESIGN.md, "Who runs as whom").
+ */
+static bool subs_vouched(const struct host *h, uv_pipe_t *pipe)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uv_os_fd_t fd;
+
+	if (uv_fileno((uv_handle_t *)pipe, &fd) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == 0 || cred.uid == h->subs.daemons_uid;
+}
+
 static void subs_accept(uv_stream_t *server, int status)
 {
 	struct host *h = server->data;
@@ -328,6 +372,7 @@ static void subs_accept(uv_stream_t *server, int status)
 		uv_close((uv_handle_t *)&s->pipe, sub_closed);
 		return;
 	}
+	s->vouched = subs_vouched(h, &s->pipe);
 	s->next = h->subs.head;
 	h->subs.head = s;
 	uv_read_start((uv_stream_t *)&s->pipe, sub_alloc, sub_read);
@@ -336,8 +381,11 @@ static void subs_accept(uv_stream_t *server, int status)
 int subs_listen(struct host *h, const char *dir)
 {
 	char cwd[CONFIG_PATH_MAX];
+	struct stat st;
 	int r;
 
+	/* No daemon but root when the runtime directory cannot be looked at. */
+	h->subs.daemons_uid = stat(h->cfg->runtime_dir, &st) == 0 ? st.st_uid : 0;
 	uv_timer_init(h->loop, &h->subs.drain_timer);
 	h->subs.drain_timer.data = h;
 	uv_pipe_init(h->loop, &h->subs.server, 0);

@@ -155,13 +155,42 @@ static void transcript_printf(struct transcript *t, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Appends text with its control characters made visible (as JSON writes them: \u001b), apart
+ * from newlines and tabs: a prompt or claude's text is shown, never obeyed by the terminal of
+ * whoever watches the pane (an ESC ] title or ESC [2J clear, a C1 CSI). */
+static void transcript_visible(struct transcript *t, const char *text)
+{
+	const unsigned char *p = (const unsigned char *)(text != NULL ? text : "(null)");
+
+	for (; *p != '\0'; p++) {
+		unsigned c = *p;
+
+		if (c == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* U+0080..U+009F in UTF-8 */
+			c = *++p;
+		else if ((c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t') {
+			if (transcript_room(t, 1))
+				t->buf[t->len++] = (char)c;
+			continue;
+		}
+		transcript_printf(t, "\\u%04x", c);
+	}
+}
+
+/* "who: text" and a newline, the text made visible. */
+static void transcript_said_line(struct transcript *t, const char *who, const char *text)
+{
+	transcript_printf(t, "%s: ", who);
+	transcript_visible(t, text);
+	transcript_printf(t, "\n");
+}
+
 static void transcript_content(struct transcript *t, json_object *content, const char *who)
 {
 	size_t n =
 	    json_object_is_type(content, json_type_array) ? json_object_array_length(content) : 0;
 
 	if (json_object_is_type(content, json_type_string))
-		transcript_printf(t, "%s: %s\n", who, json_object_get_string(content));
+		transcript_said_line(t, who, json_object_get_string(content));
 	for (size_t i = 0; i < n; i++) {
 		json_object *b = json_object_array_get_idx(content, i);
 		const char *type = json_object_get_string(transcript_get(b, "type"));
@@ -169,14 +198,18 @@ static void transcript_content(struct transcript *t, json_object *content, const
 		if (type == NULL)
 			continue;
 		if (strcmp(type, "text") == 0)
-			transcript_printf(t, "%s: %s\n", who,
-					  json_object_get_string(transcript_get(b, "text")));
-		else if (strcmp(type, "tool_use") == 0)
-			transcript_printf(t, "%s wants to use %s: %s\n", who,
-					  json_object_get_string(transcript_get(b, "name")),
-					  json_object_to_json_string_ext(transcript_get(b, "input"),
-									 JSON_C_TO_STRING_PLAIN));
-		else if (strcmp(type, "tool_result") == 0)
+			transcript_said_line(t, who,
+					     json_object_get_string(transcript_get(b, "text")));
+		else if (strcmp(type, "tool_use") == 0) {
+			/* json-c escapes what is below U+0020, not DEL nor U+0080..U+009F. */
+			transcript_printf(t, "%s wants to use ", who);
+			transcript_visible(t, json_object_get_string(transcript_get(b, "name")));
+			transcript_printf(t, ": ");
+			transcript_visible(
+			    t, json_object_to_json_string_ext(transcript_get(b, "input"),
+							      JSON_C_TO_STRING_PLAIN));
+			transcript_printf(t, "\n");
+		} else if (strcmp(type, "tool_result") == 0)
 			transcript_printf(t, "tool result received\n");
 	}
 }
@@ -249,12 +282,14 @@ void transcript_print(struct transcript *t, const char *name, json_object *obj)
 		 !json_object_get_boolean(transcript_get(obj, "isReplay")))
 		transcript_content(t, transcript_get(msg, "content"), "user");
 	else if (strcmp(name, "result") == 0)
-		transcript_printf(t, "-- turn finished: %s\n",
-				  json_object_get_string(transcript_get(obj, "subtype")));
-	else if (strcmp(name, "control_request") == 0)
-		transcript_printf(t, "-- permission requested for %s (answer it from the API)\n",
-				  json_object_get_string(
-				      transcript_get(transcript_get(obj, "request"), "tool_name")));
+		transcript_said_line(t, "-- turn finished",
+				     json_object_get_string(transcript_get(obj, "subtype")));
+	else if (strcmp(name, "control_request") == 0) {
+		transcript_printf(t, "-- permission requested for ");
+		transcript_visible(t, json_object_get_string(transcript_get(
+					  transcript_get(obj, "request"), "tool_name")));
+		transcript_printf(t, " (answer it from the API)\n");
+	}
 	if (!transcript_always(name))
 		transcript_budget_charge(&t->budget, t->len - before);
 }
@@ -274,6 +309,12 @@ void transcript_note(struct transcript *t, const char *fmt, ...)
 	transcript_vprintf(t, fmt, ap);
 	va_end(ap);
 	transcript_printf(t, "\n");
+}
+
+void transcript_said(struct transcript *t, const char *who, const char *text)
+{
+	transcript_skipped(t, transcript_now(t), true);
+	transcript_said_line(t, who, text);
 }
 
 /* Drops the first n bytes (written). */

@@ -88,6 +88,10 @@ void transcript_event(struct transcript *t, const char *name, json_object *obj);
 void transcript_note(struct transcript *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Prints "who: text" (always), text's control characters made visible (\u001b) but for
+ * newlines and tabs: what a prompt holds is shown, never obeyed by a viewer's terminal. */
+void transcript_said(struct transcript *t, const char *who, const char *text);
+
 /* What was printed goes to the pane: now, or at the end of the current interval. */
 void transcript_flush(struct transcript *t);
 

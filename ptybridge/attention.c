@@ -62,6 +62,9 @@ struct att_session {
 	struct att_host *host; /* structured and running: the subscription */
 	uint64_t retry_at;     /* when to try the host again (0: not waiting to) */
 	bool seen;             /* found in the last pass over the records */
+	/* The record's bootstrap prompt is on its way (agentd-api made the session working when
+	 * it created it): working until a turn ends, whatever claude's start reports. */
+	bool bootstrap;
 	/* Terminal: the TUI shows a dialog no client can answer (claude's Notification said so,
 	 * or the wait of a hook's request ran out): waiting until claude reports again. */
 	bool tui_asks;
@@ -136,6 +139,8 @@ static void att_set(struct att_session *s, enum session_activity act, bool force
 		act = SESSION_WAITING;
 	else if (act == SESSION_WAITING)
 		act = SESSION_WORKING; /* nothing left to wait for: the turn goes on */
+	if (act == SESSION_IDLE)
+		s->bootstrap = false;
 	if (act != s->activity) {
 		s->activity = act;
 		s->activity_at = att_now_ms();
@@ -283,8 +288,9 @@ static void att_host_resolved(struct att_session *s, json_object *data)
 /* A turn's result on /events: its text cut to ATT_RESULT_TEXT_MAX, usage and cost. */
 static void att_host_result(struct att_session *s, json_object *data)
 {
-	static const char *const keep[] = {"subtype",     "is_error", "num_turns",
-					   "duration_ms", "usage",    "total_cost_usd"};
+	static const char *const keep[] = {"subtype",          "is_error", "num_turns",
+					   "duration_ms",      "usage",    "total_cost_usd",
+					   "queued_turn_count"};
 	json_object *ev = json_object_new_object(), *v;
 	const char *text = att_str(data, "result");
 
@@ -301,7 +307,13 @@ static void att_host_result(struct att_session *s, json_object *data)
 		json_object_object_add(ev, "truncated",
 				       json_object_new_boolean(strlen(cut) < strlen(text)));
 	}
-	att_set(s, SESSION_IDLE, true);
+	/* Prompts claude queued run next: the agent goes on working. */
+	att_set(s,
+		json_object_object_get_ex(data, "queued_turn_count", &v) &&
+			json_object_get_int64(v) > 0
+		    ? SESSION_WORKING
+		    : SESSION_IDLE,
+		true);
 	att_publish(s, "result", ev);
 }
 
@@ -327,7 +339,8 @@ static json_object *att_parse(const char *text, size_t len)
 /* One event of the host (id, name, data). Only what changes attention is looked at. */
 static void att_host_event(struct att_session *s, const struct hostproto_event *ev)
 {
-	static const char *const names[] = {"permission", "permission_resolved", "result", "exit"};
+	static const char *const names[] = {"permission", "permission_resolved", "result", "exit",
+					    "queued"};
 	json_object *data = NULL;
 	size_t k;
 
@@ -364,6 +377,12 @@ static void att_host_event(struct att_session *s, const struct hostproto_event *
 		break;
 	case 2:
 		att_host_result(s, data);
+		break;
+	case 4:
+		/* A prompt claude queued behind the running turn: /events says so, in order. */
+		json_object_object_del(data, "prompt");
+		att_set(s, SESSION_WORKING, false);
+		att_publish(s, "queued", json_object_get(data));
 		break;
 	default:
 		att_withdraw_all(s, "exit");
@@ -507,6 +526,9 @@ static struct att_session *att_session_new(struct attention *a, const struct ses
 	s->state = rec->state;
 	s->activity = rec->activity;
 	s->activity_at = rec->activity_at;
+	s->bootstrap = rec->activity == SESSION_WORKING &&
+		       (rec->state == SESSION_CREATING || rec->state == SESSION_RUNNING ||
+			rec->state == SESSION_ATTACHED);
 	s->host_event = rec->host_event;
 	for (unsigned i = 0; i < rec->n_pending && i < SESSION_PENDING_MAX; i++) {
 		struct att_request *q = &s->req[i];
@@ -562,6 +584,13 @@ void attention_session_changed(struct attention *a, const char *id, const struct
 		s->mode = rec->mode;
 		s->state = rec->state;
 		att_set(s, SESSION_IDLE, true);
+	}
+	if (rec->state == SESSION_CREATING && s->state != SESSION_CREATING) {
+		/* Created again (it was lost or failed): agentd-api says whether a bootstrap prompt
+		 * is on its way. */
+		s->activity = rec->activity;
+		s->activity_at = rec->activity_at;
+		s->bootstrap = rec->activity == SESSION_WORKING;
 	}
 	if (rec->launch != s->launch) {
 		/* claude was started again (after a reboot, too: the requests its record kept are
@@ -748,10 +777,15 @@ void attention_hook_report(struct attention *a, const char *id, enum hook_event 
 		}
 		break;
 	case HOOK_STOP:
-	case HOOK_SESSION_START:
 		s->tui_asks = false;
 		att_terminal_moved_on(s, NULL);
 		att_set(s, SESSION_IDLE, false);
+		break;
+	case HOOK_SESSION_START:
+		/* claude starts before it submits the bootstrap prompt of its argv. */
+		s->tui_asks = false;
+		att_terminal_moved_on(s, NULL);
+		att_set(s, s->bootstrap ? SESSION_WORKING : SESSION_IDLE, false);
 		break;
 	case HOOK_SESSION_END:
 		s->tui_asks = false;

@@ -197,9 +197,9 @@ char *relay_host_request(enum relay_kind kind, json_object *msg, const char *req
 	case RELAY_PROMPT:
 		req.kind = HOSTPROTO_PROMPT;
 		req.prompt = relay_member(msg, "prompt");
-		if (!json_object_is_type(req.prompt, json_type_string) ||
-		    json_object_get_string_len(req.prompt) == 0) {
-			*why = "expected {\"prompt\": \"<non-empty string>\"}";
+		if ((*why = hostproto_prompt_why(req.prompt)) != NULL) {
+			if (strcmp(*why, HOSTPROTO_PROMPT_NUL) != 0)
+				*why = "expected {\"prompt\": \"<non-empty string>\"}";
 			return NULL;
 		}
 		break;

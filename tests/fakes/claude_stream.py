@@ -14,6 +14,10 @@ deny / deny+interrupt, interrupt, EOF exit codes). Prompts choose the scenario:
                         answer that streams for a while)
   anything else      -> "Hello!" text turn
 
+A user message that arrives while a turn runs is queued, as the real CLI does: it runs as the
+next turn (its own system/init, replay and result), and each result says how many still wait
+("queued_turn_count"); an interrupt ends the running turn only.
+
 With --replay-user-messages (and stream-json in and out, as the real CLI requires) each user
 message is echoed after the turn's system/init and before the reply, as the real CLI 2.1.328
 does: {"type":"user","message":<the message as sent>,"session_id",
@@ -91,6 +95,10 @@ class Fake:
              "session_id": self.sid, "total_cost_usd": 0.0001,
              "usage": {"input_tokens": 10, "output_tokens": 5}, "modelUsage": {},
              "permission_denials": list(denials), "uuid": U()}
+        # User messages that came while this turn ran wait in the queue; the real CLI counts
+        # them in every result (notes section 3.1, 4.5) and runs them next, one turn each.
+        with self.cv:
+            r["queued_turn_count"] = len(self.turns)
         if error is None:
             r["result"] = text
         else:
@@ -247,8 +255,14 @@ class Fake:
             os._exit(1)
         sub = req.get("subtype")
         if sub == "interrupt":
+            # An interrupt ends the running turn only: what is queued stays and runs next
+            # (unless cancel_queued, which agentd never sends).
+            with self.cv:
+                if req.get("cancel_queued"):
+                    self.turns.clear()
+                queued = [t.get("uuid") for t in self.turns if t.get("uuid")]
             emit({"type": "control_response", "response": {"subtype": "success", "request_id": rid,
-                  "response": {"still_queued": []}}})
+                  "response": {"still_queued": queued}}})
             with self.cv:
                 self.interrupted = True
                 self.cv.notify_all()

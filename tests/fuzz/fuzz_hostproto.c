@@ -146,7 +146,7 @@ static void check_answer(const char *line, size_t len)
 		return;
 	switch (a.type) {
 	case HOSTPROTO_ACCEPTED:
-		n = hostproto_accepted_format(a.after, out, sizeof(out));
+		n = hostproto_accepted_format(a.after, a.queued, out, sizeof(out));
 		break;
 	case HOSTPROTO_OK:
 		n = hostproto_ok_format(out, sizeof(out));

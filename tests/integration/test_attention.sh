@@ -30,6 +30,25 @@ api GET /sessions
 assert_jq "GET /sessions lists activity and pending too" \
 	".[] | select(.id == \"$SID\") | has(\"activity\") and has(\"activityAt\") and has(\"pending\")" "$BODY"
 
+# --- a session created with a prompt works from its creation, until its bootstrap turn ends ------
+api POST /sessions '{"repo":{"owner":"acme","name":"widgets"},"issue":7,"mode":"structured","prompt":"SLOW boot"}'
+assert_status "a structured session with a prompt: created" 201
+assert_jq "... working from its creation (its prompt is on its way)" '.activity == "working"'
+BOOT=widgets-7
+get_session "$BOOT"
+assert_jq "... and working before its bootstrap turn began" '.activity == "working"'
+assert_state "... running" "$BOOT" running 60
+sse_start boot GET /sessions/$BOOT/events
+assert_sse_event "... its bootstrap turn starts" boot '.event == "system"' 20
+assert_activity "... still working while its bootstrap turn runs" "$BOOT" '.activity == "working"'
+api POST /sessions/$BOOT/interrupt
+assert_activity "its bootstrap turn ended: idle" "$BOOT" '.activity == "idle"' 20
+api POST /sessions '{"repo":{"owner":"acme","name":"widgets"},"issue":8,"prompt":"hello"}'
+assert_status "a terminal session with a prompt: created" 201
+assert_jq "... working from its creation (until claude's Stop hook)" '.activity == "working"'
+api POST /sessions '{"repo":{"owner":"acme","name":"widgets"},"issue":9,"prompt":""}'
+assert_jq "a session with an empty prompt: idle" '.activity == "idle"'
+
 # --- a turn: working, then idle with its result ----------------------------------------------
 sse_start s1 POST /sessions/$SID/prompt '{"prompt":"SLOW hello"}'
 assert_sse_event "slow turn: it starts" s1 '.event == "system"' 20

@@ -42,6 +42,31 @@ assert_match "HEAD: 405" '^HTTP/1.1 405 ' "$(raw_first head)"
 raw nohost "POST /sessions/$SID/interrupt HTTP/1.1\r\n\r\n"
 assert_match "no Host header: 400" '^HTTP/1.1 400 ' "$(raw_first nohost)"
 
+# --- a prompt with U+0000 is refused wherever it enters, as POST /sessions refuses one -----------
+api POST /sessions/$SID/prompt '{"prompt":"a\u0000b"}'
+assert_status "a prompt with U+0000: 400" 400
+assert_json "a prompt with U+0000: POST /sessions' error" '[.code, .error]' \
+	'["invalid_request","prompt must be a string without NUL bytes"]'
+HOST_SOCK=$T/run/agents/$SID/host.sock
+OUT=$(python3 "$REPO/tests/integration/structured/hostsock.py" "$HOST_SOCK" \
+	'{"type":"prompt","prompt":"a\u0000b"}')
+assert_json "a prompt with U+0000 on the host's socket: refused" '[.type, .status, .error]' \
+	'["error",400,"prompt must be a string without NUL bytes"]' "$OUT"
+
+# --- an agent on the host's socket (the agent user's) cannot say who answered -----------------------
+sse_start perm POST /sessions/$SID/prompt '{"prompt":"RUNBASH true"}'
+if sse_wait_event perm '.event == "permission"' 20; then
+	RID=$(sse_permission_ids perm | head -n 1)
+	OUT=$(as_agent python3 - "$HOST_SOCK" "{\"type\":\"permission\",\"requestId\":\"$RID\",\"behavior\":\"allow\",\"by\":\"admin\"}" \
+		<"$REPO/tests/integration/structured/hostsock.py")
+	assert_json "an agent's permission answer on the host's socket: taken" .type '"ok"' "$OUT"
+	assert_sse_event "an agent's answer is recorded as unvouched, not as the by it gave" perm \
+		'.event == "permission_resolved" and (.data | fromjson | .by == "unvouched")' 20
+	sse_wait_end perm 20
+else
+	fail "a RUNBASH prompt asks for a permission" "$(sse_names perm)"
+fi
+
 # --- a client that never reads a big replay is cut; the others are served meanwhile -------------
 for i in 1 2 3; do sse_run b$i POST /sessions/$SID/prompt '{"prompt":"BIGLINE"}'; done
 LOGSIZE=$(stat -c %s "$T/state/agents/$SID/events.log")

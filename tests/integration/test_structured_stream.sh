@@ -52,11 +52,16 @@ assert_ws_frame "permission for an unknown id: an error frame with 404" w1 \
 ws_send w1 '{"type":"prompt","prompt":"SLOW"}'
 assert_ws_frame "slow turn starts" w1 '.event == "system"' 20
 ws_send w1 '{"type":"prompt","prompt":"again"}'
-assert_ws_frame "a prompt while a turn runs: an error frame with 409" w1 \
-	'.type == "error" and .status == 409 and .code == "turn_running"' 10
+assert_ws_frame "a prompt while a turn runs: accepted, queued behind it" w1 \
+	'.type == "accepted" and .request == "prompt" and .queued == 1' 10
+assert_ws_frame "... and its queued event" w1 \
+	'.event == "queued" and .data.position == 1 and .data.prompt == "again"' 10
 ws_send w1 '{"type":"interrupt"}'
 assert_ws_frame "interrupt: answered with ok" w1 '.type == "ok" and .request == "interrupt"' 10
 assert_ws_frame "interrupt: the turn ends" w1 '.event == "result" and .data.subtype == "error_during_execution"' 10
+assert_ws_frame "the queued prompt runs next" w1 \
+	'.event == "user" and .data.isReplay == true and .data.message.content == "again"' 10
+assert_ws_frame "... to its result" w1 '.event == "result" and .data.subtype == "success"' 10
 
 # --- bad frames are answered, the socket stays open --------------------------------------------
 : >"$T/w1.frames"

@@ -103,12 +103,28 @@ assert_jq "deny+interrupt: the turn ends as an error" \
 	"$(sse_events di | tail -n 1)"
 check_not "deny+interrupt: the tool did not run" test -e "$WT/interrupted-file"
 
-# --- interrupt mid-turn, one turn at a time --------------------------------------------------
+# --- interrupt mid-turn; a prompt sent while a turn runs is queued by claude, and runs next -------
+sse_start evq GET /events
 sse_start s1 POST /sessions/$SID/prompt '{"prompt":"SLOW"}'
 assert_sse_event "slow turn: it starts" s1 '.event == "system"' 20
-api POST /sessions/$SID/prompt '{"prompt":"another"}'
-assert_status "a prompt while a turn runs: 409" 409
-assert_json "a prompt while a turn runs: code turn_running" .code '"turn_running"'
+sse_start q1 POST /sessions/$SID/prompt '{"prompt":"another"}'
+assert_sse_event "a prompt while a turn runs: accepted and queued (position 1)" q1 \
+	'.event == "queued" and (.data | fromjson | .position == 1 and .prompt == "another")' 10
+sse_start q2 POST /sessions/$SID/prompt '{"prompt":"and a third"}'
+assert_sse_event "a second one: queued behind it (position 2)" q2 \
+	'.event == "queued" and (.data | fromjson | .position == 2)' 10
+# The queue is bounded: HOST_QUEUED_MAX (16) prompts wait, the next is refused with the time the
+# running turn started.
+for i in $(seq 3 16); do sse_start qq$i POST /sessions/$SID/prompt "{\"prompt\":\"queued $i\"}"; done
+for i in $(seq 3 16); do sse_wait_event qq$i '.event == "queued"' 10; done
+api POST /sessions/$SID/prompt '{"prompt":"one too many"}'
+assert_status "a prompt past the queue's bound: 409" 409
+assert_jq "... turn_running, saying when the running turn started" \
+	'.code == "turn_running" and (.error | test("started at [0-9-]+T[0-9:.]+Z"))'
+assert_sse_event "/events: every queued prompt" evq '.event == "queued"' 10 16
+assert_jq "/events: each queued prompt, in order, with its session" \
+	"[.[] | select(.event == \"queued\") | .data | fromjson | select(.session == \"$SID\") | .position] |
+	 .[0:16] == [range(1; 17)]" "$(sse_events evq | jq -s -c .)"
 START=$SECONDS
 api POST /sessions/$SID/interrupt
 assert_status "interrupt: 200" 200
@@ -121,6 +137,22 @@ assert_jq "interrupt: the result is error_during_execution" \
 assert_match "interrupt: the turn ended well before its 30 s" '^[0-9]$' "$((SECONDS - START))"
 assert_jq "interrupt: claude acknowledged it first (control_response)" \
 	'[.[].event] | index("control_response") != null' "$(sse_events s1 | jq -s -c .)"
+sse_wait_end q1 20
+assert_eq "the queued prompt ran next: its stream has its own turn only" \
+	"queued system user assistant result" "$(sse_names q1)"
+assert_jq "... its turn's replay is its prompt" \
+	'[.[] | select(.event == "user") | .data | fromjson | .message.content] == ["another"]' \
+	"$(sse_events q1 | jq -s -c .)"
+assert_jq "... the interrupted turn's result counted the 16 waiting" \
+	'.data | fromjson | .queued_turn_count == 16' "$(sse_events s1 | tail -n 1)"
+assert_jq "... the queued turn's result, one less" \
+	'.data | fromjson | .queued_turn_count == 15' "$(sse_events q1 | tail -n 1)"
+sse_wait_end q2 20
+assert_eq "the second queued prompt ran after it" "queued system user assistant result" \
+	"$(sse_names q2)"
+for i in $(seq 3 16); do sse_wait_end qq$i 30; done
+assert_eq "every queued prompt ran, in order" "$(seq 3 16 | tr '\n' ' ')" \
+	"$(for i in $(seq 3 16); do sse_events qq$i | jq -r 'select(.event == "user") | .data | fromjson | .message.content' | sed 's/^queued //'; done | tr '\n' ' ')"
 sse_run s2 POST /sessions/$SID/prompt '{"prompt":"hello again"}'
 assert_eq "after an interrupt the next prompt runs" "system user assistant result" "$(sse_names s2)"
 

@@ -256,12 +256,21 @@ Test(hostproto, answers_round_trip)
 	struct hostproto_answer a;
 	int n;
 
-	n = hostproto_accepted_format(17, line, sizeof(line));
+	n = hostproto_accepted_format(17, 0, line, sizeof(line));
 	cr_assert_gt(n, 0);
 	cr_assert_eq(line[n - 1], '\n');
 	cr_assert_eq(hostproto_answer_parse(line, (size_t)n - 1, &a), 0);
 	cr_assert_eq(a.type, HOSTPROTO_ACCEPTED);
 	cr_assert_eq(a.after, 17);
+	cr_assert_eq(a.queued, 0);
+	hostproto_answer_release(&a);
+
+	/* A prompt claude queues behind the running turn (and one more waiting). */
+	n = hostproto_accepted_format(40, 2, line, sizeof(line));
+	cr_assert_str_eq(line, "{\"type\":\"accepted\",\"after\":40,\"queued\":2}\n");
+	cr_assert_eq(hostproto_answer_parse(line, (size_t)n - 1, &a), 0);
+	cr_assert_eq(a.after, 40);
+	cr_assert_eq(a.queued, 2);
 	hostproto_answer_release(&a);
 
 	n = hostproto_ok_format(line, sizeof(line));
@@ -510,4 +519,23 @@ Test(hostproto, a_callback_stops_the_feed)
 	cr_assert_eq(feed(&rd, &s, "first\nsecond\n", NULL), 1);
 	cr_assert_eq(s.n, 1, "nothing after the line that stopped it");
 	hostproto_reader_free(&rd);
+}
+
+/* POST /sessions refuses a prompt with U+0000; so does every way into a structured session. */
+Test(hostproto, a_prompt_with_nul_is_refused)
+{
+	static const char line[] = "{\"type\":\"prompt\",\"prompt\":\"a\\u0000b\"}";
+	json_object *p = json_object_new_string_len("a\0b", 3);
+	struct hostproto_request req = {.kind = HOSTPROTO_PROMPT, .prompt = p};
+	const char *why = NULL;
+	size_t len;
+
+	cr_assert_eq(hostproto_request_parse(line, strlen(line), &req, &why), -EINVAL);
+	cr_assert_str_eq(why, "prompt must be a string without NUL bytes");
+	cr_assert_null(req.owner);
+	req = (struct hostproto_request){.kind = HOSTPROTO_PROMPT, .prompt = p};
+	errno = 0;
+	cr_assert_null(hostproto_request_format(&req, &len));
+	cr_assert_eq(errno, EINVAL);
+	json_object_put(p);
 }

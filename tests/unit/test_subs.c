@@ -119,10 +119,15 @@ static void emit_many(uint64_t *max_queued)
 	data[sizeof(data) - 1] = '"';
 	for (int i = 0; i < EVENTS; i += GROUP) {
 		host_batch_begin(&h);
-		for (int k = 0; k < GROUP; k++)
-			cr_assert_gt(host_emit(&h, i + k + 1 == EVENTS ? "result" : "assistant",
-					       data, sizeof(data), NULL, NULL),
-				     0);
+		for (int k = 0; k < GROUP; k++) {
+			bool last = i + k + 1 == EVENTS;
+			uint64_t id = host_emit(&h, last ? "result" : "assistant", data,
+						sizeof(data), NULL, NULL);
+
+			cr_assert_gt(id, 0);
+			if (last) /* what host_claude_line does with a result: prompt 1 ended */
+				subs_turn_ended(&h, id, 1);
+		}
 		host_batch_end(&h);
 		spin();
 		if (host_queued() > *max_queued)
@@ -177,15 +182,106 @@ Test(subs, a_prompt_stream_ends_after_its_result)
 	size_t len = 0, cap = 0;
 	uint64_t max_queued = 0;
 
-	sub_prompt(h.subs.head, h.log.last_id);
+	sub_prompt(h.subs.head, h.log.last_id, 1, 0);
 	emit_many(&max_queued);
 	drain(fd, &buf, &len, &cap);
 	/* An accepted line first, then the events, then the end (EOF). */
-	cr_assert_eq(memcmp(buf, "{\"type\":\"accepted\",\"after\":0}\n", 30), 0);
-	check_events(buf, len, 30);
+	cr_assert_eq(memcmp(buf, "{\"type\":\"accepted\",\"after\":0,\"queued\":0}\n", 41), 0);
+	check_events(buf, len, 41);
 	cr_assert_null(h.subs.head, "closed after the result");
 	close(fd);
 	free(buf);
+}
+
+/* The event names of the lines in buf after its first (the answer), space-separated. */
+static void names_after_answer(const char *buf, size_t len, char *out, size_t outlen)
+{
+	const char *p = memchr(buf, '\n', len);
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (p = p != NULL ? p + 1 : buf + len; p < buf + len;) {
+		const char *nl = memchr(p, '\n', (size_t)(buf + len - p));
+		struct hostproto_event ev;
+
+		cr_assert_not_null(nl);
+		cr_assert_eq(hostproto_event_parse(p, (size_t)(nl - p), &ev), 0);
+		o += (size_t)snprintf(out + o, outlen - o, "%s%.*s", o > 0 ? " " : "",
+				      (int)ev.name_len, ev.name);
+		p = nl + 1;
+	}
+}
+
+/* The prompt path without claude: a connection whose request line never ends is made a
+ * prompt's stream by sub_prompt, as requests.c does. */
+
+/* Emits one turn's events: system, assistant, result (prompt done ended with it). */
+static void turn(uint64_t done)
+{
+	host_batch_begin(&h);
+	host_emit(&h, "system", "{}", 2, NULL, NULL);
+	host_emit(&h, "assistant", "{}", 2, NULL, NULL);
+	subs_turn_ended(&h, host_emit(&h, "result", "{}", 2, NULL, NULL), done);
+	host_batch_end(&h);
+	spin();
+}
+
+Test(subs, a_queued_prompt_streams_its_own_turn_only)
+{
+	int fd1 = client("{"), fd2;
+	char *b1 = NULL, *b2 = NULL, names[256];
+	size_t l1 = 0, c1 = 0, l2 = 0, c2 = 0;
+
+	sub_prompt(h.subs.head, h.log.last_id, 1, 0);
+	host_emit(&h, "system", "{}", 2, NULL, NULL);
+	/* A second prompt while the first turn runs: claude queues it. */
+	fd2 = client("{");
+	sub_prompt(h.subs.head, h.log.last_id, 2, 1);
+	host_emit(&h, "queued", "{\"position\":1}", 14, NULL, NULL);
+	sub_hold(h.subs.head);
+	host_batch_begin(&h);
+	host_emit(&h, "assistant", "{}", 2, NULL, NULL);
+	subs_turn_ended(&h, host_emit(&h, "result", "{}", 2, NULL, NULL), 1);
+	host_batch_end(&h);
+	spin();
+	turn(2);
+	drain(fd1, &b1, &l1, &c1);
+	drain(fd2, &b2, &l2, &c2);
+	cr_assert_eq(memcmp(b2, "{\"type\":\"accepted\",\"after\":1,\"queued\":1}\n", 41), 0);
+	names_after_answer(b1, l1, names, sizeof(names));
+	cr_assert_str_eq(names, "system queued assistant result", "the first prompt's stream: %s",
+			 names);
+	names_after_answer(b2, l2, names, sizeof(names));
+	cr_assert_str_eq(names, "queued system assistant result", "the queued prompt's stream");
+	cr_assert_null(h.subs.head, "both closed after their results");
+	close(fd1);
+	close(fd2);
+	free(b1);
+	free(b2);
+}
+
+/* claude may fold a queued prompt into the running turn: one result ends both prompts. */
+Test(subs, a_prompt_folded_into_the_running_turn_ends_with_it)
+{
+	int fd1 = client("{"), fd2;
+	char *b1 = NULL, *b2 = NULL, names[256];
+	size_t l1 = 0, c1 = 0, l2 = 0, c2 = 0;
+
+	sub_prompt(h.subs.head, h.log.last_id, 1, 0);
+	fd2 = client("{");
+	sub_prompt(h.subs.head, h.log.last_id, 2, 1);
+	host_emit(&h, "queued", "{\"position\":1}", 14, NULL, NULL);
+	sub_hold(h.subs.head);
+	turn(2);
+	drain(fd1, &b1, &l1, &c1);
+	drain(fd2, &b2, &l2, &c2);
+	names_after_answer(b2, l2, names, sizeof(names));
+	cr_assert_str_eq(names, "queued result");
+	cr_assert_null(h.subs.head, "both closed after the result");
+	close(fd1);
+	close(fd2);
+	free(b1);
+	free(b2);
 }
 
 Test(subs, bad_requests_get_the_codecs_errors)
@@ -204,4 +300,32 @@ Test(subs, bad_requests_get_the_codecs_errors)
 	hostproto_answer_release(&a);
 	close(fd);
 	free(buf);
+}
+
+/* A prompt while an interrupt is under way cannot be queued (claude may drop it with the turn):
+ * 409, saying since when the running turn runs. */
+Test(subs, a_prompt_during_an_interrupt_is_refused_with_the_turns_start)
+{
+	int fd;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	struct hostproto_answer a;
+
+	h.claude.running = true;
+	h.prompts = 1;
+	h.interrupting = true;
+	h.turn_started_ms = 1795000000123; /* 2026-11-18T11:06:40.123Z */
+	fd = client("{\"type\":\"prompt\",\"prompt\":\"hi\"}\n");
+	drain(fd, &buf, &len, &cap);
+	cr_assert_gt(len, 0);
+	cr_assert_eq(hostproto_answer_parse(buf, len - 1, &a), 0);
+	cr_assert_eq(a.type, HOSTPROTO_ERROR);
+	cr_assert_eq(a.status, 409);
+	cr_assert_str_eq(a.code, "turn_running");
+	cr_assert_not_null(strstr(a.error, "started at 2026-11-18T11:06:40.123Z"), "%s", a.error);
+	cr_assert_eq(h.prompts, 1, "nothing was sent to claude");
+	hostproto_answer_release(&a);
+	close(fd);
+	free(buf);
+	h.claude.running = false;
 }

@@ -279,3 +279,49 @@ Test(transcript, a_note_always_prints)
 	cr_assert_gt(strstr(out, "user: still here\n"), strstr(out, want));
 	free(out);
 }
+
+/* A byte the pane's terminal would obey: an escape, a bell, a C1 control, DEL. */
+static bool has_control(const char *text)
+{
+	for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++)
+		if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f ||
+		    (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+			return true;
+	return false;
+}
+
+Test(transcript, claude_text_with_escapes_is_shown_not_obeyed)
+{
+	char *out;
+
+	/* A title, a bell, a clear, a C1 CSI, a DEL, then a second line and a tab. */
+	event("{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":"
+	      "\"a\\u001b]0;owned\\u0007\\u001b[2J\\u009b1m\\u007fb\\nc\\td\"}]}}");
+	event("{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"tool_use\",\"name\":"
+	      "\"Bash\\u001b[2J\",\"input\":{\"command\":\"\\u009b2J\"}}]}}");
+	event("{\"type\":\"user\",\"message\":{\"content\":\"u\\u001b[2Jv\"}}");
+	transcript_close(&t);
+	out = pane();
+	cr_assert_not(has_control(out), "the pane got a control character: %s", out);
+	cr_assert_not_null(
+	    strstr(out, "claude: a\\u001b]0;owned\\u0007\\u001b[2J\\u009b1m\\u007fb\nc\td\n"), "%s",
+	    out);
+	cr_assert_not_null(strstr(out, "claude wants to use Bash\\u001b[2J: "), "%s", out);
+	cr_assert_not_null(strstr(out, "\\u009b2J"), "%s", out);
+	cr_assert_not_null(strstr(out, "user: u\\u001b[2Jv\n"), "%s", out);
+	free(out);
+}
+
+Test(transcript, a_prompt_with_escapes_is_shown_not_obeyed)
+{
+	char *out;
+
+	transcript_said(&t, "user",
+			"hi\x1b]0;owned\x07\x1b[2J\xc2\x9b"
+			"1m there");
+	transcript_close(&t);
+	out = pane();
+	cr_assert_not(has_control(out), "the pane got a control character: %s", out);
+	cr_assert_str_eq(out, "user: hi\\u001b]0;owned\\u0007\\u001b[2J\\u009b1m there\n");
+	free(out);
+}
