@@ -276,6 +276,8 @@ while IFS= read -r line; do
 		CMD=
 		continue
 	fi
+	# A line that is only a comment goes on with the comment of the command above it.
+	[[ -z $CMD && $line =~ ^[[:space:]]*# ]] && continue
 	CMD+=$line
 	if [[ $CMD == *\\ ]]; then
 		CMD=${CMD%\\}
