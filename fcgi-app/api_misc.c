@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void api_healthz(const struct app *app, struct request *req,
@@ -17,7 +18,9 @@ static void api_healthz(const struct app *app, struct request *req,
 	int tmux = tmux_server_running(&app->tmux);
 	int r = store_list(&app->store, &list, &n);
 	const char *problem = NULL;
+	struct timespec now;
 
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	free(list);
 	if (access(app->store.dir, W_OK) < 0 || r < 0)
 		problem = "the session records directory (in the state dir) is not usable";
@@ -26,6 +29,10 @@ static void api_healthz(const struct app *app, struct request *req,
 	json_object_object_add(o, "status", json_object_new_string(problem ? "error" : "ok"));
 	json_object_object_add(o, "sessions", json_object_new_int64((int64_t)n));
 	json_object_object_add(o, "tmux", json_object_new_boolean(tmux == 1));
+	/* Monitoring tells a restart loop from a steady daemon, and which build answers. */
+	json_object_object_add(o, "uptimeSeconds",
+			       json_object_new_int64((int64_t)(now.tv_sec - app->started.tv_sec)));
+	json_object_object_add(o, "version", json_object_new_string(AGENTD_VERSION));
 	if (problem != NULL) {
 		json_object_object_add(o, "error", json_object_new_string(problem));
 		json_object_object_add(o, "code", json_object_new_string("unhealthy"));

@@ -76,6 +76,7 @@ int app_init(struct app *app, const struct config *cfg, struct cause *cause)
 
 	memset(app, 0, sizeof(*app));
 	app->cfg = cfg;
+	clock_gettime(CLOCK_MONOTONIC, &app->started);
 	if ((r = store_init(&app->store, cfg->state_dir, cfg->runtime_dir, cause)) < 0)
 		return r;
 	if ((r = tmux_init(&app->tmux, cfg)) < 0)

@@ -30,6 +30,7 @@ struct app {
 	struct standby *standby;        /* the creation worker waiting for a session, or NULL */
 	char
 	    hook_bin[CONFIG_PATH_MAX]; /* agentd-hook: AGENTD_HOOK, or found beside us ("": none) */
+	struct timespec started;       /* CLOCK_MONOTONIC at app_init: /healthz's uptimeSeconds */
 };
 
 /* Fills app from cfg: store dir, tmux paths, own executable path, the agent user

@@ -14,6 +14,13 @@ api GET /healthz
 assert_status "GET /healthz 200" 200
 assert_json "healthz is {status:ok,sessions:0,tmux:true}" '{status,sessions,tmux}' \
 	'{"status":"ok","sessions":0,"tmux":true}'
+assert_json "healthz says the version agentd-api --version prints" '.version' \
+	"\"$("$BUILD_DIR/fcgi-app/agentd-api" --version | awk '{print $2}')\""
+assert_jq "healthz says how long agentd-api has run (whole seconds, from 0)" \
+	'(.uptimeSeconds | type == "number" and . >= 0 and . < 600 and . == floor)'
+sleep 1.2
+api GET /healthz
+assert_jq "healthz' uptimeSeconds grows" '.uptimeSeconds >= 1'
 
 api GET /sessions
 assert_status "GET /sessions 200 when empty" 200
