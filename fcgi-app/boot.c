@@ -13,7 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
+#define BOOT_ID_PATH       "/proc/sys/kernel/random/boot_id"
+#define BOOT_STAT_MAX      1024 /* /proc/<pid>/stat of the tmux server */
+#define BOOT_STAT_STARTPOS 19   /* starttime, field 22 of /proc/<pid>/stat, counted from state */
+#define BOOT_MARKER_MAX    (BOOT_ID_MAX + 48)
 
 /* Reads at most one line of path into out (without its newline). Returns 0 or -errno. */
 static int boot_read_line(const char *path, char *out, size_t outlen)
@@ -30,6 +33,52 @@ static int boot_read_line(const char *path, char *out, size_t outlen)
 	out[n] = '\0';
 	out[strcspn(out, "\n")] = '\0';
 	return 0;
+}
+
+/* The start time of pid in clock ticks since boot (field 22 of /proc/<pid>/stat), or 0. */
+static unsigned long long boot_start_ticks(int pid)
+{
+	char path[64], buf[BOOT_STAT_MAX], *p, *save = NULL;
+	unsigned long long ticks = 0;
+	int field = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (boot_read_line(path, buf, sizeof(buf)) < 0 || (p = strrchr(buf, ')')) == NULL)
+		return 0;
+	/* Counted from the state, the third field: the name may hold blanks and parentheses. */
+	for (p = strtok_r(p + 1, " ", &save); p != NULL; p = strtok_r(NULL, " ", &save), field++)
+		if (field == BOOT_STAT_STARTPOS) {
+			ticks = strtoull(p, NULL, 10);
+			break;
+		}
+	return ticks;
+}
+
+/*
+ * Writes what the marker holds when the records are reconciled with the server that runs now:
+ * "<boot id> <server pid>:<server start time>" (the start time tells a new server that got an old
+ * pid). Returns 0, or -ENOENT when no server runs.
+ */
+static int boot_marker_line(const struct app *app, char *out, size_t outlen)
+{
+	char now[BOOT_ID_MAX] = "unknown";
+	int pid = tmux_server_pid(&app->tmux, NULL);
+
+	if (pid < 0)
+		return pid;
+	(void)boot_read_line(BOOT_ID_PATH, now, sizeof(now));
+	snprintf(out, outlen, "%s %d:%llu", now, pid, boot_start_ticks(pid));
+	return 0;
+}
+
+int boot_server_changed(const struct app *app)
+{
+	char marker[CONFIG_PATH_MAX], want[BOOT_MARKER_MAX], was[BOOT_MARKER_MAX];
+
+	if (config_runtime_path(app->cfg, BOOT_MARKER, marker, sizeof(marker)) < 0 ||
+	    boot_marker_line(app, want, sizeof(want)) < 0)
+		return 1;
+	return boot_read_line(marker, was, sizeof(was)) < 0 || strcmp(was, want) != 0;
 }
 
 /* Whether the worktree of s is still one (a directory with its .git), read as the agent. */
@@ -56,7 +105,7 @@ static int64_t boot_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Starts claude again for s (running before the reboot, no tmux session now). */
+/* Starts claude again for s (running when its tmux server ended, no tmux session now). */
 static void boot_start(const struct app *app, struct session *s)
 {
 	struct cause cause = {{0}};
@@ -64,13 +113,14 @@ static void boot_start(const struct app *app, struct session *s)
 	if (!boot_worktree_there(app, s)) {
 		s->state = SESSION_FAILED;
 		/* The path may be long: the sentence says what matters without it. */
-		snprintf(s->error, sizeof(s->error), "%s",
-			 "after a reboot: its worktree is gone, so the session was not started "
-			 "again (POST /sessions makes it anew)");
+		snprintf(
+		    s->error, sizeof(s->error), "%s",
+		    "after its tmux server ended (a reboot, a crash): its worktree is gone, so "
+		    "the session was not started again (POST /sessions makes it anew)");
 		log_warn("session %s: %s (%s)", s->id, s->error, s->worktree);
 		return;
 	}
-	/* No terminal outlived the reboot, and a claude just resumed waits for a prompt. */
+	/* No terminal outlived the server, and a claude just resumed waits for a prompt. */
 	s->clients = 0;
 	s->state = SESSION_RUNNING;
 	s->activity = SESSION_IDLE;
@@ -78,15 +128,25 @@ static void boot_start(const struct app *app, struct session *s)
 	if (create_tmux_session(app, s, &cause) < 0) {
 		s->state = SESSION_FAILED;
 		snprintf(s->error, sizeof(s->error),
-			 "after a reboot: claude could not be started again: %.400s", cause.msg);
+			 "after its tmux server ended (a reboot, a crash): claude could not be "
+			 "started again: %.400s",
+			 cause.msg);
 		log_error("session %s: %s", s->id, s->error);
 		return;
 	}
 	session_launch(s);
 	s->error[0] = '\0';
 	s->last_activity = (int64_t)time(NULL);
-	log_info("session %s: started again after a reboot (%s mode, worktree %s)", s->id,
+	log_info("session %s: started again in a new tmux server (%s mode, worktree %s)", s->id,
 		 session_mode_name(s->mode), s->worktree);
+}
+
+/* Whether s was running when its tmux server ended: still said to run (nobody saw the end: a
+ * reboot), or lost with the server (recovery saw it go). */
+static bool boot_was_running(const struct session *s)
+{
+	return s->state == SESSION_RUNNING || s->state == SESSION_ATTACHED ||
+	       (s->state == SESSION_LOST && strcmp(s->error, BOOT_LOST_WITH_SERVER) == 0);
 }
 
 /* One record, under its lock: decided again on what the record and tmux say now. */
@@ -104,12 +164,12 @@ static void boot_session(const struct app *app, const char *id)
 	if (s->state == SESSION_STOPPING) {
 		/* Its DELETE was under way: it finishes, and the session stays deleted. */
 		store_remove(&app->store, id);
-		log_info("session %s: deleted (its deletion was interrupted by the reboot; the "
-			 "worktree %s stays)",
+		log_info("session %s: deleted (its deletion was interrupted when its tmux server "
+			 "ended; the worktree %s stays)",
 			 id, s->worktree);
 		goto out;
 	}
-	if (s->state != SESSION_RUNNING && s->state != SESSION_ATTACHED)
+	if (!boot_was_running(s))
 		goto out;
 	boot_start(app, s);
 	if (store_write(&app->store, s, &cause) < 0)
@@ -121,28 +181,33 @@ out:
 
 int boot_resume(const struct app *app, struct cause *cause)
 {
-	char marker[CONFIG_PATH_MAX], now[BOOT_ID_MAX] = "unknown", was[BOOT_ID_MAX];
-	char line[BOOT_ID_MAX + 1];
+	char marker[CONFIG_PATH_MAX], now[BOOT_MARKER_MAX], was[BOOT_MARKER_MAX] = "";
+	char line[BOOT_MARKER_MAX + 1];
 	struct session *recs = NULL;
-	size_t n = 0;
+	size_t n = 0, boot_len;
 	int r;
 
 	if (config_runtime_path(app->cfg, BOOT_MARKER, marker, sizeof(marker)) < 0)
 		return cause_fail(cause, ENAMETOOLONG, "the runtime directory path is too long");
-	(void)boot_read_line(BOOT_ID_PATH, now, sizeof(now));
-	if (boot_read_line(marker, was, sizeof(was)) == 0 && strcmp(was, now) == 0)
+	/* Without a server nothing could start: the pass runs once one does (the liveness
+	 * watcher notices it). */
+	if (boot_marker_line(app, now, sizeof(now)) < 0)
 		return 0;
-	/* Without a server (agentd-tmux.service's, not up) nothing could start: the next start
-	 * tries again. */
-	if (tmux_server_running(&app->tmux) != 1) {
-		log_warn("the tmux server does not run: the sessions that were running before the "
-			 "reboot come back once it does (at the next start)");
+	(void)boot_read_line(marker, was, sizeof(was));
+	if (strcmp(was, now) == 0)
 		return 0;
-	}
 	r = store_list(&app->store, &recs, &n);
 	if (r < 0)
 		return cause_fail(cause, -r, "cannot list the session records: %s", strerror(-r));
-	log_info("first start since boot %s: bringing back the sessions that were running", now);
+	boot_len = strcspn(now, " ");
+	if (strncmp(was, now, boot_len) != 0 || was[boot_len] != ' ')
+		log_info(
+		    "first start since boot %.*s: bringing back the sessions that were running",
+		    (int)boot_len, now);
+	else
+		log_info("a new tmux server (%s): bringing back the sessions that were running in "
+			 "the one before",
+			 now + boot_len + 1);
 	for (size_t i = 0; i < n; i++)
 		boot_session(app, recs[i].id);
 	free(recs);

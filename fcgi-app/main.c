@@ -27,9 +27,9 @@ static const char usage[] =
     "  --no-tmux-start  never start the tmux server (agentd-tmux.service owns it); sessions\n"
     "                   fail to start while it does not run\n"
     "  --init       write $AGENTD_RUNTIME_DIR/tmux.conf, start the tmux server unless it runs,\n"
-    "               at the first start after a reboot start the sessions that were running\n"
-    "               again (claude --resume), recover session records from tmux, write the\n"
-    "               server's pid to $AGENTD_RUNTIME_DIR/tmux.pid, and exit\n"
+    "               when the server is new (a reboot, or the last one ended) start the sessions\n"
+    "               that were running again (claude --resume), recover session records from tmux,\n"
+    "               write the server's pid to $AGENTD_RUNTIME_DIR/tmux.pid, and exit\n"
     "  --create ID  (internal) the detached worker that finishes creating session ID\n"
     "  --standby    (internal) a creation worker started ahead of need, waiting for a session\n"
     "  token add NAME [--read-only] | token list | token revoke NAME | token init NAME\n"
@@ -50,7 +50,8 @@ static int prepare(const struct app *app, struct cause *cause)
 	    (r = tmux_write_conf(&app->tmux, cause)) < 0 ||
 	    (!app->tmux.no_start && (r = tmux_start_server(&app->tmux, cause)) < 0))
 		return r;
-	/* The first start after a reboot brings back what was running, before recovery judges. */
+	/* A new tmux server (a reboot, or the last one ended) gets back what was running, before
+	 * recovery judges. */
 	if ((r = boot_resume(app, cause)) < 0)
 		log_warn("%s", cause->msg);
 	return recovery_run(app, cause);

@@ -1,5 +1,6 @@
 #include "recovery.h"
 
+#include "boot.h"
 #include "create.h"
 #include "gitrepo.h"
 #include "isotime.h"
@@ -84,10 +85,28 @@ static int recovery_from_tmux(const struct app *app, const struct tmux_info *ti,
 	return 0;
 }
 
-/* The record of a session whose tmux session is gone. */
-static void recovery_set_lost(struct session *s)
+/*
+ * Whether the tmux server the records were brought in line with is gone (boot.h), asked once per
+ * pass and only when a record has no tmux session: *gone is -1 until then.
+ */
+static bool recovery_server_gone(const struct app *app, int *gone)
 {
+	if (*gone < 0)
+		*gone = boot_server_changed(app);
+	return *gone == 1;
+}
+
+/* The record of a session whose tmux session is gone. One that was running when its whole
+ * server went comes back with the next server (boot.h): its error says so. */
+static void recovery_set_lost(const struct app *app, struct session *s, int *gone)
+{
+	bool running = s->state == SESSION_RUNNING || s->state == SESSION_ATTACHED;
+
 	s->state = SESSION_LOST;
+	if (running && recovery_server_gone(app, gone)) {
+		snprintf(s->error, sizeof(s->error), "%s", BOOT_LOST_WITH_SERVER);
+		return;
+	}
 	snprintf(s->error, sizeof(s->error),
 		 "tmux session %s is gone (killed outside agentd, or the tmux server stopped)",
 		 s->tmux_name);
@@ -169,7 +188,7 @@ static bool recovery_follow_pane(struct session *s, const struct tmux_info *ti)
 /* Brings one existing record in line with tmux (ti: its tmux session, NULL when there is none).
  * Returns true when it changed. */
 static bool recovery_fix_record(const struct app *app, struct session *s,
-				const struct tmux_info *ti)
+				const struct tmux_info *ti, int *gone)
 {
 	bool changed = false;
 
@@ -191,7 +210,7 @@ static bool recovery_fix_record(const struct app *app, struct session *s,
 		 * here is a DELETE that died after killing tmux. */
 		if (s->state == SESSION_FAILED || s->state == SESSION_LOST)
 			return changed;
-		recovery_set_lost(s);
+		recovery_set_lost(app, s, gone);
 		return true;
 	}
 	if (recovery_follow_pane(s, ti))
@@ -203,7 +222,8 @@ static bool recovery_fix_record(const struct app *app, struct session *s,
 	return changed;
 }
 
-static void recovery_record(const struct app *app, const char *id, const struct tmux_info *ti)
+static void recovery_record(const struct app *app, const char *id, const struct tmux_info *ti,
+			    int *gone)
 {
 	struct session *s = malloc(sizeof(*s)), *before = malloc(sizeof(*before));
 	struct tmux_info *now = malloc(sizeof(*now));
@@ -235,7 +255,7 @@ static void recovery_record(const struct app *app, const char *id, const struct 
 	if (r < 0)
 		goto out;
 	*before = *s;
-	if (!recovery_fix_record(app, s, ti))
+	if (!recovery_fix_record(app, s, ti, gone))
 		goto out;
 	if (s->state != before->state) {
 		/* The tmux list is older than the lock: a DELETE, a restart or a mode switch may
@@ -250,7 +270,7 @@ static void recovery_record(const struct app *app, const char *id, const struct 
 		*s = *before;
 		if (has == 1)
 			now->activity = ti != NULL ? ti->activity : 0;
-		if (!recovery_fix_record(app, s, has == 1 ? now : NULL))
+		if (!recovery_fix_record(app, s, has == 1 ? now : NULL, gone))
 			goto out;
 	}
 	if (store_write(&app->store, s, &cause) < 0) {
@@ -290,7 +310,7 @@ int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, str
 	struct tmux_info *ti = NULL;
 	struct session *recs = NULL;
 	size_t nt = 0, nr = 0;
-	int r;
+	int r, gone = -1;
 
 	if (list != NULL) {
 		*list = NULL;
@@ -303,7 +323,7 @@ int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, str
 		const char *id = recovery_tmux_id(&ti[i]);
 
 		if (id != NULL)
-			recovery_record(app, id, &ti[i]);
+			recovery_record(app, id, &ti[i], &gone);
 	}
 	r = store_list(&app->store, &recs, &nr);
 	if (r < 0) {
@@ -312,7 +332,7 @@ int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, str
 	}
 	for (size_t i = 0; i < nr; i++)
 		if (recovery_find_tmux(ti, nt, recs[i].tmux_name, recs[i].id) == NULL)
-			recovery_record(app, recs[i].id, NULL);
+			recovery_record(app, recs[i].id, NULL, &gone);
 out:
 	/* Records may have been removed by hand: the list view must not outlive them. */
 	store_rebuild_view(&app->store);

@@ -1,5 +1,6 @@
 #include "watch.h"
 
+#include "boot.h"
 #include "log.h"
 #include "recovery.h"
 
@@ -104,6 +105,11 @@ static void *watch_worker(void *arg)
 		nfds_t nfds = 1;
 		int timeout = RECOVERY_INTERVAL_S * 1000;
 
+		/* A new tmux server first: the sessions that were running in the one before start
+		 * in it before recovery judges them (a small reboot, boot.h). */
+		if (boot_resume(w->app, &cause) < 0)
+			log_warn("%s", cause.msg);
+		cause.msg[0] = '\0';
 		if (recovery_pass(w->app, &list, &n, &cause) < 0)
 			log_warn("reconciliation failed: %s", cause.msg);
 		fds[0].fd = w->kick[0];

@@ -17,7 +17,9 @@
  * said creating, for a pass that ignores such a session, on the way of every creation. The hooks
  * are in the config file of every server agentd-api starts; the waiter installs them again on a
  * server it finds (one started by an older agentd). Without a server it looks for one every
- * WATCH_RETRY_MS.
+ * WATCH_RETRY_MS. Each pass of the worker runs the boot pass first (boot.h): a new server (one
+ * that deploy/up or agentd-tmux.service started after the last one ended) gets the sessions that
+ * were running in the old one, without a restart of agentd-api.
  */
 #ifndef AGENTD_WATCH_H
 #define AGENTD_WATCH_H

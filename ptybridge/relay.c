@@ -4,6 +4,7 @@
 
 #include "conn.h"
 #include "events.h"
+#include "evlog.h"
 #include "hostproto.h"
 #include "http.h"
 #include "jsontext.h"
@@ -38,6 +39,9 @@
 #define RELAY_STATUS_MIN      400 /* a host error status outside these is a bad gateway */
 #define RELAY_STATUS_MAX      599
 #define RELAY_ERROR_EVENT_MAX 512 /* the `error` event that ends a prompt stream without result */
+/* The event that ends the replay of a session that no longer runs: its sentence (a conn_refusal
+ * message) JSON-escaped, in {"error","code"} (and {"event","data"} on a WebSocket). */
+#define RELAY_END_EVENT_MAX (2 * sizeof(((struct conn_refusal *)0)->message) + 128)
 
 /* The relay's own states, while the core's phase is CONN_SERVICE (conn.h); the answer, lingering,
  * the WebSocket (host event lines as text frames) and its close are the core's phases. */
@@ -95,9 +99,19 @@ struct relay {
 	uint64_t events_sent;
 	bool result_seen; /* a prompt's stream: its turn's result went out */
 	bool was_paused;  /* the host was not read for a while: it may have dropped us */
+	/* The history of a session that no longer runs (exited, lost): its event log, read here
+	 * (no host to ask), sent from after on, then the end saying why (end_code, end_msg). */
+	bool replaying, pumping;
+	bool end_queued; /* a WebSocket's last frame is queued: the close follows once it is out */
+	struct evlog history; /* fd -1: no log (nothing to replay) */
+	off_t history_at;
+	uint64_t after;
+	const char *end_code; /* session_unavailable's code: agent_exited, session_lost */
+	char end_msg[sizeof(((struct conn_refusal *)0)->message)];
 };
 
 static void relay_lookup(struct relay *r);
+static void relay_history_pump(struct relay *r);
 static void relay_host_close(struct relay_host *h);
 static void relay_host_pause(struct relay_host *h);
 static void relay_host_resume(struct relay_host *h);
@@ -249,6 +263,20 @@ static void relay_backpressure(struct conn *c)
 	struct relay_host *h = r->host;
 	bool pause;
 
+	if (r->end_queued) {
+		/* wslay sends a close frame ahead of the data frames still queued: it waits. */
+		if (queued == 0) {
+			r->end_queued = false;
+			conn_ws_close(&r->c, WS_CLOSE_GOING_AWAY, r->end_code);
+		}
+		return;
+	}
+	if (r->replaying) {
+		/* No host: the log is read again once the client took most of what was queued. */
+		if (queued < RELAY_OUT_LOW)
+			relay_history_pump(r);
+		return;
+	}
 	if (!r->paused && queued > RELAY_OUT_HIGH)
 		pause = true;
 	else if (r->paused && queued < RELAY_OUT_LOW)
@@ -273,6 +301,7 @@ static void relay_release(struct conn *c)
 	struct relay *r = c->data;
 
 	conn_release(&r->c);
+	evlog_close(&r->history);
 	free(r->body);
 	free(r->host_req);
 	json_object_put(r->answer);
@@ -998,6 +1027,121 @@ static void relay_answer_terminal(struct relay *r)
 	}
 }
 
+/* ---- the history of a session that no longer runs ------------------------------------- */
+
+/* True while the client's stream is open: an SSE stream, or a WebSocket. */
+static bool relay_history_open(const struct relay *r)
+{
+	return (r->c.phase == CONN_SERVICE && r->state == RS_STREAM) || r->c.phase == CONN_WS;
+}
+
+/* The replay is over: one event without id says why nothing follows ({"error","code"}, as a
+ * prompt stream that lost its host ends), then the stream ends; a WebSocket closes with 1001 and
+ * the code as the reason once every frame is out. code is a static string. */
+static void relay_history_end(struct relay *r, const char *error, const char *code)
+{
+	json_object *data = json_object_new_object(), *frame = json_object_new_object();
+	char text[RELAY_END_EVENT_MAX];
+	int n;
+
+	r->replaying = false;
+	log_info("session %s: %s: replayed %llu events of its log, ended: %s", r->c.id,
+		 relay_kind_names[r->kind], (unsigned long long)r->events_sent, code);
+	json_object_object_add(data, "error", json_object_new_string(error));
+	json_object_object_add(data, "code", json_object_new_string(code));
+	if (r->c.phase == CONN_WS) {
+		json_object_object_add(frame, "event", json_object_new_string("error"));
+		json_object_object_add(frame, "data", json_object_get(data));
+		n = snprintf(text, sizeof(text), "%s",
+			     json_object_to_json_string_ext(frame, RELAY_JSON_OUT));
+		if (n > 0 && (size_t)n < sizeof(text))
+			conn_ws_queue(&r->c, true, text, (size_t)n);
+		r->end_code = code;
+		r->end_queued = true;
+		conn_flush(&r->c); /* relay_backpressure closes once the frames are out */
+	} else {
+		n = snprintf(text, sizeof(text), "event: error\ndata: %s\n\n",
+			     json_object_to_json_string_ext(data, RELAY_JSON_OUT));
+		if (n > 0 && (size_t)n < sizeof(text))
+			conn_queue(&r->c, text, (size_t)n);
+		conn_finish(&r->c, 0);
+	}
+	json_object_put(frame);
+	json_object_put(data);
+}
+
+/*
+ * Sends the next pieces of the log while the client is not behind (RELAY_OUT_HIGH); the flush
+ * that drains its queue (relay_backpressure) comes back here. At the log's end (as it was when
+ * opened: no host writes to it any more) the stream ends.
+ */
+static void relay_history_pump(struct relay *r)
+{
+	if (r->pumping || !r->replaying)
+		return;
+	r->pumping = true; /* the flushes below do not come back here */
+	while (r->replaying && relay_history_open(r) && conn_queued(&r->c) < RELAY_OUT_HIGH) {
+		struct evlog_batch *bt = NULL;
+		int err;
+
+		if (r->history.fd < 0 || r->history_at >= r->history.end) {
+			relay_history_end(r, r->end_msg, r->end_code);
+			break;
+		}
+		err = evlog_read(&r->history, r->history_at, RELAY_READ_CHUNK, &bt);
+		if (err < 0 || bt->len == 0) {
+			log_error("session %s: cannot read its event log at %lld: %s", r->c.id,
+				  (long long)r->history_at, strerror(err < 0 ? -err : EIO));
+			evlog_batch_unref(bt);
+			relay_history_end(r, "cannot read the event log", "log_error");
+			break;
+		}
+		for (size_t i = 0; i < bt->n && relay_history_open(r); i++) {
+			const struct evlog_entry *e = &bt->ev[i];
+
+			/* Id 0: a line a crashed host tore, no event. */
+			if (e->id > r->after)
+				relay_event(r, bt->data + e->off, e->len - 1, bt->len - e->off);
+		}
+		r->history_at += (off_t)bt->len;
+		evlog_batch_unref(bt);
+		conn_flush(&r->c);
+	}
+	r->pumping = false;
+}
+
+/*
+ * GET …/events or …/stream of a session whose agent exited or whose tmux session is gone (why:
+ * conn_lookup's 409): no host runs, but its event log is on disk (the bridge may read it: the
+ * daemons' group). Its events after r->after go out as they would live, then the end says why.
+ */
+static void relay_history_start(struct relay *r, const struct conn_refusal *why)
+{
+	char path[CONFIG_PATH_MAX];
+	int err;
+
+	conn_unwatch_record(&r->c); /* a wait for a creating session is over */
+	r->end_code = why->code;
+	snprintf(r->end_msg, sizeof(r->end_msg), "%s", why->message);
+	err = hostproto_state_path(r->b->cfg, r->c.id, HOSTPROTO_LOG_NAME, path, sizeof(path));
+	if (err == 0)
+		err = evlog_open_read(&r->history, path);
+	if (err < 0 && err != -ENOENT) {
+		/* Without its log it is as before: the session does not run. */
+		log_error("session %s: cannot open its event log: %s", r->c.id, strerror(-err));
+		relay_respond(r, why->status, why->code, why->message, NULL);
+		return;
+	}
+	r->replaying = true;
+	log_info("session %s: %s: %s, replaying its event log from %llu", r->c.id,
+		 relay_kind_names[r->kind], why->code, (unsigned long long)r->after);
+	if (r->kind == RELAY_EVENTS)
+		relay_start_stream(r);
+	else
+		relay_upgrade(r);
+	relay_history_pump(r);
+}
+
 static void relay_lookup(struct relay *r)
 {
 	struct conn_refusal why;
@@ -1025,8 +1169,16 @@ static void relay_lookup(struct relay *r)
 		relay_wait(r, false, r->b->opt.creating_wait_ms, 409, "not_running",
 			   "the session is still being created");
 		return;
-	case CONN_RECORD_MISSING:
 	case CONN_RECORD_UNAVAILABLE:
+		/* What happened stays readable; only a live follow needs a live host. */
+		if ((r->kind == RELAY_EVENTS || r->kind == RELAY_STREAM) &&
+		    (s.state == SESSION_EXITED || s.state == SESSION_LOST)) {
+			relay_history_start(r, &why);
+			return;
+		}
+		relay_respond(r, why.status, why.code, why.message, NULL);
+		return;
+	case CONN_RECORD_MISSING:
 		relay_respond(r, why.status, why.code, why.message, NULL);
 		return;
 	case CONN_RECORD_READY:
@@ -1200,6 +1352,7 @@ static void relay_handle_request(struct relay *r)
 				      "Last-Event-ID and ?after= must be event ids", NULL);
 			return;
 		}
+		r->after = after;
 		r->host_req_len = hostproto_subscribe_format(after, line);
 		r->host_req = strdup(line);
 		if (r->host_req == NULL) {
@@ -1331,6 +1484,7 @@ static int relay_accept(struct bridge *b, int fd, struct http_request *req, int 
 	if (r == NULL)
 		return -ENOMEM;
 	r->b = b;
+	r->history.fd = -1;
 	LIST_INIT(&r->side);
 	r->kind = (enum relay_kind)route;
 	r->state = RS_CHECK;

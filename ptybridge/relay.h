@@ -15,8 +15,11 @@
  *                                               "request":"<type>", ...}
  * Before a host is contacted the session record is read: 404 unknown, 409 not structured or not
  * running; a `creating` session or a host socket that does not answer yet (right after a mode
- * switch) is waited for. The host's {"type":"error","status":S,"code":C,"error":E} answers
- * become API.md error responses with status S.
+ * switch) is waited for. The events or stream of an `exited` or `lost` session are its history:
+ * the bridge reads the host's event log itself (core/evlog.h) and sends it as it would live,
+ * then an `error` event with the 409's code (a WebSocket then closes with 1001 and the code). The
+ * host's {"type":"error","status":S,"code":C,"error":E} answers become API.md error responses with
+ * status S.
  *
  * The bridge keeps no state of its own: a client that goes away only closes its host connection
  * (the host keeps the turn going, and its event log lets the client replay what it missed).

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Dead agents tell the truth (issue 8, point 6): a pane whose claude (or agentd-host) ended makes
 # its session `exited` with exitStatus within about a second (tmux hooks and pidfds, no polling),
-# a vanished tmux server makes every session `lost`; terminal attaches to them answer 409 and an
-# open one is closed with a reason; a prompt stream whose host died ends with an `error` event;
-# POST /sessions restarts an exited session with --resume in the same tmux session, and a lost
-# one in a new tmux session; the states survive an agentd-api restart. Latencies are printed as
+# a vanished tmux server makes every session `lost` (while no new server runs: deploy/up's
+# restart of it is held back here; those that were running say they come back with the next
+# one, and do); terminal attaches to them answer 409 and an open one is closed with a reason; a
+# prompt stream whose host died ends with an `error` event; POST /sessions restarts an exited
+# session with --resume in the same tmux session, and a lost one in a new tmux session; the
+# states survive an agentd-api restart. Latencies are printed as
 # "# latency ..." lines (the checks only use generous deadlines).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/terminal/lib_terminal.sh"
@@ -13,7 +15,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/structured/lib_structured.sh"
 DEADLINE=5 # seconds; the design aims at well under 1 s
 
 make_remote acme widgets || exit 1
-start_stack || exit 1
+# deploy/up starts a tmux server that died again with agentd-api --init: while $T/tmux-held
+# exists, that --init fails (as a stopped agentd-tmux.service would), so a dead server stays
+# dead for as long as the checks need it.
+FAKE_BUILD=$T/build-tmux-held
+mkdir -p "$FAKE_BUILD/fcgi-app" "$FAKE_BUILD/ptybridge"
+printf '#!/bin/sh\n[ "$1" = --init ] && [ -e %s ] && exit 1\nexec %s "$@"\n' \
+	"$T/tmux-held" "$BUILD_DIR/fcgi-app/agentd-api" >"$FAKE_BUILD/fcgi-app/agentd-api"
+chmod +x "$FAKE_BUILD/fcgi-app/agentd-api"
+ln -s "$BUILD_DIR/ptybridge/agentd-bridge" "$FAKE_BUILD/ptybridge/agentd-bridge"
+start_stack AGENTD_BUILD_DIR="$FAKE_BUILD" || exit 1
 
 now_ms() { date +%s%3N; }
 
@@ -178,6 +189,7 @@ assert_json "widgets-1 runs before the server is killed" .state '"running"'
 start_client c3 /sessions/widgets-3/terminal
 wait_line c3 '^open' 10 || fail "a terminal attaches to widgets-3" "$(cat "$T/c3.log")"
 SERVER=$(tmx display-message -p '#{pid}')
+touch "$T/tmux-held"
 T0=$(now_ms)
 kill -KILL "$SERVER"
 deadline=$((SECONDS + DEADLINE))
@@ -192,6 +204,9 @@ assert_eq "every session is lost within ${DEADLINE}s" '["lost"]' "$LOST"
 api GET /sessions
 assert_json "GET /sessions (nginx's list file) shows them lost" '[.[].state] | unique' '["lost"]'
 assert_jq "each lost session says why" 'all(.[]; .error | type == "string" and length > 0)'
+assert_json "those that were running say they come back with the next server" \
+	'[.[] | select(.error | test("starts again .* in the next server")) | .id] | sort' \
+	'["widgets-1","widgets-3"]'
 wait_line c3 '^closed' 10 || fail "the open terminal ends with the tmux server"
 start_client c4 /sessions/widgets-3/terminal
 wait_line c4 '^(status|closed)' 10
@@ -213,6 +228,11 @@ assert_jq "... with --resume=<agentSessionId>" "any(.argv[]; . == \"--resume=$AS
 assert_json "... in the same worktree" .cwd "\"$T/code/widgets-issue-3\"" "${REC:-null}"
 api GET /healthz
 assert_status "/healthz is 200 again with a tmux server" 200
+assert_state "the other session that was running comes back in the new server by itself" \
+	widgets-1 running 30
+get_session widgets-2
+assert_json "the one that had exited stays lost" .state '"lost"'
+rm -f "$T/tmux-held"
 
 # --- without the pane-died hook (tmux 3.3a sometimes does not fire it) the pidfd still tells -----
 # The watcher installs the hooks on the new server within WATCH_RETRY_MS; wait for that first, or

@@ -285,11 +285,13 @@ assert_match "errors elsewhere are plain lines (time, name, level)" \
 
 # --- 5. --no-tmux-start in a running stack ------------------------------------------------------
 # deploy/up runs agentd-api without arguments: a build dir whose agentd-api adds the flag (exec:
-# the API still finds itself, and its creation worker, as the real program).
+# the API still finds itself, and its creation worker, as the real program). deploy/up starts a
+# tmux server that died again with --init, as agentd-tmux.service would: while $T/tmux-stopped
+# exists that --init fails (the unit is stopped), so only the API could start one.
 FAKE_BUILD=$T/build-no-tmux-start
 mkdir -p "$FAKE_BUILD/fcgi-app" "$FAKE_BUILD/ptybridge"
-printf '#!/bin/sh\n[ $# -eq 0 ] && set -- --no-tmux-start\nexec %s "$@"\n' \
-	"$BUILD_DIR/fcgi-app/agentd-api" >"$FAKE_BUILD/fcgi-app/agentd-api"
+printf '#!/bin/sh\n[ $# -eq 0 ] && set -- --no-tmux-start\n[ "$1" = --init ] && [ -e %s ] && exit 1\nexec %s "$@"\n' \
+	"$T/tmux-stopped" "$BUILD_DIR/fcgi-app/agentd-api" >"$FAKE_BUILD/fcgi-app/agentd-api"
 chmod +x "$FAKE_BUILD/fcgi-app/agentd-api"
 ln -s "$BUILD_DIR/ptybridge/agentd-bridge" "$FAKE_BUILD/ptybridge/agentd-bridge"
 make_remote acme widgets || exit 1
@@ -298,6 +300,7 @@ check "the API runs with --no-tmux-start" \
 	bash -c "tr '\\0' ' ' </proc/$(api_pid)/cmdline | grep -q -- --no-tmux-start"
 # deploy/up's agentd-api --init started the server (as agentd-tmux.service does); it goes away.
 check "the tmux server of agentd-api --init runs" tmx list-sessions -F x
+touch "$T/tmux-stopped"
 tmx kill-server
 wait_for 10 bash -c "! tmux -S '$TMUX_SOCK' list-sessions >/dev/null 2>&1" ||
 	fail "the tmux server is gone"
