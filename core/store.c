@@ -381,7 +381,7 @@ static int store_view_write(const char *path, json_object *arr)
 	    path,
 	    json_object_to_json_string_ext(arr,
 					   JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-	    0644, false);
+	    STORE_VIEW_MODE, false);
 }
 
 /* The view from every record; the caller holds the view lock. */

@@ -27,6 +27,9 @@
 #define STORE_LOCK_TRIES  64 /* lock files removed under a waiter before store_lock gives up */
 /* The largest view store_write patches; a larger one is rebuilt from the records. */
 #define STORE_VIEW_MAX ((size_t)STORE_MAX_RECORDS * SESSION_RECORD_MAX)
+/* The view carries every bootstrap prompt, "by" and pending tool description, in a runtime dir
+ * anyone may pass through: its owner and group (nginx's workers, through the setgid dir) only. */
+#define STORE_VIEW_MODE 0640
 
 struct store {
 	char dir[SESSION_PATH_MAX];  /* <state_dir>/sessions: records, their locks, .gone/ */

@@ -1073,13 +1073,16 @@ int worktree_delete(const char *base, const char *owner, const char *name, const
 	}
 	rc = force ? wt_keep_head(&r, w, id, out, cause)
 		   : wt_must_keep(r.git, w, wt, branch, out, cause);
-	if (rc != 0)
+	if (rc != 0) {
+		out->force_removes = !force && rc > 0;
 		goto out;
+	}
 	rc = wt_scan_status(w, &dirty, &out->ignored_removed, cause);
 	if (rc < 0)
 		goto out;
 	if (dirty && !force) {
 		wt_keep(out, "uncommitted changes");
+		out->force_removes = true;
 		goto out;
 	}
 	rc = wt_prune(wt, path, cause);

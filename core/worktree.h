@@ -46,6 +46,7 @@ struct worktree_removal {
 	size_t kept_commits;             /* commits of HEAD that only kept_ref reaches now */
 	char kept_ref[WORKTREE_REF_MAX]; /* "" or the ref made to keep them (force only) */
 	char reason[CAUSE_MAX];          /* why it was kept */
+	bool force_removes; /* kept for a reason force overrides (never: not a worktree) */
 };
 
 /*

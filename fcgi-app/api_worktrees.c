@@ -154,8 +154,9 @@ static void api_worktrees_delete_locked(const struct app *app, struct request *r
 	if (rm.fate == WORKTREE_KEPT) {
 		char msg[CAUSE_MAX + 128];
 
-		snprintf(msg, sizeof(msg), "worktree %s kept: %s (?force=true removes it)", dir,
-			 rm.reason);
+		/* Offers force only where force would remove it: never for what is no worktree. */
+		snprintf(msg, sizeof(msg), "worktree %s kept: %s%s", dir, rm.reason,
+			 rm.force_removes ? " (?force=true removes it)" : "");
 		json_object_object_add(o, "error", json_object_new_string(msg));
 		json_object_object_add(o, "code", json_object_new_string("worktree_kept"));
 	}

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #define HOOKS_READ_CHUNK 4096
+#define HOOKS_WARN_MAX   512 /* one warning line */
 
 enum hook_state {
 	HC_READING,   /* the report line, and who the peer is */
@@ -31,6 +33,9 @@ struct hook_conn {
 	bool closing;
 	enum hook_state state;
 	pid_t peer;
+	uid_t uid;
+	uint64_t accepted_at;
+	bool heard; /* a byte came */
 	struct panes_proc chain[PANES_DEPTH_MAX];
 	size_t depth;
 	char id[SESSION_ID_MAX + 1]; /* "" until the peer's pane is known */
@@ -70,6 +75,11 @@ struct hooks {
 	uv_timer_t refresh_timer; /* a list's start (rate limit) or its timeout */
 	LIST_HEAD(, hook_conn) conns;
 	unsigned nconns;
+	/* Warnings about peers: how many this interval (since warn_since), and how many were left
+	 * out (warn_timer logs their count when the interval ends). */
+	uv_timer_t warn_timer;
+	uint64_t warn_since;
+	unsigned warned, suppressed;
 };
 
 static void hooks_unref(struct hooks *h)
@@ -84,6 +94,55 @@ static void hooks_unref(struct hooks *h)
 static void hooks_handle_closed(uv_handle_t *handle)
 {
 	hooks_unref(handle->data);
+}
+
+static unsigned hooks_warn_interval(const struct hooks *h)
+{
+	return h->opt.warn_interval_ms > 0 ? h->opt.warn_interval_ms : HOOKS_WARN_INTERVAL_MS;
+}
+
+/* The interval with warnings left out is over: one line counts them; a new interval starts. */
+static void hooks_warn_summary(struct hooks *h)
+{
+	if (h->suppressed > 0)
+		log_warn("%u more warnings about hook connections in %u ms were left out",
+			 h->suppressed, hooks_warn_interval(h));
+	h->suppressed = 0;
+	h->warned = 0;
+	h->warn_since = uv_now(h->loop);
+}
+
+static void hooks_warn_timer(uv_timer_t *t)
+{
+	hooks_warn_summary(t->data);
+}
+
+/* A warning about a peer. Any local user can connect as often as it likes: past
+ * HOOKS_WARN_BURST lines an interval, they are only counted. */
+static void hooks_warn(struct hooks *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void hooks_warn(struct hooks *h, const char *fmt, ...)
+{
+	uint64_t now = uv_now(h->loop);
+	char line[HOOKS_WARN_MAX];
+	va_list ap;
+
+	/* (while some are left out, warn_timer ends the interval) */
+	if (h->suppressed == 0 && now - h->warn_since >= hooks_warn_interval(h)) {
+		h->warn_since = now;
+		h->warned = 0;
+	}
+	if (h->warned >= HOOKS_WARN_BURST) {
+		if (h->suppressed++ == 0 && !h->closing)
+			uv_timer_start(&h->warn_timer, hooks_warn_timer,
+				       h->warn_since + hooks_warn_interval(h) - now, 0);
+		return;
+	}
+	h->warned++;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	log_warn("%s", line);
 }
 
 /* ---- connections -------------------------------------------------------------------------- */
@@ -195,9 +254,12 @@ static void conn_wait_over(uv_timer_t *t)
 		conn_answer(c, NULL);
 		return;
 	}
-	if (c->state == HC_READING)
-		log_warn("hook connection of pid %d: no report within %d ms", (int)c->peer,
-			 HOOKS_READ_TIMEOUT_MS);
+	if (c->state == HC_READING && !c->heard)
+		hooks_warn(c->h, "hook connection of pid %d: nothing sent within %d ms",
+			   (int)c->peer, HOOKS_IDLE_MS);
+	else if (c->state == HC_READING)
+		hooks_warn(c->h, "hook connection of pid %d: no report within %d ms", (int)c->peer,
+			   HOOKS_READ_TIMEOUT_MS);
 	conn_close(c);
 }
 
@@ -210,8 +272,8 @@ static void conn_dispatch(struct hook_conn *c)
 	int r, n;
 
 	if (hookproto_report_decode(c->buf, c->len, &rep, &cause) < 0) {
-		log_warn("hook connection of pid %d (session %s): %s", (int)c->peer, c->id,
-			 cause.msg);
+		hooks_warn(c->h, "hook connection of pid %d (session %s): %s", (int)c->peer, c->id,
+			   cause.msg);
 		conn_close(c);
 		return;
 	}
@@ -239,8 +301,8 @@ static void conn_dispatch(struct hook_conn *c)
 	if (r < 0) {
 		c->state = HC_ANSWERING;
 		if (r != -EALREADY && r != -ENOENT)
-			log_warn("session %s: a PermissionRequest hook cannot ask: %s", c->id,
-				 strerror(-r));
+			hooks_warn(c->h, "session %s: a PermissionRequest hook cannot ask: %s",
+				   c->id, strerror(-r));
 		conn_answer(c, NULL);
 		return;
 	}
@@ -301,7 +363,7 @@ static void conn_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		/* EOF: claude ended the hook (its dialog was answered in the terminal); bytes:
 		 * not the protocol. Either way the hook waits no more. */
 		if (c->state == HC_WAITING && nread > 0)
-			log_warn("session %s: a waiting hook sent more: closed", c->id);
+			hooks_warn(c->h, "session %s: a waiting hook sent more: closed", c->id);
 		conn_abandon(c);
 		return;
 	}
@@ -309,8 +371,15 @@ static void conn_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c); /* gone before its whole report */
 		return;
 	}
+	if (!c->heard) {
+		/* Talking: the rest of the report's time, counted from the connection. */
+		uint64_t end = c->accepted_at + HOOKS_READ_TIMEOUT_MS, now = uv_now(c->h->loop);
+
+		c->heard = true;
+		uv_timer_start(&c->timer, conn_wait_over, end > now ? end - now : 1, 0);
+	}
 	if (c->line) {
-		log_warn("hook connection of pid %d: more than one line", (int)c->peer);
+		hooks_warn(c->h, "hook connection of pid %d: more than one line", (int)c->peer);
 		conn_close(c);
 		return;
 	}
@@ -318,14 +387,14 @@ static void conn_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	c->len += (size_t)nread;
 	if (nl == NULL) {
 		if (c->len > HOOKPROTO_LINE_MAX) {
-			log_warn("hook connection of pid %d: a report over %d bytes", (int)c->peer,
-				 HOOKPROTO_LINE_MAX);
+			hooks_warn(c->h, "hook connection of pid %d: a report over %d bytes",
+				   (int)c->peer, HOOKPROTO_LINE_MAX);
 			conn_close(c);
 		}
 		return;
 	}
 	if (nl != c->buf + c->len - 1) {
-		log_warn("hook connection of pid %d: more than one line", (int)c->peer);
+		hooks_warn(c->h, "hook connection of pid %d: more than one line", (int)c->peer);
 		conn_close(c);
 		return;
 	}
@@ -340,9 +409,30 @@ static void hooks_refresh(struct hooks *h);
 
 static void hooks_refused(struct hook_conn *c)
 {
-	log_warn("hook connection of pid %d: not in the pane of any agentd session; refused",
-		 (int)c->peer);
+	hooks_warn(c->h,
+		   "hook connection of pid %d: not in the pane of any agentd session; refused",
+		   (int)c->peer);
 	conn_close(c);
+}
+
+/* c's peer is in session id's pane: c is that session's, unless the session has its share of
+ * connections already (then c is refused). Returns whether c stays. */
+static bool conn_admit(struct hook_conn *c, const char *id)
+{
+	struct hook_conn *o;
+	unsigned n = 0;
+
+	LIST_FOREACH(o, &c->h->conns, link)
+	if (o != c && strcmp(o->id, id) == 0)
+		n++;
+	if (n >= HOOKS_CONNS_PER_SESSION) {
+		hooks_warn(c->h, "session %s has %u hook connections open: pid %d refused", id, n,
+			   (int)c->peer);
+		conn_close(c);
+		return false;
+	}
+	memcpy(c->id, id, strlen(id) + 1);
+	return true;
 }
 
 /* The list of refresh gen is in: every connection it can answer is identified or refused. */
@@ -360,8 +450,8 @@ static void hooks_resolve(struct hooks *h, uint64_t gen)
 		id = panes_find(h->table, c->chain, c->depth);
 		if (id != NULL) {
 			c->need_gen = 0;
-			memcpy(c->id, id, strlen(id) + 1);
-			conn_try_dispatch(c);
+			if (conn_admit(c, id))
+				conn_try_dispatch(c);
 		} else if (c->need_gen <= gen) {
 			c->need_gen = 0;
 			hooks_refused(c);
@@ -504,9 +594,20 @@ static void conn_identify(struct hook_conn *c)
 {
 	struct hooks *h = c->h;
 	const char *id = h->have_table ? panes_find(h->table, c->chain, c->depth) : NULL;
+	struct hook_conn *o;
+	unsigned pending = 0;
 
 	if (id != NULL) {
-		memcpy(c->id, id, strlen(id) + 1);
+		conn_admit(c, id);
+		return;
+	}
+	LIST_FOREACH(o, &h->conns, link)
+	if (o->need_gen != 0 && o->uid == c->uid)
+		pending++;
+	if (pending >= HOOKS_PENDING_PER_UID) {
+		hooks_warn(h, "uid %u has %u hook connections in no known pane: pid %d refused",
+			   (unsigned)c->uid, pending, (int)c->peer);
+		conn_close(c);
 		return;
 	}
 	/* Only a list started after this connection may refuse it: its pane may be newer than
@@ -543,7 +644,7 @@ static void hooks_on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	if (h->nconns > HOOKS_CONNS_MAX) {
-		log_warn("refusing a hook connection: %u open", h->nconns - 1);
+		hooks_warn(h, "refusing a hook connection: %u open", h->nconns - 1);
 		conn_close(c);
 		return;
 	}
@@ -553,8 +654,10 @@ static void hooks_on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	c->peer = cred.pid;
+	c->uid = cred.uid;
+	c->accepted_at = uv_now(h->loop);
 	c->depth = panes_ancestry(h->opt.proc_root, cred.pid, c->chain, PANES_DEPTH_MAX);
-	uv_timer_start(&c->timer, conn_wait_over, HOOKS_READ_TIMEOUT_MS, 0);
+	uv_timer_start(&c->timer, conn_wait_over, HOOKS_IDLE_MS, 0);
 	if (uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0) {
 		conn_close(c);
 		return;
@@ -589,10 +692,14 @@ struct hooks *hooks_open(uv_loop_t *loop, const struct hooks_options *opt, struc
 	uv_timer_init(loop, &h->refresh_timer);
 	h->refresh_timer.data = h;
 	h->refs++;
+	uv_timer_init(loop, &h->warn_timer);
+	h->warn_timer.data = h;
+	h->refs++;
 	r = uv_pipe_init(loop, &h->server, 0);
 	if (r < 0) {
 		cause_set(cause, "cannot make the hook socket: %s", uv_strerror(r));
 		uv_close((uv_handle_t *)&h->refresh_timer, hooks_handle_closed);
+		uv_close((uv_handle_t *)&h->warn_timer, hooks_handle_closed);
 		hooks_unref(h);
 		return NULL;
 	}
@@ -625,5 +732,8 @@ void hooks_close(struct hooks *h)
 		uv_close((uv_handle_t *)&h->out, hooks_list_closed);
 	uv_close((uv_handle_t *)&h->server, hooks_handle_closed);
 	uv_close((uv_handle_t *)&h->refresh_timer, hooks_handle_closed);
+	if (h->suppressed > 0)
+		hooks_warn_summary(h);
+	uv_close((uv_handle_t *)&h->warn_timer, hooks_handle_closed);
 	hooks_unref(h);
 }

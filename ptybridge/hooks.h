@@ -14,8 +14,13 @@
  *     answer is written, then the connection closes), until wait_ms pass (sink->expired; answered
  *     {"decision":null}: the TUI's dialog asks alone), or until the hook goes (EOF: claude ended
  *     it because the dialog was answered in the terminal; sink->gone).
- * Every input is bounded: HOOKPROTO_LINE_MAX bytes of report, HOOKS_READ_TIMEOUT_MS to send it,
- * HOOKS_CONNS_MAX connections; anything after the report line ends the connection (as gone).
+ * Every input is bounded: HOOKPROTO_LINE_MAX bytes of report, HOOKS_IDLE_MS to send its first
+ * byte and HOOKS_READ_TIMEOUT_MS all of it, HOOKS_CONNS_MAX connections; anything after the
+ * report line ends the connection (as gone). No one peer can take the others' share: a
+ * session's pane holds at most HOOKS_CONNS_PER_SESSION connections at once, and a peer not
+ * identified yet (no pane in the list at hand) at most HOOKS_PENDING_PER_UID per user; the
+ * others are refused at once (a PermissionRequest's agentd-hook asks again). Warnings about
+ * peers are at most HOOKS_WARN_BURST a HOOKS_WARN_INTERVAL_MS, then one line counts the rest.
  */
 #ifndef AGENTD_BRIDGE_HOOKS_H
 #define AGENTD_BRIDGE_HOOKS_H
@@ -30,9 +35,18 @@
 
 #define HOOKS_CONNS_MAX       256         /* connections at once; more are closed at once */
 #define HOOKS_READ_TIMEOUT_MS (10 * 1000) /* to send the report line and be identified */
-#define HOOKS_REFRESH_MIN_MS  250  /* between two tmux list-panes (a peer in no pane costs one) */
-#define HOOKS_TMUX_TIMEOUT_MS 5000 /* for tmux's list; then it is killed and taken as empty */
-#define HOOKS_SOCKET_MODE     0666 /* the agent's user connects; the peer's pane is the check */
+#define HOOKS_IDLE_MS         2000 /* to send a first byte (agentd-hook writes once connected) */
+/* A pane's claude runs a hook per event, a few at once (parallel tools) and one waiting
+ * PermissionRequest: far fewer than this. More would let one pane take every connection. */
+#define HOOKS_CONNS_PER_SESSION 16
+/* Peers not in the list at hand wait for tmux's next one (a new pane, or no pane: refused then);
+ * per uid, so another user (or an agent that left its pane) cannot fill the table with them. */
+#define HOOKS_PENDING_PER_UID  16
+#define HOOKS_WARN_BURST       5           /* warnings about peers logged per interval ... */
+#define HOOKS_WARN_INTERVAL_MS (10 * 1000) /* ... then one line says how many were left out */
+#define HOOKS_REFRESH_MIN_MS   250  /* between two tmux list-panes (a peer in no pane costs one) */
+#define HOOKS_TMUX_TIMEOUT_MS  5000 /* for tmux's list; then it is killed and taken as empty */
+#define HOOKS_SOCKET_MODE      0666 /* the agent's user connects; the peer's pane is the check */
 
 /* What the reports are for (attention.h has the same calls with struct attention *). */
 struct hooks_sink {
@@ -50,6 +64,7 @@ struct hooks_options {
 	char *const *panes_env;  /* its environment (NULL: ours) */
 	const char *proc_root;   /* PANES_PROC_ROOT, or a test's */
 	unsigned wait_ms;        /* a PermissionRequest's wait for a decision */
+	unsigned warn_interval_ms; /* HOOKS_WARN_INTERVAL_MS, or a test's (0: the default) */
 	const struct hooks_sink *sink;
 };
 

@@ -4,6 +4,7 @@
 #include "http.h"
 #include "log.h"
 #include "origin.h"
+#include "proc.h"
 #include "ptyproc.h"
 #include "session.h"
 #include "tmux.h"
@@ -20,7 +21,8 @@
 
 #define TERMINAL_PATH_PREFIX "/sessions/"
 #define TERMINAL_PATH_SUFFIX "/terminal"
-#define TERMINAL_ARGV_MAX    24
+#define TERMINAL_ARGV_MAX    32
+#define TERMINAL_SIZE_DIGITS 8      /* PTY_SIZE_MAX in decimal, and its NUL */
 #define TERMINAL_RESIZE_SAT  100000 /* digits beyond this only need to read as "too large" */
 
 struct terminal {
@@ -38,9 +40,130 @@ struct terminal {
 	unsigned short cols, rows;
 	bool output_paused; /* PTY reading stopped: the client is behind */
 	uint64_t paused_since;
+	/* The window's size is the bridge's to set, with resize-window (which leaves the window
+	 * in window-size manual, where no client's size counts): an admin's attach and resizes
+	 * set it, a viewer's attach only keeps it (tmux would let an ignore-size client size the
+	 * window while it is alone). One resize-window runs at a time per session, so they apply
+	 * in order. */
+	uint64_t sized_at; /* when this admin last attached or resized (0: never, a viewer) */
+	bool size_pending; /* this admin's size waits for the session's resize-window in flight */
+	pid_t sizer;       /* the resize-window running for this terminal (0: none) */
 };
 
+static const struct conn_ops terminal_ops;
+
 static void terminal_lookup(struct terminal *t);
+
+/* The terminal that c is, when c is one on session id; else NULL. */
+static struct terminal *terminal_of(struct conn *c, const char *id)
+{
+	struct terminal *t = c->data;
+
+	return c->ops == &terminal_ops && strcmp(t->c.id, id) == 0 ? t : NULL;
+}
+
+/* Starts resize-window for t's size (only while the tmux session is still t's id's). */
+static void terminal_sizer_spawn(struct terminal *t)
+{
+	struct bridge *b = t->b;
+	char cols[TERMINAL_SIZE_DIGITS], rows[TERMINAL_SIZE_DIGITS];
+	char *argv[] = {b->tmux_bin,
+			"-S",
+			b->tmux_socket,
+			"-f",
+			b->tmux_conf,
+			"if-shell",
+			"-F",
+			"-t",
+			t->tmux_pane,
+			t->guard,
+			"",
+			TMUX_GUARD_FAIL,
+			";",
+			"resize-window",
+			"-t",
+			t->tmux_pane,
+			"-x",
+			cols,
+			"-y",
+			rows,
+			NULL};
+	struct proc_opts opts = {.envp = b->child_env, .keep_fd = -1};
+	pid_t pid;
+	int fd, r;
+
+	snprintf(cols, sizeof(cols), "%u", (unsigned)t->cols);
+	snprintf(rows, sizeof(rows), "%u", (unsigned)t->rows);
+	r = proc_start(argv, &opts, &fd, &pid);
+	if (r < 0) {
+		log_warn("session %s: cannot run tmux resize-window: %s", t->c.id, strerror(-r));
+		return;
+	}
+	close(fd); /* its words are not needed: the pane's size shows whether it worked */
+	t->sizer = pid;
+}
+
+/* Runs session id's next resize-window, unless one runs already. */
+static void terminal_sizer_next(struct bridge *b, const char *id)
+{
+	struct terminal *want = NULL, *o;
+	struct conn *c;
+
+	LIST_FOREACH(c, &b->conns.head, link)
+	{
+		if ((o = terminal_of(c, id)) == NULL)
+			continue;
+		if (o->sizer > 0)
+			return;
+		if (o->size_pending)
+			want = o;
+	}
+	if (want == NULL)
+		return;
+	want->size_pending = false;
+	terminal_sizer_spawn(want);
+}
+
+/* t's size becomes the window's: t is the latest admin to attach or resize. */
+static void terminal_size_window(struct terminal *t, bool now)
+{
+	struct terminal *o;
+	struct conn *c;
+
+	LIST_FOREACH(c, &t->b->conns.head, link)
+	if ((o = terminal_of(c, t->c.id)) != NULL)
+		o->size_pending = false;
+	t->sized_at = uv_now(t->b->loop);
+	if (!now)
+		return; /* the attach sets it itself */
+	t->size_pending = true;
+	terminal_sizer_next(t->b, t->c.id);
+}
+
+/* Admin t leaves: when it was the latest to size the window, the latest of the admins still
+ * there sizes it again (as tmux's window-size latest would). */
+static void terminal_size_after(struct terminal *t)
+{
+	struct terminal *o, *best = NULL;
+	struct conn *c;
+
+	if (t->sized_at == 0)
+		return;
+	t->size_pending = false;
+	LIST_FOREACH(c, &t->b->conns.head, link)
+	{
+		if ((o = terminal_of(c, t->c.id)) == NULL || o == t || o->pty == NULL ||
+		    o->sized_at == 0)
+			continue;
+		if (o->sized_at > t->sized_at)
+			return; /* the window is someone else's size already */
+		if (best == NULL || o->sized_at > best->sized_at)
+			best = o;
+	}
+	t->sized_at = 0;
+	if (best != NULL)
+		terminal_size_window(best, true);
+}
 
 static uint64_t terminal_now(const struct terminal *t)
 {
@@ -63,9 +186,16 @@ static void terminal_on_poll(struct conn *c, int events)
 static void terminal_release(struct conn *c)
 {
 	struct terminal *t = c->data;
+	struct bridge *b = t->b;
+	char id[SESSION_ID_MAX + 1];
+	bool sizing = t->sizer > 0;
 
+	memcpy(id, t->c.id, sizeof(id));
 	conn_release(&t->c);
 	free(t);
+	/* Its resize-window is reaped unseen now: the session's next one need not wait for it. */
+	if (sizing)
+		terminal_sizer_next(b, id);
 }
 
 /* Ends the tmux client of t and its share of the record's count. */
@@ -81,6 +211,8 @@ static void terminal_detach(struct conn *c)
 	}
 	conn_unwatch_record(&t->c);
 	t->waiting = false;
+	if (t->pty != NULL)
+		terminal_size_after(t);
 	ptyproc_destroy(t->pty);
 	t->pty = NULL;
 	/* No PTY will drain the input any more; the peer's close frame must still be read. */
@@ -197,7 +329,12 @@ static void terminal_on_message(void *data, const uint8_t *msg, size_t len)
 		return;
 	r = terminal_parse_resize(msg, len, &cols, &rows);
 	if (r > 0) {
+		/* The tmux client draws for its PTY's size; the window follows with resize-window.
+		 */
 		ptyproc_resize(t->pty, cols, rows);
+		t->cols = (unsigned short)cols;
+		t->rows = (unsigned short)rows;
+		terminal_size_window(t, true);
 		return;
 	}
 	if (r < 0 || len == 0)
@@ -258,8 +395,10 @@ static void terminal_attach(struct terminal *t)
 	    .on_pong = conn_on_pong,
 	};
 	struct bridge *b = t->b;
+	char cols[TERMINAL_SIZE_DIGITS], rows[TERMINAL_SIZE_DIGITS];
 	/* The attach runs only if the tmux session still carries this session's id, checked in the
-	 * same tmux call (tmux.h); -E: the bridge's variables never reach the session. */
+	 * same tmux call (tmux.h); -E: the bridge's variables never reach the session. An admin's
+	 * size becomes the window's first. */
 	char *argv[TERMINAL_ARGV_MAX] = {
 	    b->tmux_bin,
 	    "-u",
@@ -274,6 +413,14 @@ static void terminal_attach(struct terminal *t)
 	    t->guard,
 	    "",
 	    TMUX_GUARD_FAIL,
+	    ";",
+	    "resize-window",
+	    "-t",
+	    t->tmux_pane,
+	    "-x",
+	    cols,
+	    "-y",
+	    rows,
 	    ";",
 	    "attach-session",
 	    "-E",
@@ -295,13 +442,21 @@ static void terminal_attach(struct terminal *t)
 	size_t n;
 	int r;
 
-	/* A read-only identity's client is read-only to tmux too, and its size never shrinks the
-	 * window the others see (its keys are dropped before they reach the PTY anyway). */
+	snprintf(cols, sizeof(cols), "%u", (unsigned)t->cols);
+	snprintf(rows, sizeof(rows), "%u", (unsigned)t->rows);
+	/* A read-only identity's client is read-only to tmux too (its keys are dropped before
+	 * they reach the PTY anyway), and it never sizes the window: resize-window without a
+	 * size keeps the window's own, in manual mode (tmux would take the size of an
+	 * ignore-size client that is alone, even in a server still configured "latest"). */
 	if (!t->c.who.admin) {
-		argv[16] = "-f";
-		argv[17] = "read-only,ignore-size";
-		argv[18] = "-t";
-		argv[19] = t->tmux_name;
+		argv[17] = ";"; /* after resize-window -t <pane>, in place of its -x C -y R */
+		argv[18] = "attach-session";
+		argv[19] = "-E";
+		argv[20] = "-f";
+		argv[21] = "read-only,ignore-size";
+		argv[22] = "-t";
+		argv[23] = t->tmux_name;
+		argv[24] = NULL;
 	}
 	conn_unwatch_record(&t->c); /* the wait is over; restarted below for the exit */
 	t->waiting = false;
@@ -323,6 +478,8 @@ static void terminal_attach(struct terminal *t)
 	}
 	http_request_destroy(t->c.req);
 	t->c.req = NULL;
+	if (t->c.who.admin)
+		terminal_size_window(t, false);
 	t->entry = roster_attach(b->roster, t->c.id);
 	r = conn_watch_record(&t->c, b->store.dir, terminal_now(t));
 	if (r < 0)
@@ -472,6 +629,11 @@ static bool terminal_child_exited(struct bridge *b, pid_t pid)
 
 		if (c->ops == &terminal_ops && t->pty != NULL && ptyproc_pid(t->pty) == pid) {
 			ptyproc_set_reaped(t->pty);
+			return true;
+		}
+		if (c->ops == &terminal_ops && t->sizer == pid) {
+			t->sizer = 0;
+			terminal_sizer_next(b, t->c.id);
 			return true;
 		}
 	}

@@ -151,6 +151,8 @@ assert_eq "the agent cannot read a record" EACCES "$(probe open "$T/state/sessio
 assert_eq "... nor write one" EACCES "$(probe open "$T/state/sessions/widgets-1.json" w)"
 assert_eq "... nor replace one" EACCES "$(probe rename "$T/state/sessions/widgets-1.json")"
 assert_eq "... nor make one" EACCES "$(probe open "$T/state/sessions/widgets-9.json" create)"
+assert_eq "the agent cannot read the list view (prompts, pending tools)" EACCES \
+	"$(probe open "$T/run/sessions.json" r)"
 assert_eq "the agent cannot write the list view" EACCES "$(probe open "$T/run/sessions.json" w)"
 assert_eq "... nor replace it" EACCES "$(probe rename "$T/run/sessions.json")"
 assert_eq "the agent cannot write the /events log" EACCES "$(probe open "$T/state/events.log" w)"

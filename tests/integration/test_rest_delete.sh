@@ -45,6 +45,8 @@ assert_error_body "409 has the error shape"
 assert_json "409 says kept and why" '[.code, .worktree, .reason]' \
 	"[\"worktree_kept\",\"kept\",\"HEAD is detached at ${SHA1:0:7} (1 commit on no branch)\"]"
 check "still there after the 409" test -f "$WT1/lost.txt"
+assert_match "409 offers the force that removes it" '\?force=true removes it' \
+	"$(jq -r .error <<<"$BODY")"
 
 api DELETE /worktrees/widgets-issue-1 -H 'Origin: http://evil.example'
 assert_status "DELETE /worktrees from a foreign Origin: 403" 403
@@ -129,6 +131,23 @@ assert_json "even forced, an ordinary directory is kept" '.worktree' '"kept"'
 check "forced: the ordinary directory's file is untouched" test -f "$T/code/widgets-issue-4/notes.txt"
 api DELETE /worktrees/widgets-issue-4
 assert_status "DELETE /worktrees of an ordinary directory: 404" 404
+
+# --- a worktree the agent replaced with a symlink ---------------------------------------------------
+# Never removed, forced or not (it is no worktree any more): no answer may offer a force.
+start 7
+agent_sh "$T/code" 'mv widgets-issue-7 widgets-issue-7.real && ln -s widgets-issue-7.real widgets-issue-7' ||
+	fail "replace widgets-issue-7 with a symlink"
+api DELETE /sessions/widgets-7
+assert_json "a symlinked worktree is kept" '.worktree' '"kept"'
+for q in '' '?force=true'; do
+	api DELETE "/worktrees/widgets-issue-7$q"
+	assert_status "DELETE /worktrees/widgets-issue-7$q of a symlink: 409" 409
+	assert_json "DELETE /worktrees/widgets-issue-7$q: kept, not a worktree" '[.code, .reason]' \
+		"[\"worktree_kept\",\"$T/code/widgets-issue-7 is not a worktree of acme/widgets; it was left alone\"]"
+	check_not "DELETE /worktrees/widgets-issue-7$q: the answer offers no force that is refused" \
+		grep -q 'force' <<<"$(jq -r .error <<<"$BODY")"
+done
+check "the symlink's target is untouched" test -d "$T/code/widgets-issue-7.real"
 
 # --- DELETE /worktrees: malformed names -----------------------------------------------------------
 for bad in widgets widgets-issue-0 widgets-issue-07 -issue-3 'a%20b-issue-1' 'widgets-issue-3x'; do

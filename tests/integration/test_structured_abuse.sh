@@ -96,5 +96,17 @@ sse_run ok2 POST /sessions/$SID/prompt '{"prompt":"after the flood"}'
 assert_eq "during a frame flood, another turn streams" "system user assistant result" "$(sse_names ok2)"
 ws_stop fl
 
+# --- frames no client may send on /stream, refused at once -------------------------------------------
+CLIENT_JS=$REPO/tests/integration/terminal/client.js
+WSREQ=$(printf 'GET /sessions/%s/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n' "$SID" "$AGENTD_TEST_TOKEN" | od -v -An -tx1 | tr -d ' \n')
+# ws_refusal FRAMEHEX: what the bridge sends within 3 s (the pings come far later).
+ws_refusal() { node "$CLIENT_JS" raw "$WSREQ$1" --unix "$SOCK" --wait 3000; }
+assert_match "/stream: a frame header announcing 2^63-1 bytes closes with 1009 at once" \
+	'^HTTP/1.1 101 Switching Protocols.*\\x88\\x02\\x03\\xf1' "$(ws_refusal 81ff7fffffffffffffff00000000)"
+assert_match "/stream: a ping of 126 bytes closes with 1002" \
+	'^HTTP/1.1 101 Switching Protocols.*\\x88\\x02\\x03\\xea' "$(ws_refusal 89fe007e00000000)"
+assert_match "/stream: a fragmented ping closes with 1002" \
+	'^HTTP/1.1 101 Switching Protocols.*\\x88\\x02\\x03\\xea' "$(ws_refusal 09810000000061)"
+
 # --- still the same bridge ---------------------------------------------------------------------------
 assert_eq "the bridge never crashed" "$BRIDGE" "$(bridge_pid)"

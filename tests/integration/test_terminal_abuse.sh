@@ -104,6 +104,18 @@ assert_match "garbage after the handshake (nginx): 101, then a close frame" \
 out=$(node "$CLIENT_JS" raw "$REQ$GARBAGE" --unix "$T/run/bridge.sock" --wait 5000)
 assert_match "garbage in the same packet as the request (bridge.sock): 101, then a close frame" \
 	'^HTTP/1.1 101 Switching Protocols.*\\x88\\x00' "$out"
+# A header announcing 2^63 - 1 bytes, with none of them: refused at once (the pings come every
+# 4 s here), not when the ping times out.
+out=$(node "$CLIENT_JS" raw "${REQ}82ff7fffffffffffffff00000000" --unix "$T/run/bridge.sock" --wait 3000)
+assert_match "a frame header announcing 2^63-1 bytes: close 1009 at once" \
+	'^HTTP/1.1 101 Switching Protocols.*\\x88\\x02\\x03\\xf1' "$out"
+# Control frames are never fragmented nor over 125 bytes (RFC 6455 §5.5): 1002.
+out=$(node "$CLIENT_JS" raw "${REQ}89fe00c800000000" --unix "$T/run/bridge.sock" --wait 3000)
+assert_match "a ping announcing 200 bytes: close 1002" \
+	'^HTTP/1.1 101 Switching Protocols.*\\x88\\x02\\x03\\xea' "$out"
+out=$(node "$CLIENT_JS" raw "${REQ}09810000000061" --unix "$T/run/bridge.sock" --wait 3000)
+assert_match "a fragmented ping: close 1002" \
+	'^HTTP/1.1 101 Switching Protocols.*\\x88\\x02\\x03\\xea' "$out"
 out=$(node "$CLIENT_JS" raw "$(printf 'garbage\r\n\r\n' | od -v -An -tx1 | tr -d ' \n')" --unix "$T/run/bridge.sock" --wait 5000)
 assert_match "garbage instead of a request is 400" '^HTTP/1.1 400 ' "$out"
 out=$(node "$CLIENT_JS" raw "$({ printf 'GET /'; head -c 20000 /dev/zero | tr '\0' A; } | od -v -An -tx1 | tr -d ' \n')" --unix "$T/run/bridge.sock" --wait 5000)

@@ -7,7 +7,8 @@
 #   client list follow attach and detach; closing a socket ends only that tmux client, claude
 #   keeps running, and a reconnect shows the current screen;
 # - refusals: 404 unknown session, 403 foreign Origin (same origin, listed origins and no Origin
-#   pass), 400 not an upgrade / wrong version, 409 failed session.
+#   pass), 400 not an upgrade / wrong version, 409 failed session;
+# - a viewer (read-only token) never sizes the window, not even alone: only admins do.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/terminal/lib_terminal.sh"
 
@@ -122,6 +123,42 @@ else
 	fail "a reconnect shows the current screen" "$(plain_output c3 | tail -n 5)"
 fi
 stop_client c3
+
+# --- a viewer never sizes the window, even alone ---------------------------------------------------
+# (tmux lets an ignore-size client size the window while it is the only one.)
+VIEWER=$("$BUILD_DIR/fcgi-app/agentd-api" token add viewer --read-only)
+SIZE0=$(pane_size "$SID")
+start_client v1 "$TP?cols=1&rows=1" --header "Authorization: Bearer $VIEWER"
+wait_line v1 '^open' 10 || fail "a viewer opens" "$(cat "$T/v1.log")"
+wait_output v1 'fake claude' 10
+client_cmd v1 'bytes 01323b32' # \x01 "2;2", dropped
+sleep 1
+assert_eq "a viewer alone with ?cols=1&rows=1 leaves the window's size ($SIZE0)" "$SIZE0" \
+	"$(pane_size "$SID")"
+start_client a1 "$TP?cols=90&rows=25"
+if wait_pane_size "$SID" 90x25 5; then
+	pass "an admin who joins the viewer sizes the window"
+else
+	fail "an admin who joins the viewer sizes the window" "got $(pane_size "$SID")"
+fi
+client_cmd a1 'bytes 0139353b3236' # \x01 "95;26"
+if wait_pane_size "$SID" 95x26 5; then
+	pass "... and resizes it"
+else
+	fail "... and resizes it" "got $(pane_size "$SID")"
+fi
+stop_client a1
+wait_tmux_clients "$SID" 1 5
+sleep 1
+assert_eq "the admin gone, the viewer alone leaves the window as the admin left it" 95x26 \
+	"$(pane_size "$SID")"
+start_client v2 "$TP?cols=3&rows=3" --header "Authorization: Bearer $VIEWER"
+wait_line v2 '^open' 10
+sleep 1
+assert_eq "... and so does a second viewer" 95x26 "$(pane_size "$SID")"
+stop_client v2
+stop_client v1
+if wait_tmux_clients "$SID" 0 5; then pass "no tmux client after the viewers"; else fail "no tmux client after the viewers" "$(tmx list-clients)"; fi
 
 # --- refusals -----------------------------------------------------------------------------------
 start_client r404 /sessions/nosuch-7/terminal

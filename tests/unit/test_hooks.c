@@ -91,6 +91,7 @@ static void sink_expired(void *arg, const char *id, const char *request_id)
 
 static const struct hooks_sink sink = {sink_report, sink_ask, sink_gone, sink_expired, NULL};
 static struct hooks_options opt;
+static unsigned warn_interval_ms; /* 0: the default */
 
 /* The list names pid as the pane of session acme-widgets-1. */
 static void set_pane(pid_t pid)
@@ -108,6 +109,7 @@ static void open_hooks(unsigned wait_ms)
 				     .panes_argv = panes_argv,
 				     .proc_root = PANES_PROC_ROOT,
 				     .wait_ms = wait_ms,
+				     .warn_interval_ms = warn_interval_ms,
 				     .sink = &sink};
 	hooks = hooks_open(&loop, &opt, &c);
 	cr_assert_not_null(hooks, "%s", c.msg);
@@ -126,6 +128,7 @@ static void setup(void)
 	panes_argv[3] = NULL;
 	cr_assert_eq(uv_loop_init(&loop), 0);
 	hooks = NULL;
+	warn_interval_ms = 0;
 }
 
 static void teardown(void)
@@ -469,4 +472,174 @@ Test(hooks, a_waiting_hook_that_sends_more_is_gone)
 	send_text(fd, "x");
 	cr_assert(run_until(gone));
 	expect_eof_and_close(fd);
+}
+
+static uint64_t run_until_ms;
+static bool time_is_up(void)
+{
+	return uv_now(&loop) >= run_until_ms;
+}
+
+/* Runs the loop for ms. */
+static void run_for(unsigned ms)
+{
+	run_until_ms = uv_now(&loop) + ms;
+	while (!time_is_up()) {
+		uv_run(&loop, UV_RUN_NOWAIT);
+		usleep(1000);
+		uv_update_time(&loop);
+	}
+}
+
+Test(hooks, a_connection_that_sends_nothing_is_dropped_soon)
+{
+	uint64_t start;
+	int fd;
+
+	open_hooks(60000);
+	start = uv_now(&loop);
+	fd = client();
+	expect_eof_and_close(fd);
+	cr_assert_lt(uv_now(&loop) - start, HOOKS_READ_TIMEOUT_MS,
+		     "before the report's own timeout");
+	cr_assert_eq(got.reports, 0);
+}
+
+Test(hooks, a_hook_that_has_begun_its_report_has_its_whole_time)
+{
+	char line[256];
+	int fd;
+
+	open_hooks(60000);
+	fd = hook_send("{\"event\":\"Stop\",");
+	run_for(HOOKS_IDLE_MS + 500);
+	send_text(fd, "\"payload\":{}}\n");
+	read_line(fd, line, sizeof(line));
+	cr_assert_str_eq(line, "{\"decision\":null}");
+	cr_assert_eq(got.reports, 1);
+	close(fd);
+}
+
+/* A second pane, of session other-2: a child of ours that connects when a byte comes on
+ * *go and asks for a permission; it exits 0 when it got its request id. */
+static pid_t second_pane(int *go)
+{
+	int p[2];
+	pid_t pid;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		static const char ask[] = "{\"event\":\"PermissionRequest\",\"payload\":{}}\n";
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		char b, line[128] = "";
+		size_t n = 0;
+		int fd;
+
+		alarm(20);
+		close(p[1]);
+		if (read(p[0], &b, 1) != 1)
+			_exit(2);
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    write(fd, ask, sizeof(ask) - 1) != (ssize_t)sizeof(ask) - 1)
+			_exit(3);
+		while (n + 1 < sizeof(line) && read(fd, &line[n], 1) == 1 && line[n] != '\n')
+			n++;
+		line[n] = '\0';
+		_exit(strncmp(line, "{\"requestId\":", 13) == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	*go = p[1];
+	return pid;
+}
+
+static bool other_asked(void)
+{
+	return got.asks > 0 && strcmp(got.id, "other-2") == 0;
+}
+
+/* One pane holds more connections than the bridge takes at once, sending nothing: another
+ * session's hook is still heard at once. */
+Test(hooks, a_pane_that_floods_cannot_starve_another_session)
+{
+	enum { FLOOD = HOOKS_CONNS_MAX + 44 };
+	static int fds[FLOOD];
+	int go, status;
+	pid_t other;
+
+	/* A child that is gone must fail the write below, not end the test with SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
+	other = second_pane(&go);
+
+	snprintf(script, sizeof(script), "printf '%%s\\n' '%d acme-widgets-1' '%d other-2'",
+		 (int)getpid(), (int)other);
+	open_hooks(60000);
+	for (int i = 0; i < FLOOD; i++)
+		fds[i] = client();
+	run_for(300);
+	cr_assert_eq(write(go, "g", 1), 1, "the second pane waits: %s", strerror(errno));
+	cr_assert(run_until(other_asked),
+		  "the other session's PermissionRequest is asked (%d asks)", got.asks);
+	cr_assert_not_null(got.fn);
+	got.fn(got.fn_arg, NULL);
+	cr_assert_eq(waitpid(other, &status, 0), other);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "it got its request id (%d)",
+		  status);
+	for (int i = 0; i < FLOOD; i++)
+		close(fds[i]);
+	close(go);
+}
+
+/* Lines of the file at path, and how many of them contain needle. */
+static int count_lines(const char *path, const char *needle, int *with)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	int n = 0;
+
+	*with = 0;
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		n++;
+		*with += strstr(line, needle) != NULL;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Every refused peer is a warning: a flood of them logs a few lines, then one that counts the
+ * rest. */
+Test(hooks, a_flood_of_refused_peers_logs_a_few_lines_and_a_count)
+{
+	enum { FLOOD = 64 };
+	pid_t other = other_pane();
+	char log_path[64];
+	int fds[FLOOD], saved, fd, lines, counts;
+
+	set_pane(other);
+	warn_interval_ms = 1000;
+	open_hooks(60000);
+	snprintf(log_path, sizeof(log_path), "%s/stderr", dir);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	dup2(fd, STDERR_FILENO);
+	close(fd);
+	for (int i = 0; i < FLOOD; i++)
+		fds[i] = hook_send("{\"event\":\"Stop\",\"payload\":{}}\n");
+	for (int i = 0; i < FLOOD; i++)
+		expect_eof_and_close(fds[i]);
+	run_for(1500); /* the interval ends: the count is logged */
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	lines = count_lines(log_path, "were left out", &counts);
+	cr_assert_leq(lines, HOOKS_WARN_BURST + 1, "%d lines for %d refused peers", lines, FLOOD);
+	cr_assert_eq(counts, 1, "one line counts the warnings left out");
+	cr_assert_eq(got.reports, 0);
+	kill(other, SIGKILL);
 }

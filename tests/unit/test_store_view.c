@@ -140,6 +140,25 @@ Test(store_view, follows_create_update_remove)
 	cr_assert(view_has("[]"), "the view is empty");
 }
 
+/* The view holds every session's bootstrap prompt, its "by" and the pending tools' descriptions,
+ * and the runtime dir is o+x: only its owner and its group (nginx's workers, through the setgid
+ * dir) may read it. */
+Test(store_view, is_closed_to_other_users)
+{
+	struct stat sb;
+
+	put("secret", 3, SESSION_RUNNING);
+	cr_assert_eq(stat(view, &sb), 0);
+	cr_assert_eq(sb.st_mode & 0007, 0, "mode %o: other users cannot read the view",
+		     (unsigned)(sb.st_mode & 0777));
+	cr_assert_eq(sb.st_mode & 0040, 0040, "mode %o: its group (nginx) can",
+		     (unsigned)(sb.st_mode & 0777));
+	cr_assert_eq(store_rebuild_view(&st), 0);
+	cr_assert_eq(stat(view, &sb), 0);
+	cr_assert_eq(sb.st_mode & 0007, 0, "mode %o after a rebuild",
+		     (unsigned)(sb.st_mode & 0777));
+}
+
 /* Counts the IN_OPEN events of the sessions dir for files whose name starts with prefix, and
  * (into *all) every IN_OPEN of a named file. */
 static int opens_of(int in, const char *prefix, int *all)

@@ -408,3 +408,113 @@ Test(ws, unmasked_client_frame_is_a_protocol_error)
 	cr_assert_eq(peer.close_code, 1002);
 	ws_destroy(ws);
 }
+
+/* Writes raw client bytes, lets the server read them and answer, and returns the close code the
+ * peer got (0: a close without a code; -1: no close at all). */
+static int close_code_after(struct ws *ws, const uint8_t *bytes, size_t len)
+{
+	cr_assert_eq(write(fds[1], bytes, len), (ssize_t)len);
+	/* Several reads when len is over WS_RECV_BUDGET. */
+	for (size_t i = 0; i <= len / WS_RECV_BUDGET && ws_want_read(ws); i++)
+		cr_assert_eq(ws_recv(ws), 0, "refused, not an error of the connection");
+	cr_assert_not(ws_want_read(ws), "nothing more is read");
+	cr_assert_eq(ws_send(ws), 0);
+	peer_read();
+	return peer.closes > 0 ? peer.close_code : -1;
+}
+
+/* A header announcing 2^63 - 1 bytes is refused at once, before any of them: waiting for
+ * the payload would hold the connection until the ping timeout. */
+Test(ws, a_huge_frame_header_alone_closes_with_1009)
+{
+	static const uint8_t huge[] = {0x82, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff,
+				       0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00};
+	struct ws *ws = ws_create(fds[0], &server_cb, &got);
+
+	cr_assert_eq(close_code_after(ws, huge, sizeof(huge)), WS_CLOSE_TOO_BIG);
+	cr_assert_eq(got.messages, 0);
+	ws_destroy(ws);
+}
+
+/* The same for a header just over the limit, split byte by byte, after a whole message. */
+Test(ws, an_oversize_header_is_refused_byte_by_byte_after_good_frames)
+{
+	static const uint8_t over[] = {0x82, 0xff, 0, 0, 0, 0, 0, 0x01, 0x00, 0x01, 0, 0, 0, 0};
+	struct ws *ws = ws_create(fds[0], &server_cb, &got);
+
+	cr_assert_eq(WS_MESSAGE_MAX + 1, 0x10001, "the header above announces WS_MESSAGE_MAX + 1");
+	peer_queue(WSLAY_BINARY_FRAME, "hi", 2);
+	deliver(ws, 1);
+	cr_assert_eq(got.messages, 1);
+	for (size_t i = 0; i + 1 < sizeof(over); i++) {
+		cr_assert_eq(write(fds[1], &over[i], 1), 1);
+		cr_assert_eq(ws_recv(ws), 0);
+	}
+	cr_assert_eq(close_code_after(ws, &over[sizeof(over) - 1], 1), WS_CLOSE_TOO_BIG);
+	ws_destroy(ws);
+}
+
+/* A continuation whose header takes the message over the limit, with a good frame before it in
+ * the same read: that frame is still delivered. */
+Test(ws, a_continuation_over_the_limit_closes_with_1009)
+{
+	static uint8_t bytes[WS_MESSAGE_MAX];
+	struct ws *ws = ws_create(fds[0], &server_cb, &got);
+	size_t n = 0;
+
+	/* "ok" whole, then a first fragment of 60000 bytes, then a last one announcing 8000. */
+	bytes[n++] = 0x82;
+	bytes[n++] = 0x82;
+	n += 4;
+	bytes[n++] = 'o';
+	bytes[n++] = 'k';
+	bytes[n++] = 0x02;
+	bytes[n++] = 0xfe;
+	bytes[n++] = 60000 >> 8;
+	bytes[n++] = 60000 & 0xff;
+	n += 4 + 60000;
+	bytes[n++] = 0x80;
+	bytes[n++] = 0xfe;
+	bytes[n++] = 8000 >> 8;
+	bytes[n++] = 8000 & 0xff;
+	n += 4;
+	cr_assert_eq(close_code_after(ws, bytes, n), WS_CLOSE_TOO_BIG);
+	cr_assert_eq(got.messages, 1, "the frame before is delivered");
+	cr_assert_eq(got.last_len, 2);
+	ws_destroy(ws);
+}
+
+/* RFC 6455 §5.5: control frames are never fragmented and carry at most 125 bytes. */
+Test(ws, an_oversize_ping_closes_with_1002)
+{
+	static const uint8_t ping[] = {0x89, 0xfe, 0x00, 0xc8, 0x00, 0x00, 0x00, 0x00};
+	struct ws *ws = ws_create(fds[0], &server_cb, &got);
+
+	cr_assert_eq(close_code_after(ws, ping, sizeof(ping)), 1002);
+	ws_destroy(ws);
+}
+
+Test(ws, a_fragmented_ping_closes_with_1002)
+{
+	static const uint8_t ping[] = {0x09, 0x81, 0x00, 0x00, 0x00, 0x00, 'a'};
+	struct ws *ws = ws_create(fds[0], &server_cb, &got);
+
+	cr_assert_eq(close_code_after(ws, ping, sizeof(ping)), 1002);
+	cr_assert_eq(peer.pongs, 0);
+	ws_destroy(ws);
+}
+
+Test(ws, an_oversize_close_or_pong_closes_with_1002)
+{
+	static const uint8_t close_frame[] = {0x88, 0xfe, 0x00, 0x80, 0, 0, 0, 0};
+	static const uint8_t pong[] = {0x0a, 0x80, 0, 0, 0, 0};
+	struct ws *ws = ws_create(fds[0], &server_cb, &got);
+
+	cr_assert_eq(close_code_after(ws, close_frame, sizeof(close_frame)), 1002);
+	ws_destroy(ws);
+	teardown();
+	setup();
+	ws = ws_create(fds[0], &server_cb, &got);
+	cr_assert_eq(close_code_after(ws, pong, sizeof(pong)), 1002);
+	ws_destroy(ws);
+}
