@@ -524,6 +524,21 @@ out:
 	return r;
 }
 
+/*
+ * Sets s->rev one above the newest version of its record: the one on disk (a writer that made s
+ * afresh, as a create over a failed session does, does not know it), else s's own. The caller
+ * holds the lock of the id, so no write slips between.
+ */
+static void store_next_rev(const struct store *st, struct session *s)
+{
+	struct session *disk = malloc(sizeof(*disk));
+
+	if (disk != NULL && store_read(st, s->id, disk, NULL) == 0 && disk->rev > s->rev)
+		s->rev = disk->rev;
+	free(disk);
+	s->rev++;
+}
+
 int store_write(const struct store *st, struct session *s, struct cause *cause)
 {
 	char path[SESSION_PATH_MAX];
@@ -533,6 +548,7 @@ int store_write(const struct store *st, struct session *s, struct cause *cause)
 	s->updated_at = (int64_t)time(NULL);
 	if (!session_id_valid(s->id))
 		return cause_fail(cause, EINVAL, "invalid session id");
+	store_next_rev(st, s);
 	if ((r = store_path(st, s->id, ".json", path, sizeof(path))) < 0)
 		return cause_fail(cause, -r, "record path is too long");
 	if ((text = store_encode(s)) == NULL)

@@ -404,6 +404,27 @@ Test(store, remove)
 	cr_assert_eq(count_entries(st.dir, "gone-5"), 0);
 }
 
+/* rev orders the versions of a record for clients: one up with every write, also when the writer
+ * made the session afresh (a create over a failed one). */
+Test(store, rev_rises_with_every_write)
+{
+	struct session a, fresh, got;
+	struct cause c = {{0}};
+
+	make(&a, "rev", 1);
+	cr_assert_eq(a.rev, 0);
+	write_ok(&a);
+	cr_assert_eq(a.rev, 1);
+	write_ok(&a);
+	cr_assert_eq(a.rev, 2);
+	cr_assert_eq(store_read(&st, "rev-1", &got, &c), 0, "%s", c.msg);
+	cr_assert_eq(got.rev, 2, "rev on disk: %llu", (unsigned long long)got.rev);
+	make(&fresh, "rev", 1);
+	write_ok(&fresh);
+	cr_assert_eq(fresh.rev, 3, "a fresh struct written over the record: rev %llu",
+		     (unsigned long long)fresh.rev);
+}
+
 static void collect_gone(void *ctx, const char *id)
 {
 	char *seen = ctx;
