@@ -443,6 +443,7 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	session_add_str(o, "prompt", s->prompt);
 	session_add_time(o, "createdAt", s->created_at);
 	session_add_time(o, "updatedAt", s->updated_at);
+	json_object_object_add(o, "rev", json_object_new_int64((int64_t)s->rev));
 	session_add_time(o, "lastActivity", s->last_activity);
 	/* On disk the stored activity: the state says the rest, and it is read back. */
 	session_add_str(o, "activity",
@@ -700,6 +701,12 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	if (json_object_object_get_ex(obj, "by", &v) &&
 	    (r = session_copy_str(obj, "by", s->by, sizeof(s->by), cause)) < 0)
 		return r;
+	/* Optional: records written before it have none (version 0). */
+	if (json_object_object_get_ex(obj, "rev", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+			return cause_fail(cause, EINVAL, "field rev is not a version");
+		s->rev = (uint64_t)json_object_get_int64(v);
+	}
 	if ((r = session_get_time(obj, "createdAt", &s->created_at, cause)) < 0 ||
 	    (r = session_get_time(obj, "updatedAt", &s->updated_at, cause)) < 0 ||
 	    (r = session_get_time(obj, "lastActivity", &s->last_activity, cause)) < 0)

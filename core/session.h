@@ -80,6 +80,9 @@ struct session {
 	char prompt[SESSION_PROMPT_MAX + 1];
 	char error[SESSION_ERROR_MAX];
 	int64_t created_at, updated_at, last_activity; /* unix seconds */
+	/* The record's version: store_write raises it by one with every write, so a client can
+	 * tell which of two objects of the session is newer. */
+	uint64_t rev;
 	/* Who asked for the last change a person makes (create or restart, mode switch, delete):
 	 * nginx's X-Agentd-By (core/auth.h), "" for a record made otherwise (recovery). */
 	char by[SESSION_BY_MAX + 1];

@@ -30,13 +30,29 @@ static int store_mkdir(const char *path, struct cause *cause)
 }
 
 /*
+ * True when leaf is a record's file name, "<id>.json" with a valid id, which goes to id. A
+ * repository name may start with a dot (".github"), so a leading dot says nothing: the store's own
+ * files that are no records (locks, temp files, .gone/) do not end in ".json" or hold no valid id.
+ */
+static bool store_record_leaf(const char *leaf, char id[SESSION_ID_MAX + 1])
+{
+	size_t len = strlen(leaf);
+
+	if (len <= 5 || len - 5 > SESSION_ID_MAX || strcmp(leaf + len - 5, ".json") != 0)
+		return false;
+	memcpy(id, leaf, len - 5);
+	id[len - 5] = '\0';
+	return session_id_valid(id);
+}
+
+/*
  * Moves the *.json files of an older version's records dir from_dir (its records, or its .gone
  * records) into to_dir; the caller holds the store-wide lock. A file to_dir has already stays
  * where it is: nothing is replaced, nothing lost. Returns how many stayed.
  */
 static int store_migrate_dir(const char *from_dir, const char *to_dir)
 {
-	char from[SESSION_PATH_MAX * 2], to[SESSION_PATH_MAX * 2];
+	char from[SESSION_PATH_MAX * 2], to[SESSION_PATH_MAX * 2], id[SESSION_ID_MAX + 1];
 	struct dirent *de;
 	DIR *d = opendir(from_dir);
 	int r, left = 0;
@@ -48,9 +64,7 @@ static int store_migrate_dir(const char *from_dir, const char *to_dir)
 		return 1;
 	}
 	while ((de = readdir(d)) != NULL) {
-		size_t len = strlen(de->d_name);
-
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.')
+		if (!store_record_leaf(de->d_name, id))
 			continue;
 		if (snprintf(from, sizeof(from), "%s/%s", from_dir, de->d_name) >=
 			(int)sizeof(from) ||
@@ -510,6 +524,21 @@ out:
 	return r;
 }
 
+/*
+ * Sets s->rev one above the newest version of its record: the one on disk (a writer that made s
+ * afresh, as a create over a failed session does, does not know it), else s's own. The caller
+ * holds the lock of the id, so no write slips between.
+ */
+static void store_next_rev(const struct store *st, struct session *s)
+{
+	struct session *disk = malloc(sizeof(*disk));
+
+	if (disk != NULL && store_read(st, s->id, disk, NULL) == 0 && disk->rev > s->rev)
+		s->rev = disk->rev;
+	free(disk);
+	s->rev++;
+}
+
 int store_write(const struct store *st, struct session *s, struct cause *cause)
 {
 	char path[SESSION_PATH_MAX];
@@ -519,6 +548,7 @@ int store_write(const struct store *st, struct session *s, struct cause *cause)
 	s->updated_at = (int64_t)time(NULL);
 	if (!session_id_valid(s->id))
 		return cause_fail(cause, EINVAL, "invalid session id");
+	store_next_rev(st, s);
 	if ((r = store_path(st, s->id, ".json", path, sizeof(path))) < 0)
 		return cause_fail(cause, -r, "record path is too long");
 	if ((text = store_encode(s)) == NULL)
@@ -571,17 +601,9 @@ void store_gone_each(const struct store *st, void (*fn)(void *ctx, const char *i
 
 	if (n < 0 || (size_t)n >= sizeof(dir) || (d = opendir(dir)) == NULL)
 		return;
-	while ((de = readdir(d)) != NULL) {
-		size_t len = strlen(de->d_name);
-
-		if (len <= 5 || len - 5 > SESSION_ID_MAX ||
-		    strcmp(de->d_name + len - 5, ".json") != 0)
-			continue;
-		memcpy(id, de->d_name, len - 5);
-		id[len - 5] = '\0';
-		if (session_id_valid(id))
+	while ((de = readdir(d)) != NULL)
+		if (store_record_leaf(de->d_name, id))
 			fn(ctx, id);
-	}
 	closedir(d);
 }
 
@@ -624,11 +646,10 @@ int store_list(const struct store *st, struct session **out, size_t *n)
 	if (d == NULL)
 		return -errno;
 	while ((de = readdir(d)) != NULL) {
-		char path[SESSION_PATH_MAX];
+		char path[SESSION_PATH_MAX], id[SESSION_ID_MAX + 1];
 		struct cause cause = {{0}};
-		size_t len = strlen(de->d_name);
 
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.')
+		if (!store_record_leaf(de->d_name, id))
 			continue;
 		if (count == STORE_MAX_RECORDS) {
 			r = -E2BIG;
@@ -652,8 +673,7 @@ int store_list(const struct store *st, struct session **out, size_t *n)
 			r = 0;
 			continue;
 		}
-		if (r == 0 && (strlen(list[count].id) != len - 5 ||
-			       strncmp(list[count].id, de->d_name, len - 5) != 0)) {
+		if (r == 0 && strcmp(list[count].id, id) != 0) {
 			r = -EINVAL;
 			cause_set(&cause, "it holds session %s", list[count].id);
 		}

@@ -26,7 +26,7 @@
 #define EVENTS_RECORD    ".json"
 
 /* Members of a session object that move without a change anyone waits for. */
-static const char *const events_ignored[] = {"updatedAt", "lastActivity"};
+static const char *const events_ignored[] = {"updatedAt", "lastActivity", "rev"};
 
 struct evclient;
 LIST_HEAD(evclient_list, evclient);

@@ -19,7 +19,8 @@
  *
  * A `session` event's data is {"change":"created"|"updated"|"deleted","session":<API object>}
  * (deleted: the last object published). Changes of only `updatedAt` and `lastActivity` (they move
- * every few seconds while a terminal shows output) are no change. The last object of each session
+ * every few seconds while a terminal shows output), and the `rev` that comes with them, are no
+ * change. The last object of each session
  * is kept in memory (the snapshot is made from it) and rebuilt at start from the log's `session`
  * events, then compared with the records: what changed while no bridge ran is published then. A
  * session whose every event was rotated away is announced `created` again at start. Every record
@@ -74,7 +75,7 @@ void events_close(struct bridge *b);
  */
 int64_t events_publish(struct events *ev, const char *name, json_object *data);
 
-/* True when session objects a and b (API form) differ in more than updatedAt and lastActivity;
+/* True when session objects a and b (API form) differ in more than updatedAt, lastActivity, rev;
  * a NULL one differs from any object. */
 bool events_session_changed(json_object *a, json_object *b);
 

@@ -21,6 +21,11 @@
 #define BOT_REFUSAL                                                                                \
 	"This bot serves only the users its operator listed. Your Telegram user id is %" PRId64    \
 	"; ask the operator to add it to AGENTD_TELEGRAM_USERS."
+/* Before the operator lists anyone (README.md: the first run), writing to the bot is how a
+ * person learns the id to list. */
+#define BOT_NOBODY_YET                                                                             \
+	"This bot serves nobody yet. Your Telegram user id is %" PRId64                            \
+	"; the operator adds it to AGENTD_TELEGRAM_USERS to let you in."
 
 void bot_changed(struct bot *b)
 {
@@ -75,14 +80,17 @@ static void bot_update(struct bot *b, const struct botapi_update *u)
 		return;
 	if (!settings_user_allowed(b->set, u->user)) {
 		bool first = state_refuse(b->st, u->user);
-		char msg[sizeof(BOT_REFUSAL) + 32];
+		char msg[sizeof(BOT_NOBODY_YET) + sizeof(BOT_REFUSAL) + 32];
 
 		if (first) {
 			bot_changed(b);
 			log_warn("refused Telegram user %" PRId64 " (not in AGENTD_TELEGRAM_USERS)",
 				 u->user);
 		}
-		snprintf(msg, sizeof(msg), BOT_REFUSAL, u->user);
+		if (b->set->nusers == 0)
+			snprintf(msg, sizeof(msg), BOT_NOBODY_YET, u->user);
+		else
+			snprintf(msg, sizeof(msg), BOT_REFUSAL, u->user);
 		if (u->kind == BOTAPI_CALLBACK)
 			/* The button's spinner stops either way; the refusal is said once. */
 			outbox_answer(b->out, u->callback_id, first ? msg : NULL, NULL, NULL);

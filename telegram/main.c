@@ -24,7 +24,8 @@ static void usage(FILE *f)
 	      "The Telegram bot of agent-daemon. Settings (agentd configuration file or "
 	      "environment):\n"
 	      "  AGENTD_TELEGRAM_TOKEN / AGENTD_TELEGRAM_TOKEN_FILE  the bot's token (BotFather)\n"
-	      "  AGENTD_TELEGRAM_USERS    Telegram user ids served (blank- or comma-separated)\n"
+	      "  AGENTD_TELEGRAM_USERS    Telegram user ids served (blank- or comma-separated;\n"
+	      "                           empty: nobody yet, writers are told their id)\n"
 	      "  AGENTD_TELEGRAM_API      Bot API base URL (https://api.telegram.org)\n"
 	      "  AGENTD_TELEGRAM_STATE    state file ($STATE_DIRECTORY/telegram.json, else\n"
 	      "                           $AGENTD_STATE_DIR/telegram.json)\n"
@@ -69,8 +70,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (check) {
-		printf("ok: %u users, Bot API %s, agent-daemon %s, state %s\n", set->nusers,
-		       set->api, set->url, set->state_path);
+		if (set->nusers == 0)
+			printf("ok: no users yet (the bot tells whoever writes their Telegram user "
+			       "id), ");
+		else
+			printf("ok: %u users, ", set->nusers);
+		printf("Bot API %s, agent-daemon %s, state %s\n", set->api, set->url,
+		       set->state_path);
 		rc = 0;
 		goto out;
 	}
@@ -92,7 +98,12 @@ int main(int argc, char **argv)
 		log_error("%s", cause.msg);
 		goto out_curl;
 	}
-	log_info("serving %u Telegram users; agent-daemon at %s", set->nusers, set->url);
+	if (set->nusers == 0)
+		log_warn("AGENTD_TELEGRAM_USERS is empty: the bot serves nobody yet and only tells "
+			 "whoever writes their Telegram user id; agent-daemon at %s",
+			 set->url);
+	else
+		log_info("serving %u Telegram users; agent-daemon at %s", set->nusers, set->url);
 	if (set->agentd_token[0] == '\0')
 		log_warn("AGENTD_TOKEN is not set: agent-daemon's door refuses requests without a "
 			 "token (agentd-api token add telegram)");

@@ -181,15 +181,12 @@ int settings_load(struct settings *s, const struct config *cfg, const char *stat
 	r = settings_url(s->api, sizeof(s->api), cfg->telegram_api, "AGENTD_TELEGRAM_API", cause);
 	if (r < 0)
 		return r;
+	/* An empty list is allowed: the first run (README.md), where the bot only tells whoever
+	 * writes their id. */
 	r = settings_parse_users(cfg->telegram_users, s->users, SETTINGS_USERS_MAX, &s->nusers,
 				 cause);
 	if (r < 0)
 		return r;
-	if (s->nusers == 0)
-		return cause_fail(
-		    cause, EINVAL,
-		    "AGENTD_TELEGRAM_USERS is empty: the bot would serve nobody (give "
-		    "the Telegram user ids it serves)");
 	if (cfg->url[0] != '\0')
 		r = settings_url(s->url, sizeof(s->url), cfg->url, "AGENTD_URL", cause);
 	else

@@ -2,7 +2,8 @@
  * agentd-telegram's settings, from the one agentd configuration (core/config.h: defaults, the
  * AGENTD_CONFIG file, the AGENTD_* environment), checked once at start:
  *   AGENTD_TELEGRAM_TOKEN or AGENTD_TELEGRAM_TOKEN_FILE   the bot's token (BotFather's)
- *   AGENTD_TELEGRAM_USERS    the Telegram user ids served (blank- or comma-separated)
+ *   AGENTD_TELEGRAM_USERS    the Telegram user ids served (blank- or comma-separated; empty:
+ *                            nobody yet, the bot only tells whoever writes their id)
  *   AGENTD_TELEGRAM_API      the Bot API (default https://api.telegram.org; tests: a fake)
  *   AGENTD_TELEGRAM_STATE    the state file (default $STATE_DIRECTORY/telegram.json under
  *                            systemd, else <AGENTD_STATE_DIR>/telegram.json)

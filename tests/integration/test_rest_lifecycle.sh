@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # REST through nginx: create (201/200, concurrent), list, get, running with tmux + claude in the
 # worktree, session fields, branches and worktrees, healthz, delete (clean, dirty, forced, with an
-# empty JSON body), 409 for another owner, a repository named socket.io, the creation worker
-# waiting ahead of need (used, replaced, and not needed when it died).
+# empty JSON body), 409 for another owner, a repository named socket.io, one whose name starts
+# with a dot (listed, counted, resumed after a restart, held to AGENTD_MAX_SESSIONS), the creation
+# worker waiting ahead of need (used, replaced, and not needed when it died).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 make_remote acme widgets || exit 1
 make_remote acme socket.io || exit 1
+make_remote acme .github || exit 1
 start_stack || exit 1
 
 # --- healthz before anything exists -------------------------------------------------------------
@@ -241,6 +243,45 @@ assert_eq "socket.io pane cwd is its worktree" "$T/code/socket.io-issue-3" \
 api DELETE /sessions/socket.io-3
 assert_json "socket.io: DELETE removes it" '.' '{"status":"stopped","worktree":"removed","ignoredRemoved":0}'
 check_not "socket.io: tmux session gone" tmux_has socket_io-3
+
+# --- a repository whose name starts with a dot ---------------------------------------------------
+# Its record file is <state>/sessions/.github-1.json: every reader of the records must see it.
+create acme .github 1
+assert_status ".github: 201" 201
+assert_json ".github: id, tmuxName and worktree" '[.id, .tmuxName, .worktree]' \
+	"[\".github-1\",\"_github-1\",\"$T/code/.github-issue-1\"]"
+assert_state ".github session becomes running" .github-1 running 10
+check "tmux session _github-1 exists" tmux_has _github-1
+api GET /sessions
+assert_json ".github: GET /sessions lists it" '[.[].id]' '[".github-1"]'
+api GET /healthz
+assert_json ".github: healthz counts it" '.sessions' '1'
+api GET /events -m 3
+assert_jq ".github: the snapshot of /events holds it" '.sessions | map(.id) == [".github-1"]' \
+	"$(printf '%s\n' "$BODY" | sed -n 's/^data: //p' | head -n 1)"
+api GET /worktrees
+assert_jq ".github: GET /worktrees lists its worktree with the session" \
+	'map(select(.repo.name == ".github")) == [{"repo":{"owner":"acme","name":".github"},"issue":1,"path":"'"$T/code/.github-issue-1"'","session":".github-1"}]'
+# The boot pass reads the same records: the session is resumed, and counts for the limit.
+stop_stack
+start_stack AGENTD_MAX_SESSIONS=2 || exit 1
+assert_state ".github: running again after a restart" .github-1 running 15
+api GET /sessions
+assert_json ".github: listed after a restart" '[.[].id]' '[".github-1"]'
+create acme .github 2
+assert_status ".github-2: 201 (the second of AGENTD_MAX_SESSIONS=2)" 201
+assert_state ".github-2 becomes running" .github-2 running 10
+create acme .github 3
+assert_status ".github-3: 429 over AGENTD_MAX_SESSIONS=2 (both .github sessions count)" 429
+create acme widgets 30
+assert_status "widgets-30: 429 over AGENTD_MAX_SESSIONS=2" 429
+api GET /healthz
+assert_json ".github: healthz counts both" '.sessions' '2'
+for id in .github-1 .github-2; do
+	api DELETE "/sessions/$id"
+	assert_status "DELETE $id: 200" 200
+done
+check_not "tmux session _github-1 gone" tmux_has _github-1
 
 api GET /sessions
 assert_json "no sessions left" '.' '[]'

@@ -225,3 +225,22 @@ for _ in $(seq 50); do tg_wait_up && break; sleep 0.1; done
 tg_write "$U" "/help"
 # A new fake: its message ids start again at 1, and it holds only what came after.
 assert_tg "with Telegram back, the bot answers again" "$U" 'select(.text | test("^/sessions: every session"))' 40
+
+# --- no users yet: README's first step (write to the bot to learn your id) ----------------------------------
+# deploy/up starts the bot with AGENTD_TELEGRAM_USERS empty; it says in its log that it serves
+# nobody, and answers anyone with their id and nothing else.
+stop_stack
+start_stack "${TG_STACK[@]}" AGENTD_TELEGRAM_USERS= || exit 1
+check "with no users deploy/up starts agentd-telegram, which polls" wait_telegram 30
+check "its log says it serves nobody yet" grep -q 'serves nobody yet' "$T/logs/up.log"
+NEWCOMER=3003
+tg_write "$NEWCOMER" "/new acme/widgets 5"
+assert_tg "with no users, whoever writes is told their id" "$NEWCOMER" \
+	'select(.text | test("3003") and test("AGENTD_TELEGRAM_USERS"))'
+tg_write "$U" "/sessions"
+assert_tg "a user no longer listed is told their id too" "$U" \
+	'select(.text | test("1001") and test("AGENTD_TELEGRAM_USERS"))'
+sleep 2
+assert_eq "the newcomer got that one answer, and nothing else" 1 "$(tg_count "$NEWCOMER" '.')"
+api GET /sessions/widgets-5
+assert_status "nothing was created for the newcomer" 404

@@ -4,7 +4,8 @@
 # changes state for a user (POST /sessions, the mode, interrupt, DELETE, a prompt) carries
 # "X-Agentd-Actor: <Telegram user id>", and one made for nobody (GET /events, GET /sessions)
 # does not; without AGENTD_TOKEN no Authorization header is sent. Also: the bot refuses to start
-# without users or with a malformed token, and reads the token from AGENTD_TELEGRAM_TOKEN_FILE.
+# with a malformed token, starts without users (it then serves nobody yet), and reads the token
+# from AGENTD_TELEGRAM_TOKEN_FILE.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/telegram/lib_telegram.sh"
 
@@ -30,7 +31,8 @@ run_bot() {
 
 # --- settings refused before anything starts --------------------------------------------------
 out=$(env AGENTD_CONFIG="$T/agentd.conf" AGENTD_TELEGRAM_TOKEN="$TG_TOKEN" "$TGBIN" --check 2>&1)
-assert_match "no users: refused, saying why" 'AGENTD_TELEGRAM_USERS is empty' "$out"
+assert_match "no users: accepted (the first run), saying the bot serves nobody yet" \
+	'^ok: no users yet \(the bot tells whoever writes their Telegram user id\)' "$out"
 out=$(env AGENTD_CONFIG="$T/agentd.conf" AGENTD_TELEGRAM_TOKEN='1:a/b?c' AGENTD_TELEGRAM_USERS=1 \
 	"$TGBIN" --check 2>&1)
 assert_match "a token that is not BotFather's form: refused" 'not of the form BotFather gives' "$out"

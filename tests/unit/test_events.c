@@ -48,6 +48,14 @@ Test(events, updated_at_and_last_activity_are_ignored)
 		      "an ignored member that appears is no change either");
 }
 
+/* Every write raises rev, also one that moves only lastActivity: no event for it either. */
+Test(events, rev_alone_is_no_change)
+{
+	cr_assert_not(changed("{\"id\":\"a-1\",\"rev\":4}", "{\"id\":\"a-1\",\"rev\":5}"));
+	cr_assert(changed("{\"id\":\"a-1\",\"rev\":4,\"state\":\"creating\"}",
+			  "{\"id\":\"a-1\",\"rev\":5,\"state\":\"failed\"}"));
+}
+
 Test(events, any_other_member_is_a_change)
 {
 	cr_assert(changed("{\"id\":\"a-1\",\"state\":\"running\"}",

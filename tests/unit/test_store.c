@@ -404,6 +404,27 @@ Test(store, remove)
 	cr_assert_eq(count_entries(st.dir, "gone-5"), 0);
 }
 
+/* rev orders the versions of a record for clients: one up with every write, also when the writer
+ * made the session afresh (a create over a failed one). */
+Test(store, rev_rises_with_every_write)
+{
+	struct session a, fresh, got;
+	struct cause c = {{0}};
+
+	make(&a, "rev", 1);
+	cr_assert_eq(a.rev, 0);
+	write_ok(&a);
+	cr_assert_eq(a.rev, 1);
+	write_ok(&a);
+	cr_assert_eq(a.rev, 2);
+	cr_assert_eq(store_read(&st, "rev-1", &got, &c), 0, "%s", c.msg);
+	cr_assert_eq(got.rev, 2, "rev on disk: %llu", (unsigned long long)got.rev);
+	make(&fresh, "rev", 1);
+	write_ok(&fresh);
+	cr_assert_eq(fresh.rev, 3, "a fresh struct written over the record: rev %llu",
+		     (unsigned long long)fresh.rev);
+}
+
 static void collect_gone(void *ctx, const char *id)
 {
 	char *seen = ctx;
@@ -478,6 +499,44 @@ Test(store, list_sorted_and_skips_corrupt)
 		cr_assert_str_eq(list[i].id, want[i], "position %zu", i);
 	cr_assert_str_eq(list[3].tmux_name, "socket_io-3");
 	free(list);
+}
+
+/* A repository name may start with a dot (".github"): its records are sessions like any other,
+ * listed (GET /sessions, /events' snapshot, the session count of the limit and /healthz), in the
+ * view rebuilt from the records, and moved by the migration from the runtime dir. */
+Test(store, records_of_names_starting_with_a_dot_are_listed)
+{
+	struct session a, b, got, *list = NULL;
+	struct store other;
+	struct cause c = {{0}};
+	char state[128], path[SESSION_PATH_MAX + 64], *view = NULL;
+	size_t n = 0, len = 0;
+	FILE *f;
+
+	make(&a, ".github", 1);
+	write_ok(&a);
+	make(&b, "plain", 2);
+	write_ok(&b);
+	cr_assert_eq(store_list(&st, &list, &n), 0);
+	cr_assert_eq(n, 2, "listed %zu records of 2", n);
+	cr_assert_str_eq(list[0].id, ".github-1");
+	cr_assert_str_eq(list[1].id, "plain-2");
+	free(list);
+
+	cr_assert_eq(store_rebuild_view(&st), 0);
+	f = fopen(st.view, "r");
+	cr_assert_not_null(f);
+	cr_assert_geq(getdelim(&view, &len, '\0', f), 0);
+	fclose(f);
+	cr_assert_not_null(strstr(view, "\"id\":\".github-1\""), "view: %s", view);
+	free(view);
+
+	snprintf(state, sizeof(state), "%s/state", rundir);
+	cr_assert_eq(mkdir(state, 0700), 0);
+	cr_assert_eq(store_init(&other, state, rundir, &c), 0, "%s", c.msg);
+	cr_assert_eq(store_read(&other, ".github-1", &got, &c), 0, "not moved: %s", c.msg);
+	snprintf(path, sizeof(path), "%s/sessions/.github-1.json", rundir);
+	cr_assert_neq(access(path, F_OK), 0, "the old record is gone");
 }
 
 Test(store, list_skips_oversize_record)

@@ -5,7 +5,9 @@
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY", "# …" for notes.
 // Environment: BASE_URL, SHOTS (dir), TMUX_SOCK, CODE_DIR (worktrees), UP_PID (deploy/up),
 // BRIDGE_EXE (the agentd-bridge binary), CHROMIUM (default /usr/bin/chromium), AGENTD_TEST_TOKEN
-// (an admin's token), VIEWER_TOKEN (a read-only token).
+// (an admin's token), VIEWER_TOKEN (a read-only token), STACK_CTL (a dir: writing "stop" or
+// "start" to STACK_CTL/request has test_web_ui.sh stop or start the stack, which then makes
+// STACK_CTL/done-<it>).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -78,6 +80,15 @@ function tmux(...args) {
 }
 const paneText = (t) => tmux("capture-pane", "-p", "-t", "=" + t + ":");
 const paneSize = (t) => tmux("display", "-p", "-t", "=" + t + ":", "#{pane_width}x#{pane_height}").trim();
+
+/** Has test_web_ui.sh stop or start the whole stack (deploy/up and everything under it). */
+async function stack(cmd) {
+  const dir = process.env.STACK_CTL;
+  const done = path.join(dir, "done-" + cmd);
+  fs.writeFileSync(path.join(dir, "request"), cmd);
+  await until(() => fs.existsSync(done), "the stack's " + cmd, 120000);
+  fs.unlinkSync(done);
+}
 
 async function getSession(id) {
   const r = await fetch(BASE + "/sessions/" + id, { headers: AUTH });
@@ -237,8 +248,37 @@ async function desktop(browser) {
     until(async () => (await text(page, "#live")) === "live", "the live badge"));
   await shot(page, "desktop-empty");
 
-  // A session whose repository cannot be cloned fails, with its reason.
+  await check("the create form's placeholders are neutral (owner, repository)", page, async () => {
+    const p = await page.$$eval("#create input[placeholder]", (l) => l.map((e) => e.placeholder).join(","));
+    if (p !== "owner,repository") throw new Error(p);
+  });
+  await check("with the stack up the header's health is green", page, () =>
+    until(async () => (await page.$eval("#health", (e) => e.className)) === "ok", "#health.ok"));
+
+  // A session whose repository cannot be cloned fails, with its reason. The POST's answer
+  // (creating) is held until the failure has reached the page through /events, as on a slow
+  // network: the older answer must not bring "creating" back.
+  const holder = await page.createCDPSession();
+  let heldCreate = 0;
+  holder.on("Fetch.requestPaused", async (ev) => {
+    heldCreate++;
+    await until(async () => (await getSession("missing-9")).body.state === "failed", "missing-9 failed", 20000)
+      .catch(() => {});
+    await sleep(1500); // the bridge publishes within milliseconds
+    await holder.send("Fetch.continueRequest", { requestId: ev.requestId }).catch(() => {});
+  });
+  await holder.send("Fetch.enable", { patterns: [{ urlPattern: "*/sessions", requestStage: "Response" }] });
   await createFromForm(page, "acme", "missing", 9, "terminal");
+  await check("a create whose answer comes after its failure ends failed, not creating", page, async () => {
+    await until(async () => (await page.evaluate(() => location.hash)) === "#/s/missing-9", "the POST's answer");
+    await sleep(1000);
+    const badges = await page.$$eval('#sessions li[data-id="missing-9"] .badge', (l) => l.map((e) => e.textContent));
+    if (heldCreate !== 1) throw new Error("the POST's answer was held " + heldCreate + " times, not once");
+    if (badges.join(",") !== "failed") throw new Error("badges: " + badges.join(","));
+    if (await visible(page, "#term-view")) throw new Error("a terminal view is open for the failed session");
+  });
+  await holder.send("Fetch.disable");
+  await holder.detach();
   await check("a failed session is listed as failed with its reason", page, () =>
     until(async () => (await count(page, '#sessions li[data-id="missing-9"] .badge.failed')) === 1 &&
       /\S/.test(await text(page, '#sessions li[data-id="missing-9"] .line2.bad')) &&
@@ -249,6 +289,16 @@ async function desktop(browser) {
   await check("create: the new session is listed and selected", page, () =>
     until(async () => (await page.evaluate(() => location.hash)) === "#/s/widgets-1" &&
       (await count(page, '#sessions li[data-id="widgets-1"]')) === 1, "widgets-1 in the list"));
+  await check("a session shows no activity while creating, then running's", page, async () => {
+    const seen = [];
+    await until(async () => {
+      const b = (await page.$$eval('#sessions li[data-id="widgets-1"] .badge', (l) => l.map((e) => e.textContent))).join(",");
+      if (!seen.includes(b)) seen.push(b);
+      return b === "idle" || b === "working";
+    }, "running's badge");
+    const bad = seen.filter((b) => /creating/.test(b) && b !== "creating");
+    if (bad.length) throw new Error("badges seen: " + seen.join(" | "));
+  });
   await check("terminal: the fake claude's screen is shown", page, () =>
     until(async () => showsReady(await screen(page)), "fake claude ready"));
   const renderer = await page.$eval("#term-view .term", (e) => e.dataset.renderer);
@@ -607,6 +657,81 @@ async function phone(browser) {
   await ctx.close();
 }
 
+/**
+ * The stack stopped under open pages (a laptop and a phone, a permission card pending): the
+ * header says offline with no green health, the card's buttons and Send are disabled; once the
+ * stack is back the page says live again, the health is green, and the card can be answered.
+ */
+async function stackStopped(browser) {
+  const ctx = await browser.createBrowserContext();
+  const page = await ctx.newPage();
+  await watch(page, "offline laptop");
+  await page.setViewport({ width: 1280, height: 800 });
+  await page.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
+  await page.goto(BASE + "/#/s/widgets-3", { waitUntil: "networkidle2" });
+  const phone = await ctx.newPage();
+  await watch(phone, "offline phone");
+  await phone.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await phone.goto(BASE + "/#/s/widgets-3", { waitUntil: "networkidle2" });
+  const pages = [["laptop", page], ["phone", phone]];
+  for (const [name, p] of pages) {
+    await check(name + ": the conversation of widgets-3 is live", p, () =>
+      until(async () => (await text(p, "#conv-view .conv-state")) === "events: live" &&
+        (await text(p, "#live")) === "live", "events: live"));
+  }
+  // Typing, clicks and screenshots wait for the page's frames: a background tab draws none.
+  await page.bringToFront();
+  await page.type("#prompt-text", "RUNBASH touch offline-ran");
+  await page.click("#conv-view .send");
+  const card = "#conv-view .msg.permission:not(.resolved)";
+  for (const [name, p] of pages) {
+    await check(name + ": the card is pending, Allow and Deny usable, health green", p, () =>
+      until(async () => (await count(p, card)) === 1 &&
+        (await p.$eval(card, (c) => !c.querySelector(".allow").disabled && !c.querySelector(".deny").disabled)) &&
+        (await p.$eval("#health", (e) => e.className)) === "ok", "an answerable card"));
+  }
+
+  await stack("stop");
+  for (const [name, p] of pages) {
+    await check(name + ": stack stopped: the header says offline, with no green health", p, () =>
+      until(async () => (await text(p, "#live")) === "offline" &&
+        (await p.$eval("#health", (e) => e.className)) !== "ok", "offline, no green"));
+    await check(name + ": stack stopped: Allow, Deny and Send are disabled", p, () =>
+      until(() => p.$eval("#conv-view", (v) => {
+        const c = v.querySelector(".msg.permission:not(.resolved)");
+        return c && c.classList.contains("offline") && [...c.querySelectorAll("button, input")].every((b) => b.disabled) &&
+          v.querySelector(".send").disabled;
+      }), "disabled controls"));
+    await p.bringToFront();
+    await shot(p, name + "-stack-stopped");
+  }
+
+  await stack("start");
+  for (const [name, p] of pages) {
+    await check(name + ": stack back: live again, health green", p, () =>
+      until(async () => (await text(p, "#live")) === "live" &&
+        (await p.$eval("#health", (e) => e.className)) === "ok", "live and green", 60000));
+    await check(name + ": stack back: the card is answerable again, or shown resolved", p, () =>
+      until(() => p.$eval("#conv-view", (v) => {
+        const c = v.querySelector(".msg.permission:last-of-type");
+        if (!c) return false;
+        if (c.classList.contains("resolved")) return true;
+        return !c.classList.contains("offline") && !c.querySelector(".allow").disabled;
+      }), "an answerable or resolved card", 60000));
+    await p.bringToFront();
+    await shot(p, name + "-stack-back");
+  }
+  await page.bringToFront();
+  if ((await count(page, card)) === 1) {
+    await page.click(card + " .allow");
+    await check("stack back: Allow answers the card, and the command runs", page, () =>
+      until(() => fs.existsSync(path.join(process.env.CODE_DIR, "widgets-issue-3", "offline-ran")), "offline-ran"));
+  } else {
+    console.log("# the pending request was withdrawn by the restart: " + (await text(page, "#conv-view .perm-outcome")));
+  }
+  await ctx.close();
+}
+
 async function main() {
   fs.mkdirSync(SHOTS, { recursive: true });
   const browser = await puppeteer.launch({
@@ -619,6 +744,7 @@ async function main() {
   try {
     await desktop(browser);
     await phone(browser);
+    await stackStopped(browser);
   } catch (e) {
     notOk("the browser scenario runs to its end", e.stack || e.message);
   } finally {

@@ -54,7 +54,8 @@ function badges(s) {
   if (s.state === "failed") out.push(el("span", "badge failed", "failed"));
   else if (s.state && !RUNNING.has(s.state) && s.state !== "exited") out.push(el("span", "badge state", s.state));
   else if (s.state === "creating") out.push(el("span", "badge state", "creating"));
-  if (s.activity && s.state !== "failed") out.push(el("span", "badge " + s.activity, s.activity));
+  // No agent runs yet while creating: its stored activity (idle) would say one waits for a prompt.
+  if (s.activity && s.state !== "failed" && s.state !== "creating") out.push(el("span", "badge " + s.activity, s.activity));
   return out;
 }
 
@@ -173,6 +174,7 @@ function renderDetail() {
       const sec = $("conv-view");
       sec.hidden = false;
       view = { key, kind, obj: new ConversationView(sec, s.id, say, !isAdmin()) };
+      view.obj.setOnline(live.connected);
     }
   }
   if (view.kind === "conversation") view.obj.setActivity(s.activity);
@@ -331,16 +333,27 @@ function buildKeybar() {
   }
 }
 
+/**
+ * The header's health (GET /healthz). Green only while the live list is connected as well: with
+ * the stack stopped an earlier "ok" must not stay green beside "offline".
+ */
 async function health() {
+  const h = $("health");
+  const mine = ++health.asked; // only the latest answer is shown: an older one may come later
   try {
-    const h = await api("GET", "/healthz");
-    $("health").textContent = "ok · tmux " + (h.tmux ? "up" : "down");
-    $("health").className = "ok";
+    const r = await api("GET", "/healthz");
+    if (mine !== health.asked) return;
+    const up = r.status === "ok" && r.tmux;
+    h.textContent = (live.connected ? "ok" : "api ok, live updates down") + " · tmux " + (r.tmux ? "up" : "down");
+    h.className = up && live.connected ? "ok" : "warn";
   } catch (e) {
-    $("health").textContent = e.message;
-    $("health").className = "bad";
+    if (mine !== health.asked) return;
+    // A TypeError is the network: nothing answered at all.
+    h.textContent = e instanceof ApiError ? e.message : "unreachable";
+    h.className = "bad";
   }
 }
+health.asked = 0;
 
 /**
  * Who the page is (GET /whoami): the header says it, with a read-only badge for a viewer, and
@@ -365,10 +378,17 @@ async function identify() {
   render();
 }
 
+/** The live list connected or not: the header says it, the health is asked again (it was
+ * green for a stack that may be gone), and a conversation's answers wait for the connection. */
 function liveStatus() {
   $("live").textContent = live.connected ? "live" : "offline";
   $("live").className = "badge " + (live.connected ? "live" : "offline");
-  if (live.connected) health();
+  if (!live.connected) {
+    $("health").textContent = "checking…";
+    $("health").className = "muted";
+  }
+  if (view && view.kind === "conversation") view.obj.setOnline(live.connected);
+  health();
 }
 
 async function main() {
@@ -390,8 +410,7 @@ async function main() {
   live.addEventListener("change", render);
   live.addEventListener("status", liveStatus);
   window.addEventListener("hashchange", route);
-  health();
-  live.start();
+  live.start(); // its first status asks for the health
   route();
 }
 

@@ -40,6 +40,11 @@ export class ConversationView {
     this.sending = false;
     this.sent = []; // {text, li}: prompts shown as sent whose replay has not come yet
     this.closed = false;
+    // Answers need the server: while the page's live list or this view's event stream is cut
+    // (the stack stopped, the network gone), Send, Interrupt and the cards' buttons are
+    // disabled, and enabled again once both are back (the stream then replays what was missed).
+    this.liveOnline = true;
+    this.streamOnline = true;
     this.onSubmit = (ev) => {
       ev.preventDefault();
       this.sendPrompt();
@@ -73,9 +78,11 @@ export class ConversationView {
     src.addEventListener("open", () => {
       this.retry = RETRY_MIN_MS;
       this.state("live");
+      this.setStreamOnline(true);
     });
     src.addEventListener("error", () => {
       if (this.closed || this.source !== src) return;
+      this.setStreamOnline(false);
       if (src.readyState !== EventSource.CLOSED) {
         this.state("reconnecting…");
         return;
@@ -93,6 +100,42 @@ export class ConversationView {
 
   state(text) {
     this.streamState.textContent = "events: " + text;
+  }
+
+  get online() {
+    return this.liveOnline && this.streamOnline;
+  }
+
+  /** The page's live list (GET /events) is connected or not. */
+  setOnline(on) {
+    if (this.liveOnline === on) return;
+    this.liveOnline = on;
+    this.refreshControls();
+  }
+
+  setStreamOnline(on) {
+    if (this.streamOnline === on) return;
+    this.streamOnline = on;
+    this.refreshControls();
+  }
+
+  refreshControls() {
+    this.update();
+    for (const li of this.cards.values()) this.cardControls(li);
+  }
+
+  /** A card's buttons: usable while it is unanswered, no answer of ours is on its way, and the
+   * server can be reached; the card says when it waits for the connection. */
+  cardControls(li) {
+    if (this.readOnly || li.dataset.resolved) return;
+    const off = !this.online;
+    for (const b of li.querySelectorAll(".perm-actions button, .perm-actions input")) {
+      b.disabled = off || li.dataset.sending === "1";
+    }
+    li.classList.toggle("offline", off);
+    const out = li.querySelector(".perm-outcome");
+    if (off) out.textContent = "offline: answer once the connection is back";
+    else if (out.textContent.startsWith("offline:")) out.textContent = "";
   }
 
   dispose() {
@@ -129,9 +172,9 @@ export class ConversationView {
     }
     const turn = this.running || this.activityBusy;
     const busy = turn || this.sending;
-    this.sendButton.disabled = busy;
+    this.sendButton.disabled = busy || !this.online;
     this.textarea.disabled = busy;
-    this.interruptButton.disabled = !turn;
+    this.interruptButton.disabled = !turn || !this.online;
     this.form.dataset.busy = busy ? "1" : "0";
   }
 
@@ -383,16 +426,17 @@ export class ConversationView {
     }
     li.append(h, desc, actions, outcome);
     const answer = async (body) => {
-      for (const b of [allow, allowSession, deny]) b.disabled = true;
+      li.dataset.sending = "1";
+      this.cardControls(li);
       try {
         await api("POST", sessionPath(this.id, "/permissions/" + encodeURIComponent(d.requestId)), body);
         this.settle(d.requestId, body.behavior, "you");
       } catch (e) {
         if (e.code === "already_answered") this.settle(d.requestId, null, null, e.message);
-        else {
-          outcome.textContent = e.message;
-          for (const b of [allow, allowSession, deny]) b.disabled = false;
-        }
+        else outcome.textContent = e.message;
+      } finally {
+        li.dataset.sending = "0";
+        this.cardControls(li);
       }
     };
     allow.addEventListener("click", () => answer({ behavior: "allow" }));
@@ -402,6 +446,7 @@ export class ConversationView {
       answer(body);
     });
     this.cards.set(d.requestId, li);
+    if (!this.readOnly) this.cardControls(li);
   }
 
   resolved(d) {
@@ -415,6 +460,7 @@ export class ConversationView {
     if (li.dataset.resolved && !behavior) return;
     li.dataset.resolved = behavior || li.dataset.resolved || "answered";
     li.classList.add("resolved");
+    li.classList.remove("offline");
     for (const b of li.querySelectorAll("button, input")) b.disabled = true;
     const out = li.querySelector(".perm-outcome");
     let text = behavior ? behavior + (by ? " (by " + by + ")" : "") : "answered elsewhere";

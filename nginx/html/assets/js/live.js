@@ -3,6 +3,12 @@
 // reconnects by itself with Last-Event-ID, and the bridge answers with the missed events or a
 // new snapshot. Listeners get "change" (the map changed), "status" (connected or not) and
 // "attention" (detail: {event, data}).
+//
+// Objects of one session come from three places that race: the list's first answer, the event
+// stream and REST answers (POST /sessions, a mode switch). Each carries `rev` (API.md: the
+// record's version, one higher with every write), and the higher wins: a POST's answer that
+// arrives after /events told a newer state (a create that failed at once) does not bring the old
+// one back.
 import { api, eventSource } from "./api.js";
 
 const RETRY_MIN_MS = 1000; // our own retry when EventSource gave up (a non-2xx answer)
@@ -13,6 +19,7 @@ export class Live extends EventTarget {
     super();
     this.sessions = new Map();
     this.connected = false;
+    this.statusKnown = false; // connected or not was decided once
     this.source = null;
     this.retry = RETRY_MIN_MS;
     this.timer = 0;
@@ -54,8 +61,10 @@ export class Live extends EventTarget {
     src.addEventListener("session", (ev) => {
       const d = parse(ev.data);
       if (!d || !d.session || !d.session.id) return;
-      if (d.change === "deleted") this.sessions.delete(d.session.id);
-      else this.sessions.set(d.session.id, d.session);
+      const id = d.session.id;
+      if (d.change === "deleted") this.sessions.delete(id);
+      // Events come in order; only a REST answer can have brought a newer object already.
+      else if (!this.keep(id, d.session)) return;
       this.changed();
     });
     for (const name of ["permission", "permission_resolved", "result"]) {
@@ -66,17 +75,28 @@ export class Live extends EventTarget {
     }
   }
 
+  /** A whole list (a snapshot, or the first GET /sessions) as it is: a session deleted and made
+   * again meanwhile starts over at a lower rev. A change newer than a snapshot is an event that
+   * follows it. */
   replace(list) {
     this.loaded = true;
     this.sessions = new Map(list.filter((s) => s && s.id).map((s) => [s.id, s]));
     this.changed();
   }
 
-  /** What a REST answer told us (POST /sessions, a mode switch), before /events says it. */
+  /** Sets session (of id) unless the object held is newer. Answers whether it did. */
+  keep(id, session) {
+    const mine = this.sessions.get(id);
+    if (mine && rev(mine) > rev(session)) return false;
+    this.sessions.set(id, session);
+    return true;
+  }
+
+  /** What a REST answer told us (POST /sessions, a mode switch): taken unless /events already
+   * told a newer state. */
   upsert(session) {
     if (!session || !session.id) return;
-    this.sessions.set(session.id, session);
-    this.changed();
+    if (this.keep(session.id, session)) this.changed();
   }
 
   remove(id) {
@@ -88,10 +108,17 @@ export class Live extends EventTarget {
   }
 
   setConnected(on) {
-    if (this.connected === on) return;
+    // The first answer is news even when it is "not connected" (the page starts offline).
+    if (this.connected === on && this.statusKnown) return;
+    this.statusKnown = true;
     this.connected = on;
     this.dispatchEvent(new Event("status"));
   }
+}
+
+/** The object's version (API.md: rev); -1 without one (an older server): then the last wins. */
+function rev(s) {
+  return typeof s.rev === "number" ? s.rev : -1;
 }
 
 function parse(text) {
