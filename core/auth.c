@@ -1,6 +1,8 @@
 #include "auth.h"
 
 #include <ctype.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -160,6 +162,21 @@ int auth_decide(const struct auth_input *in, const struct tokens *tokens,
 	out->reuse_secs = auth_reads_only(in->method) ? AUTH_REUSE_SECS : 0;
 	out->status = 200;
 	return 200;
+}
+
+bool auth_metrics_token_ok(const char *authorization, const char *expected)
+{
+	uint8_t want[SHA256_DIGEST_LENGTH], got[SHA256_DIGEST_LENGTH];
+	const char *presented;
+	size_t len = 0;
+
+	if (auth_empty(authorization) || expected == NULL ||
+	    strlen(expected) < AUTH_METRICS_TOKEN_MIN ||
+	    (presented = auth_bearer(authorization, &len)) == NULL)
+		return false;
+	SHA256((const unsigned char *)expected, strlen(expected), want);
+	SHA256((const unsigned char *)presented, len, got);
+	return CRYPTO_memcmp(want, got, sizeof(want)) == 0;
 }
 
 void auth_who_from_headers(struct auth_who *who, const char *role, const char *by)

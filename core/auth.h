@@ -100,6 +100,20 @@ bool auth_actor_valid(const char *actor);
 /* True for a value the daemons accept as X-Agentd-By: 1..AUTH_BY_MAX of [A-Za-z0-9._@:+-]. */
 bool auth_by_valid(const char *by);
 
+/*
+ * The monitoring token (AGENTD_METRICS_TOKEN): a bearer token a Prometheus server scrapes
+ * GET /metrics with, and nothing else. nginx asks for it only from the /metrics location (its
+ * own door, /.agentd/auth-metrics), so no other path can be opened with it. A configured token
+ * shorter than AUTH_METRICS_TOKEN_MIN is no token: a guessable one would be worse than none.
+ */
+#define AUTH_METRICS_TOKEN_MIN 32
+#define AUTH_METRICS_IDENTITY  "metrics"
+
+/* True when authorization ("Bearer <token>") presents expected, a token of at least
+ * AUTH_METRICS_TOKEN_MIN bytes. Compared in constant time (SHA-256 of both, CRYPTO_memcmp): the
+ * time says nothing of how much of a guess was right, nor of the token's length. */
+bool auth_metrics_token_ok(const char *authorization, const char *expected);
+
 /* What a daemon knows of the request's sender, from the headers nginx set. */
 struct auth_who {
 	bool admin;               /* X-Agentd-Role is exactly "admin" */

@@ -103,6 +103,7 @@ static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_TAILSCALE_USERS", tailscale_users),
     STR_KEY("AGENTD_TAILSCALE_VIEWERS", tailscale_viewers),
     STR_KEY("AGENTD_TAILSCALE_SOCKET", tailscale_socket),
+    STR_KEY("AGENTD_METRICS_TOKEN", metrics_token),
     PATH_KEY("AGENTD_HOOK", hook),
     INT_KEY("AGENTD_TERMINAL_PERMISSION_WAIT", terminal_permission_wait, 0, 86400),
 };

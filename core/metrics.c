@@ -136,8 +136,8 @@ void metrics_hist_write(struct metrics_text *t, const char *name, const char *la
 			metrics_printf(t, "%s_bucket{%s%sle=\"%g\"} %" PRIu64 "\n", name, l, sep,
 				       (double)metrics_latency_bounds_us[i] / 1e6, cum);
 		else
-			metrics_printf(t, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, l,
-				       sep, cum);
+			metrics_printf(t, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, l, sep,
+				       cum);
 	}
 	sum = atomic_load_explicit(&h->sum_us, memory_order_relaxed);
 	metrics_braces(labels, open, close);
@@ -154,7 +154,10 @@ int metrics_label(char *out, size_t outlen, const char *key, const char *value)
 		goto overflow;
 	n = (size_t)k;
 	for (const char *p = value; *p != '\0'; p++) {
-		const char *esc = *p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : *p == '\n' ? "\\n" : NULL;
+		const char *esc = *p == '\\'   ? "\\\\"
+				  : *p == '"'  ? "\\\""
+				  : *p == '\n' ? "\\n"
+					       : NULL;
 		size_t w = esc != NULL ? 2 : 1;
 
 		if (n + w + 2 > outlen)

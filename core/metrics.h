@@ -48,7 +48,8 @@ void metrics_text_init(struct metrics_text *t);
 void metrics_text_free(struct metrics_text *t);
 
 /* Appends printf-formatted text. */
-void metrics_printf(struct metrics_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void metrics_printf(struct metrics_text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Appends len bytes as they are (another daemon's families). */
 void metrics_append(struct metrics_text *t, const char *s, size_t len);

@@ -66,6 +66,25 @@ static void api_auth_check(const struct app *app, struct request *req,
 		request_reply_head(req, 200, head);
 }
 
+/* GET /.agentd/auth-metrics: the door of GET /metrics alone (nginx asks it from that location
+ * only). AGENTD_METRICS_TOKEN is accepted here, and only here; any other credential is decided
+ * as for every request. */
+static void api_auth_metrics(const struct app *app, struct request *req,
+			     const char *const args[ROUTER_MAX_ARGS])
+{
+	const char *authorization = request_param_value(req, "AGENTD_AUTHORIZATION");
+
+	if (auth_metrics_token_ok(authorization, app->cfg->metrics_token)) {
+		request_reply_head(req, 200,
+				   AUTH_HEADER_IDENTITY ": " AUTH_METRICS_IDENTITY
+							"\r\n" AUTH_HEADER_ROLE
+							": " AUTH_ROLE_VIEWER "\r\n" AUTH_HEADER_BY
+							": " AUTH_METRICS_IDENTITY "\r\n");
+		return;
+	}
+	api_auth_check(app, req, args);
+}
+
 /* The Set-Cookie line for token: HttpOnly (no script reads it), SameSite=Strict (no other site's
  * request carries it), Secure when the browser talks https (tailscale serve in front). */
 static void api_auth_cookie(struct request *req, const char *token, char *out, size_t outlen)
@@ -166,6 +185,7 @@ out:
 
 const struct route api_auth_routes[] = {
     {"GET", "/.agentd/auth", api_auth_check, false},
+    {"GET", "/.agentd/auth-metrics", api_auth_metrics, false},
     {"GET", "/.agentd/token", api_auth_exchange, false},
     {"POST", "/.agentd/login", api_auth_login, true},
     {NULL, NULL, NULL, false},

@@ -12,6 +12,7 @@
 #include "tmux.h"
 
 struct standby;
+struct apimetrics;
 
 #define APP_BODY_MAX       (64 * 1024)
 #define APP_WORKER_THREADS 4
@@ -31,6 +32,7 @@ struct app {
 	char
 	    hook_bin[CONFIG_PATH_MAX]; /* agentd-hook: AGENTD_HOOK, or found beside us ("": none) */
 	struct timespec started;       /* CLOCK_MONOTONIC at app_init: /healthz's uptimeSeconds */
+	struct apimetrics *metrics;    /* the request threads' counters (apimetrics.h), or NULL */
 };
 
 /* Fills app from cfg: store dir, tmux paths, own executable path, the agent user

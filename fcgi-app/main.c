@@ -1,4 +1,5 @@
 /* agentd-api: the REST side of agent-daemon, a FastCGI program behind nginx. */
+#include "apimetrics.h"
 #include "app.h"
 #include "boot.h"
 #include "create.h"
@@ -80,6 +81,7 @@ static int write_tmux_pidfile(const struct app *app, struct cause *cause)
 int main(int argc, char **argv)
 {
 	struct cause cause = {{0}};
+	struct apimetrics metrics;
 	struct authcache auth;
 	struct config cfg;
 	struct app app;
@@ -110,6 +112,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	app.auth = &auth;
+	apimetrics_init(&metrics);
+	app.metrics = &metrics;
 	/* The worker gets --no-tmux-start after its id when the API has it. */
 	app.tmux.no_start = argc > 1 && strcmp(argv[argc - 1], APP_NO_TMUX_START) == 0;
 	if (app.tmux.no_start)

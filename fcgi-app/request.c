@@ -203,6 +203,7 @@ void request_reply(struct request *req, int status, json_object *body, const cha
 			   : "{\"error\":\"out of memory\",\"code\":\"out_of_memory\"}";
 	}
 
+	req->status = status;
 	FCGX_FPrintF(req->fcgi->out,
 		     "Status: %d %s\r\n"
 		     "Content-Type: application/json\r\n"
@@ -224,6 +225,7 @@ const char *request_param_value(const struct request *req, const char *name)
 
 void request_reply_head(struct request *req, int status, const char *extra_headers)
 {
+	req->status = status;
 	FCGX_FPrintF(req->fcgi->out,
 		     "Status: %d %s\r\n"
 		     "Cache-Control: no-store\r\n"
@@ -234,6 +236,7 @@ void request_reply_head(struct request *req, int status, const char *extra_heade
 void request_reply_head_reusable(struct request *req, int status, int secs,
 				 const char *extra_headers)
 {
+	req->status = status;
 	/* No Cache-Control: X-Accel-Expires alone says how long, whatever the order of headers. */
 	FCGX_FPrintF(req->fcgi->out,
 		     "Status: %d %s\r\n"

@@ -22,6 +22,7 @@ struct request {
 	const char *content_type; /* CONTENT_TYPE or NULL */
 	const char *by;           /* AGENTD_BY (nginx's decision: identity[:actor]) or "unknown" */
 	char *body;               /* owned; NUL-terminated; NULL until request_read_body */
+	int status;               /* the status answered (0: none yet), for GET /metrics */
 	size_t body_len;
 };
 

@@ -28,8 +28,14 @@ extern const struct route api_misc_routes[];
 extern const struct route api_mode_routes[];
 extern const struct route api_worktrees_routes[];
 extern const struct route api_auth_routes[];
+extern const struct route api_metrics_routes[];
 
-/* Answers req. */
-void router_dispatch(const struct app *app, struct request *req);
+/* Answers req. Returns the index of the route that answered (router_route), or -1 when none
+ * matched (404, 405): GET /metrics counts requests by route template. */
+int router_dispatch(const struct app *app, struct request *req);
+
+/* The routes in dispatch order: router_route(i) for i < router_nroutes(). */
+size_t router_nroutes(void);
+const struct route *router_route(size_t i);
 
 #endif

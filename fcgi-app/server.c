@@ -1,5 +1,6 @@
 #include "server.h"
 
+#include "apimetrics.h"
 #include "conns.h"
 #include "log.h"
 #include "router.h"
@@ -88,6 +89,8 @@ static bool server_drain(FCGX_Request *fcgi)
 static int server_serve(const struct server *srv, FCGX_Request *fcgi, int fd)
 {
 	struct request req;
+	struct timespec t0, t1;
+	int route;
 
 	/* libfcgi reads from ipcFd when it is set instead of accepting; keepConnection set keeps
 	 * the FCGX_Finish_r that FCGX_Accept_r starts with from closing it (fcgiapp.c of
@@ -98,8 +101,13 @@ static int server_serve(const struct server *srv, FCGX_Request *fcgi, int fd)
 	 * which is -1 (server_worker), and fails at once. */
 	if (FCGX_Accept_r(fcgi) < 0)
 		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	request_init(&req, fcgi);
-	router_dispatch(srv->app, &req);
+	route = router_dispatch(srv->app, &req);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	apimetrics_observe(
+	    srv->app->metrics, route, req.status,
+	    (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + t1.tv_nsec - t0.tv_nsec) / 1000);
 	request_finish(&req);
 	if (fcgi->keepConnection && !server_drain(fcgi))
 		fcgi->keepConnection = 0;

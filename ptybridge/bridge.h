@@ -9,6 +9,7 @@
 #include "access.h"
 #include "config.h"
 #include "roster.h"
+#include "stats.h"
 #include "store.h"
 
 #include <stdbool.h>
@@ -110,6 +111,7 @@ struct bridge {
 	char *scratch;  /* PTY_FRAME_MAX bytes shared by all PTY reads */
 	struct conn_set conns; /* at the front door and in every service; counts to max_clients */
 	struct access access;  /* the token store, for connections that stay open */
+	struct stats stats;    /* GET /metrics: this daemon's numbers (stats.h) */
 	bool stopping;
 };
 

@@ -66,6 +66,7 @@ struct conn_ops {
 	void (*stop)(struct conn *c);    /* the bridge stops, c in CONN_SERVICE (NULL: cut) */
 	void (*cut)(struct conn *c);     /* c is being cut (still in its phase): last words */
 	void (*release)(struct conn *c); /* every handle closed: free the service's memory */
+	const char *kind;  /* the client kind GET /metrics counts it as (stats.h); NULL: none */
 	bool cut_stalled;  /* output queued that does not move for stall_timeout_ms: cut */
 	bool cut_overfull; /* more than BRIDGE_OUT_HARD bytes or BRIDGE_OUT_MSGS_HARD frames for
 			      the WebSocket (frames are small, e.g. pongs owed to a ping flood): cut

@@ -158,6 +158,7 @@ int64_t events_publish(struct events *ev, const char *name, json_object *data)
 	}
 	if (ev->first == 0)
 		ev->first = (uint64_t)id;
+	stats_event(&ev->b->stats, name);
 	for (cl = LIST_FIRST(&ev->clients); cl != NULL; cl = next) {
 		const struct evlog_entry *e = &bt->ev[0];
 
@@ -770,6 +771,7 @@ static void evclient_release(struct conn *c)
 }
 
 static const struct conn_ops evclient_ops = {
+    .kind = "events",
     .want = evclient_want,
     .on_poll = evclient_on_poll,
     .detach = evclient_unlink,

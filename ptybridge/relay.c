@@ -1464,6 +1464,7 @@ static void relay_stop(struct conn *c)
 }
 
 static const struct conn_ops relay_ops = {
+    .kind = "stream",
     .want = relay_want,
     .on_poll = relay_on_poll,
     .detach = relay_hosts_close,

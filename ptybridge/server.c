@@ -13,6 +13,7 @@
 #include "relay.h"
 #include "roster.h"
 #include "route.h"
+#include "stats.h"
 #include "terminal.h"
 #include "tmux.h"
 
@@ -44,6 +45,7 @@ static const struct bridge_route *const server_routes[] = {terminal_routes, rela
 struct front {
 	struct bridge *b;
 	struct conn c;
+	uint64_t accepted_ns; /* uv_hrtime() at accept: the dispatch latency GET /metrics shows */
 };
 
 struct server {
@@ -153,6 +155,7 @@ static void front_respond(struct front *f, int status, const char *code, const c
 {
 	log_info("%s %s: %d %s", http_request_method(f->c.req), http_request_path(f->c.req), status,
 		 code);
+	stats_refused(&f->b->stats, status);
 	conn_respond(&f->c, status, code, message, NULL, BRIDGE_CLOSE_TIMEOUT_MS);
 }
 
@@ -215,6 +218,42 @@ static bool front_admit(struct front *f)
 	return true;
 }
 
+/* GET /.agentd/metrics (stats.h): the bridge's families for agentd-api's GET /metrics, answered
+ * at the door and closed. */
+static void front_metrics(struct front *f)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\n"
+				   "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+				   "Cache-Control: no-store\r\n"
+				   "Connection: close\r\n"
+				   "Content-Length: %zu\r\n\r\n";
+	struct metrics_text t;
+	char line[sizeof(head) + 32];
+	int n;
+
+	if (strcmp(http_request_method(f->c.req), "GET") != 0) {
+		front_respond(f, 405, "method_not_allowed", "only GET is supported here");
+		return;
+	}
+	metrics_text_init(&t);
+	stats_write(&f->b->stats, &f->b->conns, &t);
+	if (t.error != 0) {
+		metrics_text_free(&t);
+		front_respond(f, 500, "internal_error", "the numbers do not fit in a scrape");
+		return;
+	}
+	n = snprintf(line, sizeof(line), head, t.len);
+	conn_drop_output(&f->c);
+	if (conn_queue(&f->c, line, (size_t)n) < 0 || conn_queue(&f->c, t.buf, t.len) < 0) {
+		metrics_text_free(&t);
+		conn_cut(&f->c);
+		return;
+	}
+	metrics_text_free(&t);
+	f->c.last_moved = uv_now(f->b->loop);
+	conn_finish(&f->c, BRIDGE_CLOSE_TIMEOUT_MS);
+}
+
 /* The head is complete: the route table names the service, which takes socket and request. */
 static void front_dispatch(struct front *f)
 {
@@ -224,12 +263,17 @@ static void front_dispatch(struct front *f)
 	struct bridge *b = f->b;
 	int fd = f->c.fd;
 
+	if (route == NULL && strcmp(http_request_path(req), STATS_PATH) == 0) {
+		front_metrics(f);
+		return;
+	}
 	if (route == NULL) {
 		front_respond(f, 404, "not_found", "no such resource");
 		return;
 	}
 	if (!front_admit(f))
 		return;
+	stats_request(&b->stats, route->pattern, (uv_hrtime() - f->accepted_ns) / 1000);
 	f->c.req = NULL;
 	f->c.fd = -1;
 	conn_cut(&f->c); /* the poll handle stops watching fd right here */
@@ -279,6 +323,7 @@ static int front_accept(struct bridge *b, int fd)
 	if (f == NULL)
 		return -ENOMEM;
 	f->b = b;
+	f->accepted_ns = uv_hrtime();
 	f->c.deadline = uv_now(b->loop) + b->opt.handshake_timeout_ms;
 	conn_update(&f->c);
 	return 0;
@@ -500,6 +545,7 @@ static int server_setup(struct server *s, const struct config *cfg,
 	b->loop = &s->loop;
 	b->cfg = cfg;
 	b->opt = *opt;
+	stats_init(&b->stats);
 	LIST_INIT(&b->conns.head);
 	if (access_init(&b->access, cfg) < 0)
 		return cause_fail(cause, ENAMETOOLONG, "state directory path is too long");

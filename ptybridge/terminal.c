@@ -595,6 +595,7 @@ static void terminal_tick(struct conn *c, uint64_t now)
 }
 
 static const struct conn_ops terminal_ops = {
+    .kind = "terminal",
     .want = terminal_want,
     .on_poll = terminal_on_poll,
     .detach = terminal_detach,

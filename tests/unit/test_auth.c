@@ -255,3 +255,27 @@ Test(auth, grant_names_its_credential)
 	cr_assert_eq(decide(&in, &out), 200);
 	cr_assert_str_eq(out.credential, AUTH_CREDENTIAL_TAILSCALE);
 }
+
+Test(auth, metrics_token_opens_only_with_the_exact_token)
+{
+	const char *tok = "m3tr1cs-0123456789abcdef0123456789abcdef";
+
+	cr_assert(auth_metrics_token_ok("Bearer m3tr1cs-0123456789abcdef0123456789abcdef", tok));
+	cr_assert(auth_metrics_token_ok("bearer m3tr1cs-0123456789abcdef0123456789abcdef", tok));
+	cr_assert_not(auth_metrics_token_ok("Bearer m3tr1cs-0123456789abcdef0123456789abcde", tok));
+	cr_assert_not(
+	    auth_metrics_token_ok("Bearer m3tr1cs-0123456789abcdef0123456789abcdef0", tok));
+	cr_assert_not(auth_metrics_token_ok("Basic m3tr1cs-0123456789abcdef0123456789abcdef", tok));
+	cr_assert_not(auth_metrics_token_ok("Bearer ", tok));
+	cr_assert_not(auth_metrics_token_ok(NULL, tok));
+	cr_assert_not(auth_metrics_token_ok("", tok));
+}
+
+Test(auth, metrics_token_unset_or_short_opens_nothing)
+{
+	cr_assert_not(auth_metrics_token_ok("Bearer ", ""));
+	cr_assert_not(auth_metrics_token_ok("Bearer x", NULL));
+	/* 31 bytes: below AUTH_METRICS_TOKEN_MIN, refused even when presented exactly. */
+	cr_assert_not(auth_metrics_token_ok("Bearer 0123456789012345678901234567890",
+					    "0123456789012345678901234567890"));
+}
