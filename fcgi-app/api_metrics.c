@@ -83,7 +83,16 @@ static int api_metrics_read_stat(long pid, struct api_metrics_proc *p)
 	return 0;
 }
 
-/* Every process /proc lists (at most API_METRICS_PROCS_MAX). *out allocated (caller frees). */
+static int api_metrics_by_pid(const void *a, const void *b)
+{
+	long x = ((const struct api_metrics_proc *)a)->pid,
+	     y = ((const struct api_metrics_proc *)b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+/* Every process /proc lists (at most API_METRICS_PROCS_MAX), sorted by pid. *out allocated
+ * (caller frees). */
 static int api_metrics_scan(struct api_metrics_proc **out, size_t *n)
 {
 	struct api_metrics_proc *v = NULL, *grown;
@@ -111,17 +120,19 @@ static int api_metrics_scan(struct api_metrics_proc **out, size_t *n)
 			(*n)++;
 	}
 	closedir(d);
+	if (*n > 0)
+		qsort(v, *n, sizeof(*v), api_metrics_by_pid);
 	*out = v;
 	return 0;
 }
 
+/* v is sorted by pid (api_metrics_scan). */
 static const struct api_metrics_proc *api_metrics_find(const struct api_metrics_proc *v, size_t n,
 						       long pid)
 {
-	for (size_t i = 0; i < n; i++)
-		if (v[i].pid == pid)
-			return &v[i];
-	return NULL;
+	struct api_metrics_proc key = {.pid = pid};
+
+	return n > 0 ? bsearch(&key, v, n, sizeof(*v), api_metrics_by_pid) : NULL;
 }
 
 /* The pane process's tree: the sum of its processes' CPU seconds and resident bytes. Returns
