@@ -90,26 +90,32 @@ static void ctl_call_done(void *arg, const struct agentc_answer *a)
 	call->body = a->body != NULL ? json_object_get(a->body) : NULL;
 }
 
+static void ctl_call_finish(struct ctl_call *call)
+{
+	json_object_put(call->body);
+	call->body = NULL;
+}
+
 /* Makes a request and waits for its answer. Returns 0 or -EIO / -EINTR / -ENOMEM (printed). */
 static int ctl_call(struct ctl *ctl, const char *method, const char *path, json_object *body,
 		    struct ctl_call *call)
 {
-	struct xfer *x;
-
 	memset(call, 0, sizeof(*call));
-	x = agentc_request(ctl->c, method, path, body, 0, ctl_call_done, call);
-	if (x == NULL) {
+	if (agentc_request(ctl->c, method, path, body, 0, ctl_call_done, call) == NULL) {
 		fprintf(stderr, "agentctl: %s\n", strerror(errno));
 		return -ENOMEM;
 	}
 	while (!call->done) {
+		/* Ending the loop (not cancelling x) calls back, which frees the request. */
 		if (ctl_round(ctl) < 0) {
 			fprintf(stderr, "agentctl: the network loop failed\n");
-			xfer_cancel(x);
+			xfer_loop_finish(ctl->loop);
+			ctl_call_finish(call);
 			return -EIO;
 		}
 		if (ctl->interrupted && !call->done) {
-			xfer_cancel(x);
+			xfer_loop_finish(ctl->loop);
+			ctl_call_finish(call);
 			return -EINTR;
 		}
 	}
@@ -125,12 +131,6 @@ static int ctl_report(const struct ctl_call *call, const char *what)
 		fprintf(stderr, "agentctl: %s: %s%s%s%s\n", what, call->a.err,
 			call->a.code[0] ? " (" : "", call->a.code, call->a.code[0] ? ")" : "");
 	return rc;
-}
-
-static void ctl_call_finish(struct ctl_call *call)
-{
-	json_object_put(call->body);
-	call->body = NULL;
 }
 
 static const char *ctl_str(json_object *o, const char *key, const char *dflt)

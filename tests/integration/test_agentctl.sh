@@ -10,7 +10,8 @@ CTL=$BUILD_DIR/agentctl/agentctl
 API_BIN=$BUILD_DIR/fcgi-app/agentd-api
 make_remote acme widgets
 make_remote acme gadgets
-start_stack || exit 1
+# AGENTD_ALLOWED_HOSTS: the https front below (a TLS proxy on its own port) says Host localhost:P.
+start_stack AGENTD_ALLOWED_HOSTS=localhost || exit 1
 export AGENTD_URL=$BASE_URL AGENTD_TOKEN=$AGENTD_TEST_TOKEN HOME=$T/ctlhome
 unset XDG_CONFIG_HOME
 mkdir -p "$HOME"
@@ -241,6 +242,72 @@ assert_match "attach: it says it detached" 'detached message: True' "$ATTACH"
 check "attach: the session runs on after the detach" tmux_has widgets-1
 api GET /sessions/widgets-1
 assert_json "attach: no client left attached" .clients 0
+# --- attach over https (as behind tailscale serve): a TLS front with its own CA ---------------------
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+	-addext subjectAltName=DNS:localhost -keyout "$T/tls.key" -out "$T/tls.crt" 2>/dev/null
+TLS_PORT=$(free_port)
+python3 - "$TLS_PORT" "$PORT" "$T/tls.crt" "$T/tls.key" >"$T/tls.log" 2>&1 <<'EOF' &
+import socket, ssl, sys, threading
+port, up, crt, key = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(crt, key)
+ls = socket.create_server(("127.0.0.1", port))
+def pump(a, b):
+    try:
+        while (d := a.recv(65536)):
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+while True:
+    c, _ = ls.accept()
+    try:
+        t = ctx.wrap_socket(c, server_side=True)
+    except (OSError, ssl.SSLError):
+        c.close()
+        continue
+    u = socket.create_connection(("127.0.0.1", up))
+    threading.Thread(target=pump, args=(t, u), daemon=True).start()
+    threading.Thread(target=pump, args=(u, t), daemon=True).start()
+EOF
+TLS_PID=$!
+wait_for 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$TLS_PORT" 2>/dev/null || fail "the TLS front listens"
+python3 - "$CTL" "$TLS_PORT" "$T/tls.crt" >"$T/tls-attach.log" 2>&1 <<'EOF'
+import os, pty, select, sys, time
+ctl, port, crt = sys.argv[1:4]
+env = dict(os.environ, AGENTD_URL="https://localhost:" + port, SSL_CERT_FILE=crt)
+pid, fd = pty.fork()
+if pid == 0:
+    os.execve(ctl, [ctl, "attach", "widgets-1"], env)
+# The screen as the first attach left it: the line it typed, and the fake's answer.
+def shown():
+    return b"fake claude got: hello from agentctl" in seen.partition(b"attached to widgets-1")[2]
+seen, end = b"", time.time() + 20
+while time.time() < end and not shown():
+    if select.select([fd], [], [], 0.2)[0]:
+        try:
+            seen += os.read(fd, 65536)
+        except OSError:
+            break
+print("https shows the pane:", shown())
+if not shown():
+    print("seen:", repr(seen[:800]))
+os.write(fd, b"\x1d")
+_, status = os.waitpid(pid, 0)
+print("https exit:", os.waitstatus_to_exitcode(status))
+EOF
+assert_match "attach over https: the pane shows through the TLS front" 'https shows the pane: True' \
+	"$(cat "$T/tls-attach.log")"
+assert_match "attach over https: Ctrl-] detaches, exit 0" 'https exit: 0' "$(cat "$T/tls-attach.log")"
+AGENTD_URL=https://localhost:$TLS_PORT "$CTL" attach widgets-1 </dev/null >/dev/null 2>"$T/a.err"
+assert_eq "attach over https to a server whose certificate is not trusted: exit 1" 1 "$?"
+assert_match "... saying why" 'TLS with localhost' "$(cat "$T/a.err")"
+kill "$TLS_PID" 2>/dev/null
+
 "$CTL" attach nosuch-9 </dev/null >/dev/null 2>"$T/a.err"
 assert_eq "attach to an unknown session: exit 3" 3 "$?"
 AGENTD_TOKEN= "$CTL" attach widgets-1 </dev/null >/dev/null 2>"$T/a.err"
