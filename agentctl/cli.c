@@ -17,6 +17,8 @@
 #define OPT_PROMPT     (1u << 6)
 #define OPT_MESSAGE    (1u << 7)
 
+#define CTL_RID_MAX 128 /* a request id: a UUID or a tool-use id is far shorter */
+
 /* Operands a command may have: more would be a mistake worth a usage error. */
 #define CTL_OPERANDS_MAX 3
 
@@ -154,6 +156,17 @@ static int ctl_parse_issue(const char *s, struct ctl_args *a, struct cause *caus
 	return 0;
 }
 
+/* A request id goes into a URL path as it is: the characters agentd's ids use (UUIDs, claude's
+ * tool-use ids), nothing that would need escaping. */
+static bool ctl_rid_valid(const char *rid)
+{
+	size_t n = strlen(rid);
+
+	return n >= 1 && n <= CTL_RID_MAX &&
+	       strspn(rid, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") ==
+		   n;
+}
+
 /* Takes the operands of a's command. */
 static int ctl_operands(struct ctl_args *a, const char *const *op, int n, struct cause *cause)
 {
@@ -185,8 +198,7 @@ static int ctl_operands(struct ctl_args *a, const char *const *op, int n, struct
 			return cause_fail(cause, EINVAL, "the prompt is empty");
 	} else if (a->cmd == CTL_CMD_APPROVE || a->cmd == CTL_CMD_DENY) {
 		a->rid = n > 1 ? op[1] : NULL;
-		if (a->rid != NULL && (*a->rid == '\0' || strchr(a->rid, '/') != NULL ||
-				       strchr(a->rid, '?') != NULL || strchr(a->rid, '#') != NULL))
+		if (a->rid != NULL && !ctl_rid_valid(a->rid))
 			return cause_fail(cause, EINVAL, "'%s' is not a request id", a->rid);
 	} else if (a->cmd == CTL_CMD_MODE) {
 		a->mode = op[1];

@@ -113,3 +113,16 @@ Test(ctl_cli, help_anywhere_and_unknown_commands)
 	cr_assert_eq(PARSE(&a, &c, "--all"), -EINVAL);
 	cr_assert_str_eq(ctl_cmd_name(CTL_CMD_WHOAMI), "whoami");
 }
+
+Test(ctl_cli, request_ids_need_no_escaping)
+{
+	struct ctl_args a;
+	struct cause c = {{0}};
+
+	cr_assert_eq(PARSE(&a, &c, "approve", "widgets-1", "3f6c2a1e-8a55-4a43-9a6b-2d0f4f0d9c12"),
+		     0);
+	cr_assert_eq(PARSE(&a, &c, "approve", "widgets-1", "toolu_01:x.y"), 0);
+	cr_assert_eq(PARSE(&a, &c, "approve", "widgets-1", "a b"), -EINVAL);
+	cr_assert_eq(PARSE(&a, &c, "approve", "widgets-1", "a%2Fb"), -EINVAL);
+	cr_assert_eq(PARSE(&a, &c, "approve", "widgets-1", "a?b"), -EINVAL);
+}
