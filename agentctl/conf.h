@@ -30,8 +30,8 @@ struct ctl_conf {
 void ctl_conf_path(char *out, size_t size, const char *xdg_config_home, const char *home);
 
 /*
- * Fills c: env_url and env_token (NULL: unset) first, then the file at path (NULL or "": none; a
- * missing file is no error) for what they leave unset, then the default URL. Returns 0, or
+ * Fills c: env_url and env_token (NULL or "": unset) first, then the file at path (NULL or "":
+ * none; a missing file is no error) for what they leave unset, then the default URL. Returns 0, or
  * -EACCES (the file is readable or writable by others, or not the user's: cause says how to
  * fix it), -EINVAL (a malformed line, an unknown key, a URL that is not http:// or https://, a
  * token with a blank), -EFBIG, -ENAMETOOLONG (a value over its limit) or another -errno of
