@@ -1,10 +1,10 @@
 /*
- * A growable byte buffer with a ceiling: what the bot accumulates from the outside (a response
+ * A growable byte buffer with a ceiling: what a client accumulates from the outside (a response
  * body, an SSE line, a turn's text) never grows past the limit its owner names. The bytes are
  * always NUL-terminated, so text can be used as a C string.
  */
-#ifndef AGENTD_TG_BUF_H
-#define AGENTD_TG_BUF_H
+#ifndef AGENTD_CLIENT_BUF_H
+#define AGENTD_CLIENT_BUF_H
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -2,14 +2,15 @@
  * agent-daemon's HTTP API as a client sees it (docs/API.md), through nginx at AGENTD_URL:
  * requests with a JSON answer, and SSE streams (GET /events, a turn's POST /sessions/<id>/prompt,
  * GET /sessions/<id>/events). Every request carries "Authorization: Bearer <AGENTD_TOKEN>" when a
- * token is set, and a state-changing request made for a Telegram user carries "X-Agentd-Actor:
- * <user id>", so that agent-daemon records who decided. A stream's events are read as they arrive
- * but handed to the caller only between network rounds (agentc_dispatch), never from inside
- * libcurl, and a stream that falls too far behind its reader is ended (it is replayed from its
- * last id by reconnecting, which agent-daemon supports) rather than buffered without bound.
+ * token is set, and a state-changing request made for someone else (the Telegram bot's user)
+ * carries "X-Agentd-Actor: <id>", so that agent-daemon records who decided. A stream's events are
+ * read as they arrive but handed to the caller only between network rounds (agentc_dispatch), never
+ * from inside libcurl, and a stream that falls too far behind its reader is ended (it is replayed
+ * from its last id by reconnecting, which agent-daemon supports) rather than buffered without
+ * bound.
  */
-#ifndef AGENTD_TG_AGENTC_H
-#define AGENTD_TG_AGENTC_H
+#ifndef AGENTD_CLIENT_AGENTC_H
+#define AGENTD_CLIENT_AGENTC_H
 
 #include "sseread.h"
 #include "xfer.h"
@@ -51,8 +52,8 @@ struct agentc *agentc_create(struct xfer_loop *loop, const char *url, const char
 void agentc_destroy(struct agentc *c);
 
 /*
- * method path with body (consumed; NULL: none), for actor (a Telegram user id; 0: none). fn gets
- * the answer unless the transfer is cancelled. Returns the transfer, or NULL with errno.
+ * method path with body (consumed; NULL: none), for actor (e.g. a Telegram user id; 0: none). fn
+ * gets the answer unless the transfer is cancelled. Returns the transfer, or NULL with errno.
  */
 struct xfer *agentc_request(struct agentc *c, const char *method, const char *path,
 			    json_object *body, int64_t actor, agentc_fn fn, void *arg);

@@ -6,8 +6,8 @@
  * whose data passes the reader's limit is dispatched with its id and name but flagged oversize
  * and without data, so a consumer keeps its place in the stream.
  */
-#ifndef AGENTD_TG_SSEREAD_H
-#define AGENTD_TG_SSEREAD_H
+#ifndef AGENTD_CLIENT_SSEREAD_H
+#define AGENTD_CLIENT_SSEREAD_H
 
 #include "buf.h"
 

@@ -1,13 +1,14 @@
 /*
- * HTTP transfers on one libcurl multi handle: the bot's only network code, single-threaded.
+ * HTTP transfers on one libcurl multi handle: a client's only network code
+ * (agentd-telegram, agentctl), single-threaded.
  * Short requests keep their answer's body (bounded) for a callback; streams (long polling, SSE)
  * hand their 2xx body to a data callback as it arrives. Every network operation happens inside
  * xfer_loop_run_once, and every callback is made from it, after libcurl returned: a callback may
  * start and cancel transfers freely, and what it decides is in place before any byte goes out
  * again (the bot writes its state file between two rounds).
  */
-#ifndef AGENTD_TG_XFER_H
-#define AGENTD_TG_XFER_H
+#ifndef AGENTD_CLIENT_XFER_H
+#define AGENTD_CLIENT_XFER_H
 
 #include <stdbool.h>
 #include <stddef.h>
