@@ -1,6 +1,7 @@
 #include "request.h"
 
 #include "auth.h"
+#include "httpstatus.h"
 #include "jsontext.h"
 
 #include <errno.h>
@@ -147,46 +148,6 @@ const char *request_query(const struct request *req, const char *key, char *out,
 	return NULL;
 }
 
-static const char *request_reason(int status)
-{
-	switch (status) {
-	case 200:
-		return "OK";
-	case 201:
-		return "Created";
-	case 204:
-		return "No Content";
-	case 303:
-		return "See Other";
-	case 401:
-		return "Unauthorized";
-	case 400:
-		return "Bad Request";
-	case 403:
-		return "Forbidden";
-	case 404:
-		return "Not Found";
-	case 405:
-		return "Method Not Allowed";
-	case 409:
-		return "Conflict";
-	case 413:
-		return "Payload Too Large";
-	case 415:
-		return "Unsupported Media Type";
-	case 429:
-		return "Too Many Requests";
-	case 500:
-		return "Internal Server Error";
-	case 501:
-		return "Not Implemented";
-	case 503:
-		return "Service Unavailable";
-	default:
-		return "Unknown";
-	}
-}
-
 void request_reply(struct request *req, int status, json_object *body, const char *extra_headers)
 {
 	const char *text = body != NULL
@@ -209,7 +170,7 @@ void request_reply(struct request *req, int status, json_object *body, const cha
 		     "Content-Type: application/json\r\n"
 		     "Cache-Control: no-store\r\n"
 		     "%s\r\n",
-		     status, request_reason(status), extra_headers ? extra_headers : "");
+		     status, httpstatus_reason(status), extra_headers ? extra_headers : "");
 	if (text != NULL) {
 		FCGX_PutStr(text, (int)strlen(text), req->fcgi->out);
 		FCGX_PutChar('\n', req->fcgi->out);
@@ -230,7 +191,7 @@ void request_reply_head(struct request *req, int status, const char *extra_heade
 		     "Status: %d %s\r\n"
 		     "Cache-Control: no-store\r\n"
 		     "%s\r\n",
-		     status, request_reason(status), extra_headers ? extra_headers : "");
+		     status, httpstatus_reason(status), extra_headers ? extra_headers : "");
 }
 
 void request_reply_head_reusable(struct request *req, int status, int secs,
@@ -242,7 +203,7 @@ void request_reply_head_reusable(struct request *req, int status, int secs,
 		     "Status: %d %s\r\n"
 		     "X-Accel-Expires: %d\r\n"
 		     "%s\r\n",
-		     status, request_reason(status), secs, extra_headers ? extra_headers : "");
+		     status, httpstatus_reason(status), secs, extra_headers ? extra_headers : "");
 }
 
 void request_error(struct request *req, int status, const char *code, const char *fmt, ...)

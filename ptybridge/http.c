@@ -1,5 +1,6 @@
 #include "http.h"
 
+#include "httpstatus.h"
 #include "jsontext.h"
 
 #include <json-c/json.h>
@@ -373,44 +374,6 @@ int http_query_int(const char *query, const char *name, long min, long max, long
 	return -ENOENT;
 }
 
-const char *http_status_text(int status)
-{
-	switch (status) {
-	case 101:
-		return "Switching Protocols";
-	case 400:
-		return "Bad Request";
-	case 403:
-		return "Forbidden";
-	case 404:
-		return "Not Found";
-	case 405:
-		return "Method Not Allowed";
-	case 408:
-		return "Request Timeout";
-	case 409:
-		return "Conflict";
-	case 411:
-		return "Length Required";
-	case 413:
-		return "Content Too Large";
-	case 415:
-		return "Unsupported Media Type";
-	case 431:
-		return "Request Header Fields Too Large";
-	case 500:
-		return "Internal Server Error";
-	case 502:
-		return "Bad Gateway";
-	case 503:
-		return "Service Unavailable";
-	case 504:
-		return "Gateway Timeout";
-	default:
-		return "Error";
-	}
-}
-
 /* A JSON string value whose bytes are valid UTF-8 (invalid bytes become U+FFFD). */
 static json_object *http_json_string(const char *s)
 {
@@ -447,8 +410,8 @@ int http_format_error(char *out, size_t outlen, int status, const char *code, co
 		     "%s"
 		     "\r\n"
 		     "%s\n",
-		     status, http_status_text(status), strlen(body) + 1, extra != NULL ? extra : "",
-		     body);
+		     status, httpstatus_reason(status), strlen(body) + 1,
+		     extra != NULL ? extra : "", body);
 	n = n < 0 || (size_t)n >= outlen ? -EOVERFLOW : n;
 out:
 	json_object_put(o);

@@ -95,9 +95,6 @@ bool http_param_is(const struct http_param *p, const char *name);
  */
 int http_query_int(const char *query, const char *name, long min, long max, long *out);
 
-/* The reason phrase of a status code the bridge uses ("Not Found"), or "Error". */
-const char *http_status_text(int status);
-
 /*
  * Formats an error response with API.md's body {"error": message, "code": code} (built by
  * json-c; bytes that are not valid UTF-8 become U+FFFD) and Connection: close. extra is NULL or
