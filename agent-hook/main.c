@@ -7,11 +7,13 @@
  * use (docs/claude-hooks.md). It must never harm the agent: whatever goes wrong, it exits 0 with
  * no output, which leaves claude as if there were no hook.
  */
+#include "fsutil.h"
 #include "hookproto.h"
 #include "jsontext.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,21 +139,6 @@ static int connect_to(const char *path)
 	return fd;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Reads until buf (holding *have bytes already) has a whole line, or the deadline. Returns the
  * line's length (its newline at buf[len]), or -ETIMEDOUT, -EPIPE (closed first), -EMSGSIZE,
  * -errno. */
@@ -208,7 +195,7 @@ static int exchange(const struct hook_args *a, json_object *payload, uint64_t de
 		goto out;
 	}
 	fd = r = connect_to(a->socket);
-	if (r < 0 || (r = write_all(fd, line, strlen(line))) < 0)
+	if (r < 0 || (r = fsutil_write_all(fd, line, strlen(line))) < 0)
 		goto out;
 	for (size_t have = 0;;) {
 		char rid[HOSTPROTO_REQUEST_ID_MAX + 1];
@@ -274,6 +261,8 @@ int main(int argc, char **argv)
 	size_t len = 0;
 	char *in;
 
+	/* A bridge that goes away mid-request is an error to report, not a signal that kills. */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		fputs(usage, stdout);
 		return 0;

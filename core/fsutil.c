@@ -77,8 +77,10 @@ bool fsutil_same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
-static int fsutil_write_all(int fd, const char *buf, size_t len)
+int fsutil_write_all(int fd, const void *data, size_t len)
 {
+	const char *buf = data;
+
 	while (len > 0) {
 		ssize_t n = write(fd, buf, len);
 

@@ -22,6 +22,10 @@ int fsutil_rm_tree(const char *path);
 /* True when a and b name the same existing file (whatever symlinks or trailing slashes). */
 bool fsutil_same_file(const char *a, const char *b);
 
+/* Writes all len bytes to fd (a file, pipe or socket), again after EINTR and short writes.
+ * Returns 0 or -errno (a closed peer is -EPIPE for a caller that ignores SIGPIPE). */
+int fsutil_write_all(int fd, const void *data, size_t len);
+
 /*
  * Replaces path with text atomically: written to "<path>.tmp" (created with mode), fsync'ed when
  * sync, then renamed over path, so a reader sees the old file or the new one, never a part.

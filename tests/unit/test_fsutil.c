@@ -9,10 +9,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define T_MAX 256
@@ -149,4 +152,38 @@ Test(fsutil, write_new_makes_a_file_and_never_replaces_one)
 	cr_assert_eq(fsutil_write_new(link, "other\n", 0644), -EEXIST, "a symlink is not followed");
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_eq(st.st_size, 11, "its target is untouched");
+}
+
+Test(fsutil, write_all_writes_past_a_pipe_buffer_and_reports_a_closed_peer)
+{
+	static char big[256 * 1024];
+	int sv[2], status;
+	pid_t pid;
+
+	memset(big, 'x', sizeof(big));
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* The reader: counts every byte, then says how many by its exit status. */
+		size_t got = 0;
+		ssize_t n;
+		char buf[4096];
+
+		close(sv[0]);
+		while ((n = read(sv[1], buf, sizeof(buf))) > 0)
+			got += (size_t)n;
+		_exit(got == sizeof(big) ? 0 : 1);
+	}
+	close(sv[1]);
+	cr_assert_eq(fsutil_write_all(sv[0], big, sizeof(big)), 0);
+	close(sv[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "every byte arrived");
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	close(sv[1]);
+	signal(SIGPIPE, SIG_IGN);
+	cr_assert_eq(fsutil_write_all(sv[0], "x", 1), -EPIPE);
+	close(sv[0]);
 }
