@@ -62,36 +62,42 @@ static struct terminal *terminal_of(struct conn *c, const char *id)
 	return c->ops == &terminal_ops && strcmp(t->c.id, id) == 0 ? t : NULL;
 }
 
+/*
+ * Appends to argv (at *n) the words of one tmux command line that resizes t's window only while
+ * the tmux session is still t's id's (the guard, tmux.h): "if-shell -F -t PANE GUARD '' FAIL ;
+ * resize-window -t PANE [-x COLS -y ROWS]". Without cols and rows the window keeps its size and
+ * goes to manual mode all the same. The words point into t and the caller's buffers.
+ */
+static void terminal_resize_words(struct terminal *t, char **argv, size_t *n, char *cols,
+				  char *rows)
+{
+	char *words[] = {
+	    "if-shell",      "-F", "-t",        t->tmux_pane, t->guard, "", TMUX_GUARD_FAIL, ";",
+	    "resize-window", "-t", t->tmux_pane};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		argv[(*n)++] = words[i];
+	if (cols != NULL && rows != NULL) {
+		argv[(*n)++] = "-x";
+		argv[(*n)++] = cols;
+		argv[(*n)++] = "-y";
+		argv[(*n)++] = rows;
+	}
+}
+
 /* Starts resize-window for t's size (only while the tmux session is still t's id's). */
 static void terminal_sizer_spawn(struct terminal *t)
 {
 	struct bridge *b = t->b;
 	char cols[TERMINAL_SIZE_DIGITS], rows[TERMINAL_SIZE_DIGITS];
-	char *argv[] = {b->tmux_bin,
-			"-S",
-			b->tmux_socket,
-			"-f",
-			b->tmux_conf,
-			"if-shell",
-			"-F",
-			"-t",
-			t->tmux_pane,
-			t->guard,
-			"",
-			TMUX_GUARD_FAIL,
-			";",
-			"resize-window",
-			"-t",
-			t->tmux_pane,
-			"-x",
-			cols,
-			"-y",
-			rows,
-			NULL};
+	char *argv[TERMINAL_ARGV_MAX] = {b->tmux_bin, "-S", b->tmux_socket, "-f", b->tmux_conf};
+	size_t n = 5;
 	struct proc_opts opts = {.envp = b->child_env, .keep_fd = -1};
 	pid_t pid;
 	int fd, r;
 
+	terminal_resize_words(t, argv, &n, cols, rows);
+	argv[n] = NULL;
 	snprintf(cols, sizeof(cols), "%u", (unsigned)t->cols);
 	snprintf(rows, sizeof(rows), "%u", (unsigned)t->rows);
 	r = proc_start(argv, &opts, &fd, &pid);
@@ -399,37 +405,9 @@ static void terminal_attach(struct terminal *t)
 	/* The attach runs only if the tmux session still carries this session's id, checked in the
 	 * same tmux call (tmux.h); -E: the bridge's variables never reach the session. An admin's
 	 * size becomes the window's first. */
-	char *argv[TERMINAL_ARGV_MAX] = {
-	    b->tmux_bin,
-	    "-u",
-	    "-S",
-	    b->tmux_socket,
-	    "-f",
-	    b->tmux_conf,
-	    "if-shell",
-	    "-F",
-	    "-t",
-	    t->tmux_pane,
-	    t->guard,
-	    "",
-	    TMUX_GUARD_FAIL,
-	    ";",
-	    "resize-window",
-	    "-t",
-	    t->tmux_pane,
-	    "-x",
-	    cols,
-	    "-y",
-	    rows,
-	    ";",
-	    "attach-session",
-	    "-E",
-	    "-t",
-	    t->tmux_name,
-	    NULL,
-	    NULL,
-	    NULL,
-	};
+	char *argv[TERMINAL_ARGV_MAX] = {b->tmux_bin,    "-u", "-S",
+					 b->tmux_socket, "-f", b->tmux_conf};
+	size_t w = 6;
 	struct ptyproc_spec spec = {
 	    .path = b->tmux_bin,
 	    .argv = argv,
@@ -448,16 +426,20 @@ static void terminal_attach(struct terminal *t)
 	 * they reach the PTY anyway), and it never sizes the window: resize-window without a
 	 * size keeps the window's own, in manual mode (tmux would take the size of an
 	 * ignore-size client that is alone, even in a server still configured "latest"). */
+	if (t->c.who.admin)
+		terminal_resize_words(t, argv, &w, cols, rows);
+	else
+		terminal_resize_words(t, argv, &w, NULL, NULL);
+	argv[w++] = ";";
+	argv[w++] = "attach-session";
+	argv[w++] = "-E";
 	if (!t->c.who.admin) {
-		argv[17] = ";"; /* after resize-window -t <pane>, in place of its -x C -y R */
-		argv[18] = "attach-session";
-		argv[19] = "-E";
-		argv[20] = "-f";
-		argv[21] = "read-only,ignore-size";
-		argv[22] = "-t";
-		argv[23] = t->tmux_name;
-		argv[24] = NULL;
+		argv[w++] = "-f";
+		argv[w++] = "read-only,ignore-size";
 	}
+	argv[w++] = "-t";
+	argv[w++] = t->tmux_name;
+	argv[w] = NULL;
 	conn_unwatch_record(&t->c); /* the wait is over; restarted below for the exit */
 	t->waiting = false;
 	if (conn_ws_accept(&t->c, &ws_cb, &t->c, head, &n, &why) < 0) {
