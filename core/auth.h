@@ -1,5 +1,5 @@
 /*
- * Who a request is, and what it may do (issue 11): the decision nginx asks agentd-api for on
+ * Who a request is, and what it may do: the decision nginx asks agentd-api for on
  * every request (auth_request), and how the daemons read the answer back from the headers nginx
  * sets. Pure: the token store is passed in, nothing here does I/O.
  *

@@ -98,7 +98,7 @@ int session_worktree_path(const char *base_dir, const char *name, long issue, ch
 }
 
 /* Maps id into out character by character: '.' becomes '_' (tmux's own rule), and '_' becomes
- * underscore (SESSION_TMUX_UNDERSCORE for the current names, '_' for the names before issue 8). */
+ * underscore (SESSION_TMUX_UNDERSCORE now, '_' for the names made before the '+' separator). */
 static void session_tmux_map(const char *id, char underscore, char *out, size_t outlen)
 {
 	size_t i;

@@ -139,8 +139,8 @@ int session_worktree_path(const char *base_dir, const char *name, long issue, ch
 void session_tmux_name(const char *id, char *out, size_t outlen);
 
 /*
- * Tells whether name is a tmux name id may have: session_tmux_name's, or the one versions before
- * issue 8 gave it ('_' kept as is), which records and tmux sessions made then still carry.
+ * Tells whether name is a tmux name id may have: session_tmux_name's, or the one it had before the
+ * '+' separator ('_' kept as is), which records and tmux sessions made then still carry.
  */
 bool session_tmux_name_valid(const char *id, const char *name);
 

@@ -1,5 +1,5 @@
 /*
- * The token store: named bearer tokens for bots, scripts and browsers (issue 11). A token is
+ * The token store: named bearer tokens for bots, scripts and browsers. A token is
  * shown once, when it is made; the store keeps only its SHA-256, so reading the file gives no
  * credential. One JSON file, replaced atomically (mode 0600):
  *   {"tokens":[{"name":"admin","sha256":"<64 hex>","readOnly":false,

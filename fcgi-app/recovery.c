@@ -64,7 +64,7 @@ static int recovery_from_tmux(const struct app *app, const struct tmux_info *ti,
 	}
 	if (session_init(s, cfg->base_dir, owner, name, issue) < 0)
 		return -EINVAL;
-	/* Sessions made before issue 8 keep the name they had ('_' not yet '+'). */
+	/* Sessions named before the '+' separator keep the name they had ('_' not yet '+'). */
 	if (!session_tmux_name_valid(s->id, ti->name))
 		return -EINVAL;
 	snprintf(s->tmux_name, sizeof(s->tmux_name), "%.*s", (int)sizeof(s->tmux_name) - 1,

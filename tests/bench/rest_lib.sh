@@ -1,4 +1,4 @@
-# Shared part of the REST benchmarks of issue 2 (tests/bench/rest_create, tests/bench/rest_list).
+# Shared part of the REST benchmarks (tests/bench/rest_create, tests/bench/rest_list).
 # Builds the release tree build-bench/ (unless AGENTD_TEST_BUILD_DIR names one), then takes the
 # integration harness (tests/integration/lib.sh: private $T, deploy/up on a free loopback port,
 # private tmux server, cleanup trap that stops everything and removes $T). Each target is a check,

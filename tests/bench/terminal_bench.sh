@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Terminal benchmark of issue 3, in one run on one session of a real stack (nginx, agentd-api,
+# Terminal benchmark, in one run on one session of a real stack (nginx, agentd-api,
 # agentd-bridge, tmux), the pane running /bin/sh:
 #   (a) throughput: `cat` of a 64 MiB file in the pane until an end marker arrives, by a WebSocket
 #       client through nginx vs a local process reading its own direct `tmux attach` PTY;

@@ -22,7 +22,7 @@
 # must not reach the daemons' git work: its url.<base>.insteadOf sends every file:// URL to a path
 # that does not exist, so a clone that read it fails even where the agent could read the file.
 #
-# Access (issue 11): nginx lets in only requests with credentials. Before the first start_stack
+# The access door: nginx lets in only requests with credentials. Before the first start_stack
 # the harness makes an admin token `itest` in the stack's token store ($T/state, exported as
 # AGENTD_STATE_DIR) and every test client sends it: curl through $CURL_HOME/.curlrc (so a plain
 # `curl` of a test is the operator's; `curl -q` ignores it and sends none), the node and python

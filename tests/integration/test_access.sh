@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Access (issue 11): one door in nginx for every path. The matrix: every route x (no credentials,
+# Access: one door in nginx for every path. The matrix: every route x (no credentials,
 # a bad token, a revoked token, a read-only token, an admin token, Tailscale headers forged on
 # the loopback port, a Tailscale identity on the trusted socket with an allowed, a read-only, an
 # unlisted login, and a Funnel request) with the status each must get; what GET /whoami answers

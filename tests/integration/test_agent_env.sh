@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8, point 5: the agent's environment is exactly the variables AGENTD_AGENT_ENV names (those
+# The agent's environment is exactly the variables AGENTD_AGENT_ENV names (those
 # that are set) plus what a terminal needs, read from /proc/<claude pid>/environ:
 # - deploy/up runs with junk (AGENTD_SECRET_JUNK, FOO_TOKEN, and the harness's own ASAN_OPTIONS,
 #   GIT_*, LC_ALL ...) that no agent may see;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Attention in structured mode (issue 10): GET /sessions shows what the agent does (activity,
+# Attention in structured mode: GET /sessions shows what the agent does (activity,
 # activityAt, pending) as the stream-json fake claude works; a pending request survives a kill -9
 # of the bridge and is answered exactly once when three clients race; an ended agent lists
 # nothing and says exited.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11, point 3: agents are contained. The stack runs as root (as deploy/up does); its agents
+# Agents are contained. The stack runs as root (as deploy/up does); its agents
 # run as the agents' user (lib.sh: AGENT_USER). From that user (setpriv with the pane's uid, gid
 # and groups, and from inside a structured session's pane, through a tool the fake claude runs)
 # an agent:
@@ -13,8 +13,8 @@
 #   - through nginx on 127.0.0.1, with no credentials, forged Tailscale-User-* headers, guessed
 #     cookie names or a made-up bearer token, can neither create, delete, type into a terminal,
 #     prompt, nor answer a permission request: each is refused with 401 or 403, and nothing
-#     happened. These checks run on every branch; they pass once the access control of issue 11
-#     points 1-2 (one door in nginx) is in.
+#     happened. These checks run on every branch; they pass once the access control
+#     (one door in nginx) is in.
 # Last, an installation whose agents ran as root: deploy/up gives the base dir to the agent user
 # once, and no commit, branch or uncommitted file is lost.
 source "$(dirname "$0")/lib.sh"
@@ -122,7 +122,7 @@ assert_eq "another local user cannot reach a host's socket" EACCES \
 	"$(setpriv --reuid=nobody --regid=nogroup --clear-groups -- env python3 "$PROBE" connect "$T/run/agents/$SID2/host.sock")"
 assert_eq "the agents' directory is the agent's, group root, 2750" "$AGENT_USER root 2750" \
 	"$(stat -c '%U %G %a' "$T/run/agents")"
-# The hosts' event logs outlive a reboot in the state dir (issue 14): the same rules there.
+# The hosts' event logs outlive a reboot in the state dir: the same rules there.
 assert_eq "the agents' directory in the state dir is the agent's, group root, 2750" \
 	"$AGENT_USER root 2750" "$(stat -c '%U %G %a' "$STATE/agents")"
 assert_eq "a host's event log there is the agent's" "$AGENT_USER" \
@@ -183,7 +183,7 @@ assert_eq "the tool ran as the agents' user (it wrote its output as it)" "$AGENT
 	"$(stat -c %U "$WT2/pane-probe.txt" 2>/dev/null)"
 
 # --- HTTP to nginx on 127.0.0.1, as the agent ----------------------------------------------------
-# Refused once the access control (issue 11 points 1-2) is in; every check runs on every branch.
+# Refused once the access control (one door in nginx) is in; every check runs on every branch.
 R=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 declare -A CREDS=(
 	[no credentials]=""

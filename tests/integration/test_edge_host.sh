@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Host rule and what the Origin check may trust (issue 8, point 1: DNS rebinding):
+# The Host rule and what the Origin check may trust (DNS rebinding):
 # - a Host that is not the listen address, localhost/127.0.0.1/[::1] with the listen port, or a
 #   name in AGENTD_ALLOWED_HOSTS gets a JSON 421 from nginx on every kind of path (REST, the
 #   static session list, /healthz, the UI, WebSocket, SSE, preflight), and changes nothing;

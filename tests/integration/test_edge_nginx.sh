@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nginx and the listener under faults and load (issue 8, point 7, and point 8's render warning):
+# nginx and the listener under faults and load, and deploy/up --render's warning:
 # - deploy/up --render into a runtime dir that does not exist yet does not warn that www-data
 #   cannot reach it (and still warns when a parent really is closed);
 # - every answer nginx makes itself is JSON {error, code}: 400 for malformed request lines,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GET /events (issue 10): one stream of every session's changes, through real nginx. A client
+# GET /events: one stream of every session's changes, through real nginx. A client
 # without an id gets the snapshot, then `session` created/updated/deleted events for sessions
 # made and deleted over REST; Last-Event-ID replays exactly what was missed; the WebSocket gets
 # the same events as text frames; after a kill -9 of the bridge the ids go on above the old ones

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8, "smaller input defects", through nginx against both daemons:
+# Smaller input defects, through nginx against both daemons:
 # - a request that is refused or changes nothing creates nothing under the runtime dir (100
 #   DELETEs and POST /mode of unknown ids, creates answered 429 and 400), and a session that was
 #   created and deleted leaves no file behind;

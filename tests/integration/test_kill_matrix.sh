@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The kill -9 matrix (issue 14): each process of the stack killed with SIGKILL at each moment of a
+# The kill -9 matrix: each process of the stack killed with SIGKILL at each moment of a
 # session's life, deploy/up bringing the daemons back, and after each kill:
 # - no record lost or corrupt (every record parses; GET /sessions lists exactly the records);
 # - every state honest within 2 s: running/attached only with a live pane process, exited/lost

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The kill -9 matrix under a real systemd (issue 14, point 2): the installed units (meson install)
+# The kill -9 matrix under a real systemd: the installed units (meson install)
 # run in tests/integration/systemd/container, a systemd that is PID 1 of its own namespaces over a
 # copy-on-write view of this machine (no need for the machine to boot with systemd, nothing
 # reaches it), with Debian's nginx.service and our drop-in for it. With a terminal session and a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Dead agents tell the truth (issue 8, point 6): a pane whose claude (or agentd-host) ended makes
+# Dead agents tell the truth: a pane whose claude (or agentd-host) ended makes
 # its session `exited` with exitStatus within about a second (tmux hooks and pidfds, no polling),
 # a vanished tmux server makes every session `lost` (while no new server runs: deploy/up's
 # restart of it is held back here; those that were running say they come back with the next

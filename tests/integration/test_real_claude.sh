@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The REAL claude CLI (issue 4), offline, through nginx on a private stack:
+# The REAL claude CLI, offline, through nginx on a private stack:
 # - the CLI comes from the npm registry (@anthropic-ai/claude-code, pinned to the version
 #   notes/real-claude-offline.md verified) and is installed once into a cache directory; it talks
 #   to a fake Messages API on loopback (tests/fakes/messages_api.py), which logs every request;
@@ -106,7 +106,7 @@ for v in ANTHROPIC_BASE_URL CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_TEL
 	assert_match "terminal: claude's environment has $v" "^$v=." \
 		"$(tr '\0' '\n' <"/proc/${TUI_CLAUDE:-0}/environ" 2>/dev/null | grep "^$v=")"
 done
-assert_eq "terminal: claude runs as the agents' user (issue 11)" "$AGENT_UID" \
+assert_eq "terminal: claude runs as the agents' user" "$AGENT_UID" \
 	"$(stat -c %u "/proc/${TUI_CLAUDE:-0}" 2>/dev/null)"
 TRANSCRIPT=$T/home/.claude/projects/$(printf '%s' "$WORKTREE" | tr '/.' '--')/$UUID.jsonl
 check "claude wrote its transcript for agentSessionId" test -s "$TRANSCRIPT"

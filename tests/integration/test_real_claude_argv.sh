@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8, point 4, with the REAL claude CLI offline (see real_claude/lib_real_claude.sh): a
+# With the REAL claude CLI offline (see real_claude/lib_real_claude.sh): a
 # prompt that looks like claude's options is the prompt, never an option.
 # - terminal mode, prompt "--version please DASHONE": claude starts (it does not print its version
 #   and exit), and the fake Messages API gets "--version please DASHONE" as the user's text; the

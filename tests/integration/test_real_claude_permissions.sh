@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The REAL claude CLI (issue 8): "allow for this session". In structured mode, a Bash tool use
+# The REAL claude CLI: "allow for this session". In structured mode, a Bash tool use
 # asks for permission; the client allows it with the permission event's rule suggestions
 # ("addRules") as "updatedPermissions" (their destination set to "session": nothing is written to
 # the settings files); the same tool use in the next turn then runs without asking again. Before the fix the
@@ -41,7 +41,7 @@ assert_jq "first turn: the Bash tool use asks for permission, with suggestions" 
 	 (.suggestions | type == "array" and any(.[]; .type == "addRules"))' \
 	"${PERM:-null}"
 log "suggestions: $(printf '%s' "$PERM" | jq -c .suggestions 2>/dev/null)"
-# Activity with the real CLI (issue 10): the pending request is listed, the session waits.
+# Activity with the real CLI: the pending request is listed, the session waits.
 for _ in $(seq 50); do
 	get_session "$SID"
 	jq -e '.activity == "waiting"' >/dev/null 2>&1 <<<"$BODY" && break

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reboot survival (issue 14, point 3), with the REAL claude CLI against the fake Messages API:
+# Reboot survival, with the REAL claude CLI against the fake Messages API:
 # a terminal session and a structured session are talked to, a third is created and deleted;
 # then what a reboot does is done by hand: the stack stops, the tmux server (and every agent
 # with it) is killed, the runtime dir is deleted; the stack starts again. Checked:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# REST through nginx: DELETE loses no work (issue 8, point 3). Each of the three cases that the
+# REST through nginx: DELETE loses no work. Each of the three cases that the
 # old DELETE answered "removed" while losing data — a commit on a detached HEAD, an uncommitted
 # change inside a submodule, ignored files (now removed but counted) — plus a worktree on another
 # branch and an ordinary directory at the worktree path; ?force=true keeps HEAD's commits under

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A reader that falls far behind is never dropped (issue 9): a turn of 20,000 events through
+# A reader that falls far behind is never dropped: a turn of 20,000 events through
 # nginx to an SSE client that reads nothing for a while and then reads slowly arrives whole: every
 # event, in order, no gap, ending with the turn's result and no error. agentd-host sends a
 # subscriber that is behind from its event log instead of queueing the events in memory (it used

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# systemd as operators expect (issue 11, point 4):
+# systemd as operators expect:
 #   1. meson install --destdir puts the programs, the units, tmpfiles.d, sysusers.d, the nginx
 #      templates, the web UI and deploy/up where the units and the nginx include expect them; the
 #      daemons run as root, the agents as agentd (made by agentd-tmux: sysusers.d, tmpfiles.d);
@@ -107,7 +107,7 @@ assert_eq "agentd-api's state dir is AGENTD_STATE_DIR's default, /var/lib/agentd
 	StateDirectory=agentd "$(grep '^StateDirectory=' "$UNITDIR/agentd-api.service")"
 assert_eq "agentd-bridge may write /run/agentd" "ReadWritePaths=/run/agentd" \
 	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-bridge.service")"
-# Issue 14: the records and the /events log outlive a reboot in the state dir, which both write;
+# Reboot survival: the records and the /events log outlive a reboot in the state dir, which both write;
 # the agents pass through it to their hosts' event logs (0711, as tmpfiles.d makes it).
 for u in agentd-api agentd-bridge; do
 	assert_eq "$u writes the state dir /var/lib/agentd, mode 0711" \

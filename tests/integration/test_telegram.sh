@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# agentd-telegram (issue 13) with the fake claude and the fake Bot API, the whole stack between
+# agentd-telegram with the fake claude and the fake Bot API, the whole stack between
 # them (deploy/up starts the bot once a token is configured): a user not in
 # AGENTD_TELEGRAM_USERS gets one refusal and is then ignored; /help, /sessions, /new, /use, /mode,
 # /stop (the kept worktree's reason, then force) and /interrupt do what README says; a prompt's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# agentd-telegram (issue 13) as agent-daemon sees it, with a recording stand-in for agent-daemon
+# agentd-telegram as agent-daemon sees it, with a recording stand-in for agent-daemon
 # (no stack): every request carries "Authorization: Bearer $AGENTD_TOKEN"; a request that
 # changes state for a user (POST /sessions, the mode, interrupt, DELETE, a prompt) carries
 # "X-Agentd-Actor: <Telegram user id>", and one made for nobody (GET /events, GET /sessions)

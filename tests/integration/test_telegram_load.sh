@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# agentd-telegram (issue 13) under load: one user with ten structured sessions whose answers
+# agentd-telegram under load: one user with ten structured sessions whose answers
 # stream at the same time into one chat (the fake claude's DRIP: a line every 300 ms). The fake
 # Bot API enforces Telegram's limits (one message a second per chat, thirty a second overall) and
 # answers 429 beyond them: the bot never gets one; every answer ends whole (all its lines, once,

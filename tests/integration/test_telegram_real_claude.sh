@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# agentd-telegram (issue 13) with the REAL claude CLI in structured mode against the fake
+# agentd-telegram with the REAL claude CLI in structured mode against the fake
 # Messages API, the whole stack, and the fake Bot API: a user creates a session from the chat and
 # sends a prompt; the answer streams into one message and ends with the result (turns, cost); a
 # Bash tool use arrives as a message with buttons; the bot is killed with -9 between that message

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nothing a terminal client sends can crash the bridge or stall other clients (issue 3):
+# Nothing a terminal client sends can crash the bridge or stall other clients:
 # oversize frames (close 1009), malformed resizes (\x01abc, \x010;0, \x0199999;99999), half-open
 # upgrades (cut after the handshake timeout), garbage after the handshake (through nginx and
 # straight on bridge.sock), a peer that never answers pings, a client killed mid-stream, and a

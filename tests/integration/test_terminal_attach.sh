@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The terminal WebSocket through nginx, real tmux, fake claude (issue 3):
+# The terminal WebSocket through nginx, real tmux, fake claude:
 # - a browser that connects right after POST /sessions waits while `creating`, then sees the
 #   agent's screen; typed input reaches the pane and pane output reaches the client;
 # - ?cols=&rows= sets the first size and a resize frame changes #{pane_width}x#{pane_height};
@@ -174,7 +174,7 @@ start_client rlisted "$TP" --origin "$ALLOWED"
 wait_line rlisted '^(status|open|error)' 10
 assert_eq "an Origin in AGENTD_ALLOWED_ORIGINS opens" open "$(head -n 1 "$T/rlisted.log")"
 stop_client rlisted
-# nginx sets X-Forwarded-Proto to its own scheme: a client cannot claim https (issue 8).
+# nginx sets X-Forwarded-Proto to its own scheme: a client cannot claim https.
 start_client rhttps "$TP" --origin "https://127.0.0.1:$PORT" --header "X-Forwarded-Proto: https"
 wait_line rhttps '^(status|open|error)' 10
 assert_match "an https Origin with a client-sent X-Forwarded-Proto over http is 403" '^status 403 ' "$(head -n 1 "$T/rhttps.log")"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 200 connect/disconnect cycles through nginx (every second one dropped without a close frame)
-# leave the bridge as it was (issue 3): the same open fds, no zombie children, flat memory, no
+# leave the bridge as it was: the same open fds, no zombie children, flat memory, no
 # tmux client attached, and the record back at running with clients 0. Connections beyond the
 # bridge's client limit get 503 and cost nothing.
 source "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Terminal mode's activity and approvals with the REAL claude CLI (issue 10), its hooks reporting
+# Terminal mode's activity and approvals with the REAL claude CLI, its hooks reporting
 # through agentd-hook to the bridge's hook socket, against the fake Messages API
 # (real_claude/lib_real_claude.sh). Everything is typed into the TUI with tmux send-keys, as a
 # person at the terminal would, and read back from GET /sessions/<id> and GET /events:

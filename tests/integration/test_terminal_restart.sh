@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Restarting the bridge closes its clients only (issue 3): `kill -9` the bridge while two
+# Restarting the bridge closes its clients only: `kill -9` the bridge while two
 # clients are attached -> the tmux session and claude are still alive, no tmux client of the dead
 # bridge lingers, deploy/up starts a new bridge which resets the counts the dead one left
 # (clients 0, attached -> running), and reattaching shows the current screen and types.

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Issue 8, point 2: two sessions never share a tmux session, and no operation of one session acts
+# Two sessions never share a tmux session, and no operation of one session acts
 # on another session's tmux session.
 # - acme/a.b#1 and acme/a_b#1 both run, each in its own tmux session ("a_b-1" and "a+b-1");
 #   DELETE /sessions/a_b-1 leaves a.b-1 running with its claude alive;
-# - a record made before issue 8 whose tmuxName ("a_b-2") names another session's tmux session
-#   (a.b-2's): POST /mode answers 409 tmux_session_mismatch and restarts nothing, a terminal attach
-#   does not show the other session's screen, DELETE removes only the record.
-# - a tmux session made before issue 8 (name a_b-3 for id a_b-3) is recovered under that name and
-#   deleted.
+# - a record made before the '+' separator whose tmuxName ("a_b-2") names another session's tmux
+#   session (a.b-2's): POST /mode answers 409 tmux_session_mismatch and restarts nothing, a
+#   terminal attach does not show the other session's screen, DELETE removes only the record.
+# - a tmux session made before the '+' separator (name a_b-3 for id a_b-3) is recovered under that
+#   name and deleted.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$REPO/tests/integration/terminal/lib_terminal.sh"
 
@@ -47,7 +47,7 @@ assert_json "a.b-1 still says running" .state '"running"'
 get_session a_b-1
 assert_status "a_b-1 is gone: 404" 404
 
-# --- a record from before issue 8 naming another session's tmux session --------------------------
+# --- a record from before the '+' separator naming another session's tmux session ---------------
 create acme a.b 2
 assert_status "create acme/a.b#2: 201" 201
 assert_state "a.b-2 is running" a.b-2 running 30
@@ -66,7 +66,7 @@ plant_old_record() {
 }
 plant_old_record
 get_session a_b-2
-assert_json "the old record reads (tmuxName a_b-2 is a_b-2's name before issue 8)" \
+assert_json "the old record reads (tmuxName a_b-2 is a_b-2's name before the '+' separator)" \
 	'[.id, .tmuxName, .state]' '["a_b-2","a_b-2","running"]'
 
 # The terminal: the bridge's tmux client checks @agentd_id before it attaches.
@@ -110,7 +110,7 @@ assert_status "the old record is gone: 404" 404
 get_session a.b-2
 assert_json "a.b-2 still says running" .state '"running"'
 
-# --- a tmux session an agentd before issue 8 made for acme/a_b#3, without its record ------------
+# --- a tmux session made before the '+' separator for acme/a_b#3, without its record ------------
 mkdir -p "$T/code/a_b-issue-3"
 tmx new-session -d -s a_b-3 -c "$T/code/a_b-issue-3" -- sleep 1000 3 \; \
 	set-option -t =a_b-3: @agentd_id a_b-3 \; set-option -t =a_b-3: @agentd_owner acme \; \

@@ -421,7 +421,7 @@ Test(claude, structured_resume_without_prompt)
 	cr_assert_eq(argv_count(out.argv), 21);
 }
 
-/* Issue 8, point 4: a prompt that reads as an option stays the prompt. */
+/* A prompt that reads as an option stays the prompt. */
 Test(claude, option_like_prompt_follows_double_dash)
 {
 	static const char *const prompts[] = {"--dangerously-skip-permissions", "--version please",

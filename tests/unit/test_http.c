@@ -307,7 +307,7 @@ Test(http, error_response)
 	cr_assert_eq(http_format_error(out, 40, 404, "not_found", "x", NULL), -EOVERFLOW);
 }
 
-/* Issue 8: whatever bytes a message echoes, the body is valid UTF-8 JSON of the length sent. */
+/* Whatever bytes a message echoes, the body is valid UTF-8 JSON of the length sent. */
 Test(http, error_body_is_utf8)
 {
 	char out[HTTP_RESPONSE_MAX];

@@ -88,7 +88,7 @@ Test(relay, only_one_json_object_is_a_body)
 	cr_assert_null(relay_parse_object("{}\0", 3));
 }
 
-/* Issue 8: the API's rule: a body (or /stream frame) with a key twice is refused. */
+/* The API's rule: a body (or /stream frame) with a key twice is refused. */
 Test(relay, a_key_twice_is_no_body)
 {
 	static const char *const bad[] = {
@@ -179,7 +179,7 @@ Test(relay, permission_requests)
 	cr_assert_null(line_for(RELAY_PERMISSION, "{\"behavior\":\"deny\",\"interrupt\":1}", "r"));
 }
 
-/* Issue 8: "allow for this session" reaches the host: updatedPermissions, validated and bounded. */
+/* "Allow for this session" reaches the host: updatedPermissions, validated and bounded. */
 Test(relay, permission_updates_pass_through)
 {
 	static const char *const suggestion =

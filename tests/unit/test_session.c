@@ -935,7 +935,7 @@ Test(session, from_json_parses_hostile_text)
 	}
 }
 
-/* Issue 8, point 2: "a.b" and "a_b" are two repositories, so two ids, so two tmux sessions. */
+/* "a.b" and "a_b" are two repositories, so two ids, so two tmux sessions. */
 Test(session, tmux_name_is_injective)
 {
 	static const char alphabet[] = "a._-";

@@ -811,7 +811,7 @@ Test(store, blocking_lock_waits_for_holder, .timeout = 30)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
 }
 
-/* Issue 8: a request about an unknown id, or a refused create, leaves no file in the store. */
+/* A request about an unknown id, or a refused create, leaves no file in the store. */
 Test(store, unknown_id_creates_no_file)
 {
 	struct session a;

@@ -1039,9 +1039,9 @@ Test(tmux, server_and_panes_inherit_nothing)
 	close(77);
 }
 
-/* ---- every operation checks @agentd_id (issue 8, point 2) ---- */
+/* ---- every operation checks @agentd_id ---- */
 
-/* Two sessions whose names versions before issue 8 gave both to "a_b-1": "a.b-1" owns the tmux
+/* Two sessions that both had the name "a_b-1" before the '+' separator: "a.b-1" owns the tmux
  * session "a_b-1"; "a_b-1" acting through that name must touch nothing of it. */
 Test(tmux, operations_refuse_another_ids_session)
 {
@@ -1117,7 +1117,7 @@ Test(tmux, guard_format_refuses_format_characters)
 	cr_assert_eq(tmux_guard_format("a-1", "a-1", out, 10), -ENAMETOOLONG);
 }
 
-/* ---- the pane's environment (issue 8, point 5) ---- */
+/* ---- the pane's environment ---- */
 
 /* The names in a /proc/<pid>/environ copy (NUL-separated), sorted, joined by ' '. */
 static void env_names(const char *env, size_t len, char *out, size_t outlen)

@@ -11,7 +11,7 @@ How it reads (MEASURE_READ, the same for both sides):
   records  (default) one large read (up to READ_MAX bytes) at a time, split into whole records:
            lines from the pipe, events (up to the blank line) from the SSE stream; each record is
            searched for its stamp and timed once parsed. Per event both sides do the same work.
-  lines    Python's readline, one line at a time (the client before issue 9's speed work): an SSE
+  lines    Python's readline, one line at a time (the client before the speed work): an SSE
            event is 4 lines (id, event, data, blank) against the pipe's one, so this client
            spends about four times the CPU per event on the SSE side.
 """

@@ -13,7 +13,7 @@
 const path = require("path");
 const WebSocket = require(path.join(__dirname, "..", "..", "node_modules", "ws"));
 
-// The harness's token (AGENTD_TEST_TOKEN, tests/integration/lib.sh): the access door (issue 11)
+// The harness's token (AGENTD_TEST_TOKEN, tests/integration/lib.sh): the access door
 // refuses an upgrade without credentials.
 const headers = {};
 if (process.env.AGENTD_TEST_TOKEN) headers.Authorization = "Bearer " + process.env.AGENTD_TEST_TOKEN;

@@ -1,5 +1,5 @@
 // The page's one door to the server: every REST call goes through api(), every WebSocket URL
-// through wsUrl() and every SSE stream through eventSource(). Access control (issue 11) belongs
+// through wsUrl() and every SSE stream through eventSource(). Access control belongs
 // here and nowhere else: the credentials are the HttpOnly cookie the login page (or GET
 // /?token=) set, which fetch, EventSource and WebSockets of this origin send by themselves; a 401
 // (the cookie's token was revoked, or there is none) goes to the login page.
