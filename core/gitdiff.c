@@ -127,6 +127,7 @@ static const char *gitdiff_status(git_delta_t status)
 
 /* The growing unified text, capped at GITDIFF_TEXT_MAX. */
 struct gitdiff_text {
+	size_t max;
 	char *buf;
 	size_t len;
 	bool cut;
@@ -136,11 +137,11 @@ struct gitdiff_text {
  * -ENOMEM. */
 static int gitdiff_text_add(struct gitdiff_text *t, const char *p, size_t n)
 {
-	if (t->len + n > GITDIFF_TEXT_MAX) {
+	if (t->len + n > t->max) {
 		t->cut = true;
 		return 0;
 	}
-	if (t->buf == NULL && (t->buf = malloc(GITDIFF_TEXT_MAX + 1)) == NULL)
+	if (t->buf == NULL && (t->buf = malloc(t->max + 1)) == NULL)
 		return -ENOMEM;
 	memcpy(t->buf + t->len, p, n);
 	t->len += n;
@@ -197,21 +198,21 @@ out:
 	return r;
 }
 
-static json_object *gitdiff_limits(void)
+static json_object *gitdiff_limits(size_t text_max)
 {
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "files", json_object_new_int64(GITDIFF_FILES_MAX));
 	json_object_object_add(o, "fileBytes", json_object_new_int64(GITDIFF_FILE_BYTES_MAX));
-	json_object_object_add(o, "diffBytes", json_object_new_int64(GITDIFF_TEXT_MAX));
+	json_object_object_add(o, "diffBytes", json_object_new_int64((int64_t)text_max));
 	return o;
 }
 
-int gitdiff_diff(const char *path, enum gitdiff_base base, bool with_text, json_object **out,
-		 char **text, size_t *text_len, struct cause *cause)
+int gitdiff_diff(const char *path, enum gitdiff_base base, size_t text_max, bool with_text,
+		 json_object **out, char **text, size_t *text_len, struct cause *cause)
 {
 	git_diff_options opts;
-	struct gitdiff_text t = {0};
+	struct gitdiff_text t = {.max = text_max < GITDIFF_TEXT_MAX ? text_max : GITDIFF_TEXT_MAX};
 	git_repository *repo = NULL;
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
@@ -268,7 +269,7 @@ int gitdiff_diff(const char *path, enum gitdiff_base base, bool with_text, json_
 	json_object_object_add(trunc, "files", json_object_new_int64((int64_t)(n - listed)));
 	json_object_object_add(trunc, "diff", json_object_new_boolean(t.cut));
 	json_object_object_add(o, "truncated", trunc);
-	json_object_object_add(o, "limits", gitdiff_limits());
+	json_object_object_add(o, "limits", gitdiff_limits(t.max));
 	if (with_text)
 		json_object_object_add(o, "diff",
 				       json_object_new_string_len(t.buf ? t.buf : "", (int)t.len));

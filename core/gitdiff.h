@@ -39,13 +39,14 @@ int gitdiff_parse_base(const char *s, enum gitdiff_base *out);
 
 /*
  * The diff of the worktree at path against base, as the JSON docs/API.md describes for
- * GET /sessions/<id>/diff (base, head, files, totals, truncated, limits), with the unified text
- * in "diff" when with_text; *text (when not NULL) gets the same text, owned by the caller (NUL
+ * GET /sessions/<id>/diff (base, head, files, totals, truncated, limits), the text capped at
+ * text_max bytes (at most GITDIFF_TEXT_MAX: a client with less room asks less), with the unified
+ * text in "diff" when with_text; *text (when not NULL) gets the same text, owned by the caller (NUL
  * terminated, *text_len bytes). Returns 0, -ENOENT (no repository at path), -ENODATA (no default
  * branch, no merge base, or HEAD unborn: cause says which), -ENOMEM or -EIO, with cause.
  */
-int gitdiff_diff(const char *path, enum gitdiff_base base, bool with_text, json_object **out,
-		 char **text, size_t *text_len, struct cause *cause);
+int gitdiff_diff(const char *path, enum gitdiff_base base, size_t text_max, bool with_text,
+		 json_object **out, char **text, size_t *text_len, struct cause *cause);
 
 /*
  * The commits of HEAD not on the default branch, newest first (at most GITDIFF_COMMITS_MAX), as

@@ -15,6 +15,8 @@
 
 /* Bytes of a ?base= value: the longest accepted is "default". */
 #define API_DIFF_BASE_MAX 16
+/* Digits of a ?maxBytes= value: GITDIFF_TEXT_MAX has 7. */
+#define API_DIFF_MAX_BYTES_DIGITS 8
 
 /* True when the query names key at all (with or without a value), whatever its length. */
 static bool api_query_has(const char *query, const char *key)
@@ -31,6 +33,26 @@ static bool api_query_has(const char *query, const char *key)
 			p++;
 	}
 	return false;
+}
+
+/* Reads ?maxBytes= (1..GITDIFF_TEXT_MAX, plain digits) into out, GITDIFF_TEXT_MAX when absent.
+ * Returns 0 or -EINVAL. */
+static int api_diff_text_max(const struct request *req, size_t *out)
+{
+	char v[API_DIFF_MAX_BYTES_DIGITS + 1];
+	const char *s = request_query(req, "maxBytes", v, sizeof(v));
+	unsigned long n;
+
+	*out = GITDIFF_TEXT_MAX;
+	if (s == NULL)
+		return api_query_has(req->query, "maxBytes") ? -EINVAL : 0;
+	if (s[0] < '1' || s[0] > '9' || strspn(s, "0123456789") != strlen(s))
+		return -EINVAL;
+	n = strtoul(s, NULL, 10);
+	if (n > GITDIFF_TEXT_MAX)
+		return -EINVAL;
+	*out = n;
+	return 0;
 }
 
 /* Reads the session of args[0] into s, answering 400/404/500 itself. Returns true to go on. */
@@ -86,7 +108,7 @@ static void api_sessions_diff(const struct app *app, struct request *req,
 	struct agentuser_fs fs;
 	json_object *o = NULL, *trunc;
 	char *text = NULL;
-	size_t len = 0;
+	size_t len = 0, text_max;
 	int r;
 
 	if (s == NULL) {
@@ -103,12 +125,18 @@ static void api_sessions_diff(const struct app *app, struct request *req,
 			      "or \"HEAD\" (uncommitted work only)");
 		goto out;
 	}
+	if (api_diff_text_max(req, &text_max) < 0) {
+		request_error(req, 400, "invalid_max_bytes",
+			      "maxBytes must be a number of bytes from 1 to %d", GITDIFF_TEXT_MAX);
+		goto out;
+	}
 	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0) {
 		request_error(req, 500, "git_error", "cannot take the agent user's identity: %s",
 			      strerror(-r));
 		goto out;
 	}
-	r = gitdiff_diff(s->worktree, base, !as_text, &o, as_text ? &text : NULL, &len, &cause);
+	r = gitdiff_diff(s->worktree, base, text_max, !as_text, &o, as_text ? &text : NULL, &len,
+			 &cause);
 	agentuser_fs_leave(&fs);
 	if (r < 0) {
 		api_diff_fail(req, s, r, &cause);

@@ -60,6 +60,16 @@ for bad in head main 'HEAD~1' '' "$(printf 'x%.0s' $(seq 300))"; do
 	assert_json "?base=${bad:0:20}: code" '.code' '"invalid_base"'
 done
 
+api GET '/sessions/widgets-1/diff?maxBytes=20'
+assert_status "?maxBytes=20: 200" 200
+assert_jq "?maxBytes=20: no patch fits, the summary is whole and says so" \
+	'.diff == "" and .truncated.diff == true and .limits.diffBytes == 20 and .totals.files == 4'
+for bad in 0 -1 012 1e3 4194305 99999999999 ''; do
+	api GET "/sessions/widgets-1/diff?maxBytes=$bad"
+	assert_status "?maxBytes=$bad: 400" 400
+	assert_json "?maxBytes=$bad: code" '.code' '"invalid_max_bytes"'
+done
+
 api GET /sessions/widgets-9/diff
 assert_status "diff of an unknown session: 404" 404
 api GET /sessions/Bad%20id/diff

@@ -43,7 +43,7 @@ static json_object *diff_of(const char *path, enum gitdiff_base base, char **tex
 	struct cause c = {{0}};
 	json_object *o;
 	size_t len;
-	int r = gitdiff_diff(path, base, true, &o, text, &len, &c);
+	int r = gitdiff_diff(path, base, GITDIFF_TEXT_MAX, true, &o, text, &len, &c);
 
 	cr_assert_eq(r, 0, "gitdiff_diff: %d %s", r, c.msg);
 	if (text != NULL)
@@ -229,15 +229,20 @@ Test(gitdiff, no_repository_and_no_default_branch)
 	json_object *o;
 	char dir[P_MAX];
 
-	cr_assert_eq(gitdiff_diff(fx.tmp, GITDIFF_BASE_DEFAULT, true, &o, NULL, NULL, &c), -ENOENT);
+	cr_assert_eq(
+	    gitdiff_diff(fx.tmp, GITDIFF_BASE_DEFAULT, GITDIFF_TEXT_MAX, true, &o, NULL, NULL, &c),
+	    -ENOENT);
 	cr_assert_null(o);
 	FMT(dir, "%s/lonely", fx.tmp);
 	GIT(NULL, "init", "-q", "-b", "trunk", dir);
 	commit_file(dir, "a", "a\n");
-	cr_assert_eq(gitdiff_diff(dir, GITDIFF_BASE_DEFAULT, true, &o, NULL, NULL, &c), -ENODATA);
+	cr_assert_eq(
+	    gitdiff_diff(dir, GITDIFF_BASE_DEFAULT, GITDIFF_TEXT_MAX, true, &o, NULL, NULL, &c),
+	    -ENODATA);
 	cr_assert_not_null(strstr(c.msg, "default branch"), "%s", c.msg);
 	/* HEAD needs no default branch. */
-	cr_assert_eq(gitdiff_diff(dir, GITDIFF_BASE_HEAD, true, &o, NULL, NULL, &c), 0);
+	cr_assert_eq(
+	    gitdiff_diff(dir, GITDIFF_BASE_HEAD, GITDIFF_TEXT_MAX, true, &o, NULL, NULL, &c), 0);
 	json_object_put(o);
 	cr_assert_eq(gitdiff_commits(dir, &o, &c), -ENODATA);
 }
@@ -262,5 +267,27 @@ Test(gitdiff, commits_since_the_merge_base)
 	cr_assert_not_null(strchr(str(first, "time"), 'T'));
 	cr_assert_str_eq(str(json_object_array_get_idx(arr, 1), "subject"), "one.txt");
 	cr_assert_not(flag(o, "truncated"));
+	json_object_put(o);
+}
+
+Test(gitdiff, a_smaller_text_cap_is_kept_and_said)
+{
+	char path[P_MAX], *text = NULL;
+	struct cause c = {{0}};
+	json_object *o;
+	size_t len;
+
+	dirty_worktree(path);
+	cr_assert_eq(gitdiff_diff(path, GITDIFF_BASE_DEFAULT, 10, true, &o, &text, &len, &c), 0);
+	cr_assert_eq(len, 0, "a patch longer than the cap went in: %s", text);
+	cr_assert(flag(json_object_object_get(o, "truncated"), "diff"));
+	cr_assert_eq(num(json_object_object_get(o, "limits"), "diffBytes"), 10);
+	cr_assert_eq(num(json_object_object_get(o, "totals"), "files"), 3);
+	free(text);
+	json_object_put(o);
+	/* More than the module's own cap is its cap. */
+	cr_assert_eq(gitdiff_diff(path, GITDIFF_BASE_DEFAULT, SIZE_MAX, true, &o, NULL, NULL, &c),
+		     0);
+	cr_assert_eq(num(json_object_object_get(o, "limits"), "diffBytes"), GITDIFF_TEXT_MAX);
 	json_object_put(o);
 }
