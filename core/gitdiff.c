@@ -125,13 +125,51 @@ static const char *gitdiff_status(git_delta_t status)
 	}
 }
 
-/* The growing unified text, capped at GITDIFF_TEXT_MAX. */
+/* The growing unified text, capped at max (<= GITDIFF_TEXT_MAX), and the content read so far,
+ * capped at GITDIFF_READ_MAX. */
 struct gitdiff_text {
 	size_t max;
 	char *buf;
 	size_t len;
 	bool cut;
+	size_t read;      /* bytes of content loaded */
+	size_t uncounted; /* files listed without reading them (past GITDIFF_READ_MAX) */
 };
+
+/* What diffing d reads: the sides not over GITDIFF_FILE_BYTES_MAX (those are never read). A
+ * side whose size is not known yet counts 0 here and its real size once read. */
+static size_t gitdiff_cost(const git_diff_delta *d)
+{
+	size_t cost = 0;
+
+	if (d->old_file.size <= GITDIFF_FILE_BYTES_MAX)
+		cost += (size_t)d->old_file.size;
+	if (d->new_file.size <= GITDIFF_FILE_BYTES_MAX)
+		cost += (size_t)d->new_file.size;
+	return cost;
+}
+
+/* The summary entry of d, with its line counts. */
+static json_object *gitdiff_entry(const git_diff_delta *d, size_t a, size_t del, bool counted,
+				  bool in_text)
+{
+	json_object *o = json_object_new_object();
+	bool too_large =
+	    d->old_file.size > GITDIFF_FILE_BYTES_MAX || d->new_file.size > GITDIFF_FILE_BYTES_MAX;
+
+	json_object_object_add(o, "path", json_object_new_string(d->new_file.path));
+	if (strcmp(d->old_file.path, d->new_file.path) != 0)
+		json_object_object_add(o, "oldPath", json_object_new_string(d->old_file.path));
+	json_object_object_add(o, "status", json_object_new_string(gitdiff_status(d->status)));
+	json_object_object_add(o, "additions", json_object_new_int64((int64_t)a));
+	json_object_object_add(o, "deletions", json_object_new_int64((int64_t)del));
+	json_object_object_add(o, "binary",
+			       json_object_new_boolean((d->flags & GIT_DIFF_FLAG_BINARY) != 0));
+	json_object_object_add(o, "tooLarge", json_object_new_boolean(too_large));
+	json_object_object_add(o, "counted", json_object_new_boolean(counted));
+	json_object_object_add(o, "inDiff", json_object_new_boolean(in_text));
+	return o;
+}
 
 /* Appends a whole patch, or nothing when it would pass the cap. Returns 1 added, 0 left out, or
  * -ENOMEM. */
@@ -157,10 +195,14 @@ static int gitdiff_file(git_diff *diff, size_t i, struct gitdiff_text *t, json_o
 	git_patch *patch = NULL;
 	git_buf buf = {0};
 	size_t a = 0, del = 0;
-	bool too_large;
 	int in_text = 0, rc, r = 0;
-	json_object *o;
 
+	if (t->read + gitdiff_cost(d) > GITDIFF_READ_MAX) {
+		t->uncounted++;
+		t->cut = true;
+		json_object_array_add(files, gitdiff_entry(d, 0, 0, false, false));
+		return 0;
+	}
 	if ((rc = git_patch_from_diff(&patch, diff, i)) < 0 ||
 	    (rc = git_patch_line_stats(NULL, &a, &del, patch)) < 0 ||
 	    (rc = git_patch_to_buf(&buf, patch)) < 0) {
@@ -174,22 +216,11 @@ static int gitdiff_file(git_diff *diff, size_t i, struct gitdiff_text *t, json_o
 		r = in_text;
 		goto out;
 	}
-	/* The flag is final only once the patch loaded the content (or decided by size). */
+	/* The flags and sizes are final only once the patch loaded the content (or decided by
+	 * size). */
 	d = git_patch_get_delta(patch);
-	too_large =
-	    d->old_file.size > GITDIFF_FILE_BYTES_MAX || d->new_file.size > GITDIFF_FILE_BYTES_MAX;
-	o = json_object_new_object();
-	json_object_object_add(o, "path", json_object_new_string(d->new_file.path));
-	if (strcmp(d->old_file.path, d->new_file.path) != 0)
-		json_object_object_add(o, "oldPath", json_object_new_string(d->old_file.path));
-	json_object_object_add(o, "status", json_object_new_string(gitdiff_status(d->status)));
-	json_object_object_add(o, "additions", json_object_new_int64((int64_t)a));
-	json_object_object_add(o, "deletions", json_object_new_int64((int64_t)del));
-	json_object_object_add(o, "binary",
-			       json_object_new_boolean((d->flags & GIT_DIFF_FLAG_BINARY) != 0));
-	json_object_object_add(o, "tooLarge", json_object_new_boolean(too_large));
-	json_object_object_add(o, "inDiff", json_object_new_boolean(in_text == 1));
-	json_object_array_add(files, o);
+	t->read += gitdiff_cost(d);
+	json_object_array_add(files, gitdiff_entry(d, a, del, true, in_text == 1));
 	*adds += a;
 	*dels += del;
 out:
@@ -205,6 +236,7 @@ static json_object *gitdiff_limits(size_t text_max)
 	json_object_object_add(o, "files", json_object_new_int64(GITDIFF_FILES_MAX));
 	json_object_object_add(o, "fileBytes", json_object_new_int64(GITDIFF_FILE_BYTES_MAX));
 	json_object_object_add(o, "diffBytes", json_object_new_int64((int64_t)text_max));
+	json_object_object_add(o, "readBytes", json_object_new_int64(GITDIFF_READ_MAX));
 	return o;
 }
 
@@ -268,6 +300,7 @@ int gitdiff_diff(const char *path, enum gitdiff_base base, size_t text_max, bool
 	trunc = json_object_new_object();
 	json_object_object_add(trunc, "files", json_object_new_int64((int64_t)(n - listed)));
 	json_object_object_add(trunc, "diff", json_object_new_boolean(t.cut));
+	json_object_object_add(trunc, "uncounted", json_object_new_int64((int64_t)t.uncounted));
 	json_object_object_add(o, "truncated", trunc);
 	json_object_object_add(o, "limits", gitdiff_limits(t.max));
 	if (with_text)

@@ -24,6 +24,10 @@
  * document carries (50 MB) with room to spare. A file's patch that does not fit is left out whole.
  */
 #define GITDIFF_TEXT_MAX (4 * 1024 * 1024)
+/* Bytes of file content read for one answer (both sides of every file diffed): 2000 files of
+ * just under GITDIFF_FILE_BYTES_MAX would be 4 GB. Past it, files are listed with their status
+ * only (counted: false), the way git diff --stat would still name them. */
+#define GITDIFF_READ_MAX (16 * 1024 * 1024)
 /* Commits listed since the merge base: a branch longer than this is a rebase gone wrong. */
 #define GITDIFF_COMMITS_MAX 500
 /* Bytes of a commit's subject (its first paragraph, as git log --oneline shows it). */

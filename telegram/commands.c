@@ -456,7 +456,11 @@ static void cmd_diff_summary(struct buf *out, const char *session, json_object *
 
 		buf_addf(out, "\n%c %s ", status != NULL ? (char)(status[0] - 'a' + 'A') : '?',
 			 jsontext_str(f, "path") ? jsontext_str(f, "path") : "?");
-		if (json_object_get_boolean(json_object_object_get(f, "binary")))
+		json_object *counted = json_object_object_get(f, "counted");
+
+		if (counted != NULL && !json_object_get_boolean(counted))
+			buf_adds(out, "(not read)");
+		else if (json_object_get_boolean(json_object_object_get(f, "binary")))
 			buf_adds(out, json_object_get_boolean(json_object_object_get(f, "tooLarge"))
 					  ? "(too large)"
 					  : "(binary)");

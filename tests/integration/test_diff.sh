@@ -37,7 +37,8 @@ assert_json "committed, uncommitted and untracked files, not the ignored one" \
 	'[.files[] | [.path, .status, .additions, .deletions, .binary]] | sort' \
 	'[["feature.c","added",2,0,false],["logo.bin","added",0,0,true],["main.c","modified",1,0,false],["notes.txt","added",1,0,false]]'
 assert_json "totals" '.totals' '{"files":4,"additions":4,"deletions":0}'
-assert_json "nothing cut" '.truncated' '{"files":0,"diff":false}'
+assert_json "nothing cut" '.truncated' '{"files":0,"diff":false,"uncounted":0}'
+assert_jq "every file counted" '[.files[].counted] | all'
 assert_jq "the JSON carries the unified diff" \
 	'(.diff | contains("diff --git a/feature.c b/feature.c")) and
 	 (.diff | contains("+int x;")) and (.diff | contains("+fresh")) and

@@ -291,3 +291,40 @@ Test(gitdiff, a_smaller_text_cap_is_kept_and_said)
 	cr_assert_eq(num(json_object_object_get(o, "limits"), "diffBytes"), GITDIFF_TEXT_MAX);
 	json_object_put(o);
 }
+
+Test(gitdiff, content_read_is_capped_and_the_rest_listed_uncounted)
+{
+	char path[P_MAX], p[P_MAX * 2];
+	size_t per_file = GITDIFF_FILE_BYTES_MAX - 4096, nfiles = GITDIFF_READ_MAX / per_file + 3;
+	size_t uncounted = 0;
+	json_object *o, *files;
+
+	ensure();
+	add(7, path);
+	for (size_t i = 0; i < nfiles; i++) {
+		FILE *out;
+
+		FMT(p, "%s/g%03zu.txt", path, i);
+		out = fopen(p, "w");
+		cr_assert_not_null(out);
+		for (size_t j = 0; j < per_file / 8; j++)
+			fputs("abcdefg\n", out);
+		fclose(out);
+	}
+	o = diff_of(path, GITDIFF_BASE_DEFAULT, NULL);
+	files = json_object_object_get(o, "files");
+	cr_assert_eq(json_object_array_length(files), nfiles, "every file is listed");
+	for (size_t i = 0; i < nfiles; i++) {
+		json_object *f = json_object_array_get_idx(files, i);
+
+		if (!flag(f, "counted")) {
+			uncounted++;
+			cr_assert_eq(num(f, "additions"), 0);
+			cr_assert_not(flag(f, "inDiff"));
+		}
+	}
+	cr_assert_geq(uncounted, 2, "read past GITDIFF_READ_MAX");
+	cr_assert_eq(num(json_object_object_get(o, "truncated"), "uncounted"), (int64_t)uncounted);
+	cr_assert(flag(json_object_object_get(o, "truncated"), "diff"));
+	json_object_put(o);
+}

@@ -100,6 +100,7 @@ export class ChangesView {
       "against " + base];
     const cut = d.truncated || {};
     if (cut.files) parts.push(cut.files + " more files not listed");
+    if (cut.uncounted) parts.push(cut.uncounted + " files not read (over " + Math.round(d.limits.readBytes / 1048576) + " MB in all)");
     if (cut.diff) parts.push("the diff was cut at " + Math.round(d.limits.diffBytes / 1048576) + " MB");
     this.summary.textContent = parts.join(" · ");
     this.summary.className = "changes-summary" + (cut.files || cut.diff ? " warn" : " muted");
@@ -125,7 +126,8 @@ export class ChangesView {
     status.title = f.status;
     const path = el("span", "fpath", f.oldPath ? f.oldPath + " → " + f.path : f.path);
     const stats = el("span", "fstats");
-    if (f.binary) stats.append(el("span", "muted", f.tooLarge ? "too large" : "binary"));
+    if (f.counted === false) stats.append(el("span", "muted", "not read"));
+    else if (f.binary) stats.append(el("span", "muted", f.tooLarge ? "too large" : "binary"));
     else stats.append(el("span", "add", "+" + f.additions), " ", el("span", "del", "−" + f.deletions));
     sum.append(status, path, stats);
     det.appendChild(sum);
@@ -133,7 +135,9 @@ export class ChangesView {
     const fill = () => {
       if (det.querySelector(".patch, .nopatch")) return;
       if (patch) det.appendChild(renderPatch(patch));
-      else det.appendChild(el("p", "nopatch muted", f.tooLarge
+      else det.appendChild(el("p", "nopatch muted", f.counted === false
+        ? "Not read: the files before it used up what one answer reads."
+        : f.tooLarge
         ? "Over the size limit: not read, not diffed."
         : "Left out of the diff (over its size limit)."));
     };
