@@ -94,6 +94,13 @@ async function laptop(browser) {
     const t = await page.$eval("#changes-view .changes-summary", (e) => e.textContent);
     if (!/^3 files changed · \+4 · −0 · against origin\/main [0-9a-f]{7}$/.test(t)) throw new Error(t);
   });
+  await check("laptop: the branch's commit, folded under its count", page, async () => {
+    const t = await page.$eval("#changes-view .changes-commits summary", (e) => e.textContent);
+    if (t !== "1 commit since origin/main") throw new Error(t);
+    await page.click("#changes-view .changes-commits summary");
+    const s = await page.$$eval("#changes-view .changes-commits li .csubject", (ls) => ls.map((l) => l.textContent));
+    if (JSON.stringify(s) !== '["add feature.c"]') throw new Error(JSON.stringify(s));
+  });
   await check("laptop: the conversation gives way to the Changes view", page, async () =>
     !(await page.$eval("#conv-view", (e) => e.offsetParent !== null)));
   await page.$$eval("#changes-view li.file summary", (ss) => ss.find((s) => s.textContent.includes("main.c")).click());
@@ -109,6 +116,7 @@ async function laptop(browser) {
   await page.select("#changes-view .changes-base", "HEAD");
   await check("laptop: uncommitted only leaves the commit out", page, async () => {
     await until(async () => (await listed(page)).length === 2, "two files");
+    if (await page.$eval("#changes-view .changes-commits", (e) => !e.hidden)) throw new Error("commits shown");
     const paths = (await listed(page)).map((f) => f[1]).sort();
     if (JSON.stringify(paths) !== '["main.c","notes.txt"]') throw new Error(JSON.stringify(paths));
   });

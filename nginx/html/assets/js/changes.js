@@ -54,6 +54,7 @@ export class ChangesView {
     this.id = id;
     this.summary = section.querySelector(".changes-summary");
     this.list = section.querySelector(".changes-files");
+    this.commits = section.querySelector(".changes-commits");
     this.base = "default"; // or "HEAD": the uncommitted work only
     this.asked = 0;
     this.closed = false;
@@ -73,6 +74,7 @@ export class ChangesView {
     this.baseSelect.removeEventListener("change", this.onBase);
     this.summary.textContent = "";
     this.list.replaceChildren();
+    this.commits.hidden = true;
   }
 
   async refresh() {
@@ -80,9 +82,12 @@ export class ChangesView {
     this.section.setAttribute("aria-busy", "true");
     try {
       const q = this.base === "HEAD" ? "?base=HEAD" : "";
-      const d = await api("GET", sessionPath(this.id, "/diff" + q));
+      // The commits only matter since the default branch; without them the files still show.
+      const [d, c] = await Promise.all([api("GET", sessionPath(this.id, "/diff" + q)),
+        this.base === "HEAD" ? null : api("GET", sessionPath(this.id, "/commits")).catch(() => null)]);
       if (this.closed || mine !== this.asked) return;
       this.render(d);
+      this.renderCommits(c);
     } catch (e) {
       if (this.closed || mine !== this.asked) return;
       this.summary.textContent = "No changes to show: " + e.message;
@@ -116,6 +121,22 @@ export class ChangesView {
       items.push(this.renderFile(f, patch));
     }
     this.list.replaceChildren(...items);
+  }
+
+  /** The branch's commits (GET /sessions/<id>/commits), folded under a line that counts them. */
+  renderCommits(c) {
+    const list = c && Array.isArray(c.commits) ? c.commits : [];
+    this.commits.hidden = !list.length;
+    if (!list.length) return;
+    const n = list.length + (c.truncated ? "+" : "");
+    this.commits.querySelector("summary").textContent = n + " commit" + (list.length === 1 ? "" : "s") +
+      " since " + (c.base ? c.base.ref : "the default branch");
+    this.commits.querySelector("ol").replaceChildren(...list.map((k) => {
+      const li = el("li", "commit");
+      li.append(el("code", "cid", k.id.slice(0, 7)), " ", el("span", "csubject", k.subject),
+        el("span", "muted cmeta", " · " + (k.author ? k.author.name : "") + " · " + (k.time || "").replace("T", " ").replace(/:\d\dZ$/, " UTC")));
+      return li;
+    }));
   }
 
   renderFile(f, patch) {
