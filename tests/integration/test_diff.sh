@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a session changed (issue 24, §1): GET /sessions/<id>/diff against the merge base with the
+# What a session changed: GET /sessions/<id>/diff against the merge base with the
 # default branch (a commit, an uncommitted change, an untracked file, an ignored one, a binary
 # file, a 50 MB generated file that must not stall the API), ?base=HEAD, the unified text with
 # Accept: text/x-diff, bad ?base, GET /sessions/<id>/commits, and a read-only token reading both.

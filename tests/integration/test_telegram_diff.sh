@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# agentd-telegram's /diff (issue 24, §1) with the fake Bot API: without a session it says how to
+# agentd-telegram's /diff with the fake Bot API: without a session it says how to
 # get one; for a session with nothing changed it says so and sends no file; with a commit, an
 # uncommitted change, an untracked and a binary file it answers the summary (files with +/−,
 # against origin/main) and sends the diff as a document (sendDocument, a multipart upload named

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The web UI's Changes view (issue 24, §1) in a real browser (Debian's chromium, headless, driven
+# The web UI's Changes view in a real browser (Debian's chromium, headless, driven
 # by puppeteer-core: web/changes.js): a structured session whose worktree has a commit, an
 # uncommitted change and an untracked file; the files with +/−, a file's patch, "uncommitted
 # only", the refresh when the agent's turn ends, at 1280x800 and, for a read-only identity, at
