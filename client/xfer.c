@@ -13,6 +13,7 @@ struct xfer {
 	CURL *easy;
 	struct curl_slist *headers;
 	char *body;
+	curl_mime *mime; /* a multipart body, or NULL */
 	struct buf answer;
 	char error[CURL_ERROR_SIZE];
 	long status;
@@ -52,6 +53,7 @@ static void xfer_free(struct xfer *x)
 	curl_easy_cleanup(x->easy);
 	curl_slist_free_all(x->headers);
 	free(x->body);
+	curl_mime_free(x->mime);
 	buf_free(&x->answer);
 	free(x);
 }
@@ -174,6 +176,22 @@ struct xfer *xfer_start(struct xfer_loop *l, const struct xfer_req *req)
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(x->body));
 	}
+	if (req->body == NULL && req->nparts > 0) {
+		if ((x->mime = curl_mime_init(e)) == NULL)
+			goto fail;
+		for (size_t i = 0; i < req->nparts && i < XFER_PARTS_MAX; i++) {
+			const struct xfer_part *p = &req->parts[i];
+			curl_mimepart *part = curl_mime_addpart(x->mime);
+
+			if (part == NULL || curl_mime_name(part, p->name) != CURLE_OK ||
+			    curl_mime_data(part, p->data, p->len) != CURLE_OK ||
+			    (p->filename != NULL &&
+			     curl_mime_filename(part, p->filename) != CURLE_OK) ||
+			    (p->type != NULL && curl_mime_type(part, p->type) != CURLE_OK))
+				goto fail;
+		}
+		curl_easy_setopt(e, CURLOPT_MIMEPOST, x->mime);
+	}
 	/* No "Expect: 100-continue" round trip for a body. */
 	{
 		struct curl_slist *h = curl_slist_append(x->headers, "Expect:");
@@ -215,6 +233,7 @@ fail:
 	curl_easy_cleanup(x->easy);
 	curl_slist_free_all(x->headers);
 	free(x->body);
+	curl_mime_free(x->mime);
 	buf_free(&x->answer);
 	free(x);
 	errno = ENOMEM;

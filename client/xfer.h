@@ -34,12 +34,26 @@ typedef void (*xfer_done_fn)(void *arg, const struct xfer_result *res);
  * (done then reports it with a curl error). */
 typedef int (*xfer_data_fn)(void *arg, const char *p, size_t n);
 
+/* One part of a multipart/form-data body (a file upload): data is copied. */
+struct xfer_part {
+	const char *name; /* the form field */
+	const char *data; /* len bytes */
+	size_t len;
+	const char *filename; /* NULL: a plain field */
+	const char *type;     /* its Content-Type, or NULL */
+};
+
+#define XFER_PARTS_MAX 4
+
 struct xfer_req {
 	const char *method; /* "GET", "POST", "DELETE" */
 	const char *url;
 	const char *body;                      /* sent as application/json when not NULL (copied) */
 	const char *headers[XFER_HEADERS_MAX]; /* "Name: value" lines, NULL-terminated (copied) */
-	long timeout_ms;                       /* the whole transfer; 0: none (streams) */
+	/* Sent as multipart/form-data when nparts > 0 (and body is NULL). */
+	struct xfer_part parts[XFER_PARTS_MAX];
+	size_t nparts;
+	long timeout_ms;      /* the whole transfer; 0: none (streams) */
 	long stall_s;         /* a stream that sends nothing for this long ends (0: never) */
 	size_t body_max;      /* the most of an answer's body kept */
 	xfer_data_fn on_data; /* NULL: the body is kept for on_done */

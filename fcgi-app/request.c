@@ -179,6 +179,22 @@ void request_reply(struct request *req, int status, json_object *body, const cha
 	json_object_put(body);
 }
 
+void request_reply_bytes(struct request *req, int status, const char *content_type,
+			 const char *body, size_t len, const char *extra_headers)
+{
+	req->status = status;
+	FCGX_FPrintF(req->fcgi->out,
+		     "Status: %d %s\r\n"
+		     "Content-Type: %s\r\n"
+		     "Cache-Control: no-store\r\n"
+		     "%s\r\n",
+		     status, httpstatus_reason(status), content_type,
+		     extra_headers ? extra_headers : "");
+	/* FCGX_PutStr takes an int: the callers' bodies are capped far below INT_MAX. */
+	if (len > 0)
+		FCGX_PutStr(body, (int)len, req->fcgi->out);
+}
+
 const char *request_param_value(const struct request *req, const char *name)
 {
 	return request_param(req->fcgi, name);

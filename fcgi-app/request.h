@@ -55,6 +55,11 @@ const char *request_query(const struct request *req, const char *key, char *out,
  * are not valid UTF-8 go out as U+FFFD. extra_headers may be NULL or "Name: value\r\n..." lines. */
 void request_reply(struct request *req, int status, json_object *body, const char *extra_headers);
 
+/* Writes status and body (len bytes, sent as they are) with content_type, e.g. "text/x-diff;
+ * charset=utf-8"; extra_headers as for request_reply. */
+void request_reply_bytes(struct request *req, int status, const char *content_type,
+			 const char *body, size_t len, const char *extra_headers);
+
 /* The value of FastCGI parameter name (one nginx sets, e.g. AGENTD_COOKIE), or NULL when absent
  * or empty. Borrowed until FCGX_Finish_r. */
 const char *request_param_value(const struct request *req, const char *name);

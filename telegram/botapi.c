@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,46 @@ struct xfer *botapi_call(struct botapi *b, const char *method, json_object *para
 out:
 	memset(url, 0, sizeof(url));
 	json_object_put(params);
+	return x;
+}
+
+struct xfer *botapi_send_document(struct botapi *b, int64_t chat, const char *filename,
+				  const char *data, size_t len, const char *caption, botapi_fn fn,
+				  void *arg)
+{
+	char url[BOTAPI_URL_MAX], chat_id[24];
+	struct botapi_call *c = NULL;
+	struct xfer *x = NULL;
+	struct xfer_req req = {
+	    .method = "POST",
+	    .url = url,
+	    .timeout_ms = BOTAPI_TIMEOUT_MS,
+	    .body_max = BOTAPI_ANSWER_MAX,
+	    .on_done = botapi_done,
+	};
+	int n = snprintf(url, sizeof(url), "%s/bot%s/sendDocument", b->api, b->token);
+
+	if (n < 0 || (size_t)n >= sizeof(url) || (c = calloc(1, sizeof(*c))) == NULL) {
+		errno = c == NULL && n >= 0 && (size_t)n < sizeof(url) ? ENOMEM : ENAMETOOLONG;
+		goto out;
+	}
+	c->fn = fn;
+	c->arg = arg;
+	req.arg = c;
+	snprintf(chat_id, sizeof(chat_id), "%" PRId64, chat);
+	req.parts[req.nparts++] =
+	    (struct xfer_part){"chat_id", chat_id, strlen(chat_id), NULL, NULL};
+	req.parts[req.nparts++] =
+	    (struct xfer_part){"document", data, len, filename, "text/plain; charset=utf-8"};
+	if (caption != NULL)
+		req.parts[req.nparts++] =
+		    (struct xfer_part){"caption", caption, strlen(caption), NULL, NULL};
+	if ((x = xfer_start(b->loop, &req)) == NULL) {
+		free(c);
+		errno = ENOMEM;
+	}
+out:
+	memset(url, 0, sizeof(url));
 	return x;
 }
 

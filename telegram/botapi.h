@@ -48,6 +48,15 @@ void botapi_destroy(struct botapi *b);
 struct xfer *botapi_call(struct botapi *b, const char *method, json_object *params, long timeout_ms,
 			 botapi_fn fn, void *arg);
 
+/*
+ * Sends data (len bytes) to chat as a document named filename (text/plain), with caption (NULL:
+ * none), through sendDocument: a multipart upload, the only way the Bot API takes a file. The
+ * answer goes to fn as for botapi_call. Returns the transfer, or NULL with errno.
+ */
+struct xfer *botapi_send_document(struct botapi *b, int64_t chat, const char *filename,
+				  const char *data, size_t len, const char *caption, botapi_fn fn,
+				  void *arg);
+
 /* Turns an HTTP answer into a, parsing the body (a->result borrows from *root, which the caller
  * puts). Exposed for tests. */
 void botapi_parse_answer(const struct xfer_result *res, struct botapi_answer *a,

@@ -17,6 +17,11 @@
 #define COMMANDS_ARGS_MAX 4
 #define COMMANDS_ARG_MAX  256
 #define COMMANDS_MSG_MAX  2048
+/* Files of a /diff summary listed in the chat: the rest are in the document. */
+#define COMMANDS_DIFF_FILES_MAX 30
+/* Bytes of diff text asked for (GET /sessions/<id>/diff?maxBytes=): JSON-escaped it stays under
+ * AGENTC_ANSWER_MAX, and a phone opens the document at once. */
+#define COMMANDS_DIFF_TEXT_MAX (384 * 1024)
 
 #define COMMANDS_HELP                                                                              \
 	"/sessions: every session, those waiting for you first\n"                                  \
@@ -26,6 +31,8 @@
 	"/stop [<id>] [force]: delete a session (this chat's by default); force also removes a "   \
 	"worktree it would keep\n"                                                                 \
 	"/interrupt: end the running turn of this chat's session\n"                                \
+	"/diff [<id>]: what the session changed since the default branch, and the diff as a "      \
+	"file\n"                                                                                   \
 	"Anything else is a prompt to this chat's session (structured mode)."
 
 struct cmd_call;
@@ -401,6 +408,133 @@ static void cmd_interrupt(struct bot *b, const struct botapi_update *u)
 	cmd_send(c, "POST", path, NULL, true, cmd_interrupt_answer);
 }
 
+/* ---- /diff ------------------------------------------------------------------------------------
+ */
+
+/* The chat a document goes to, for the answer of sendDocument. */
+struct cmd_doc {
+	struct bot *b;
+	int64_t chat;
+	char session[SESSION_ID_MAX + 1];
+};
+
+static void cmd_diff_sent(void *arg, const struct botapi_answer *a)
+{
+	struct cmd_doc *d = arg;
+	char msg[COMMANDS_MSG_MAX];
+
+	if (!a->ok && !a->aborted) {
+		snprintf(msg, sizeof(msg), "%s: the diff could not be sent as a file: %s",
+			 d->session, a->description[0] != '\0' ? a->description : "no answer");
+		bot_say(d->b, d->chat, msg);
+	}
+	free(d);
+}
+
+/* The summary of a GET /sessions/<id>/diff answer: totals, base, the first files, what was cut. */
+static void cmd_diff_summary(struct buf *out, const char *session, json_object *d)
+{
+	json_object *totals = json_object_object_get(d, "totals"),
+		    *files = json_object_object_get(d, "files"),
+		    *trunc = json_object_object_get(d, "truncated"),
+		    *base = json_object_object_get(d, "base");
+	const char *ref = jsontext_str(base, "ref"), *commit = jsontext_str(base, "commit");
+	int64_t nfiles = json_object_get_int64(json_object_object_get(totals, "files"));
+	size_t listed = json_object_array_length(files);
+
+	buf_addf(out,
+		 "%s: %" PRId64 " file%s changed, +%" PRId64 " \u2212%" PRId64
+		 " against %s%s%.7s%s",
+		 session, nfiles, nfiles == 1 ? "" : "s",
+		 json_object_get_int64(json_object_object_get(totals, "additions")),
+		 json_object_get_int64(json_object_object_get(totals, "deletions")),
+		 ref != NULL ? ref : "?", commit != NULL ? " (" : "", commit != NULL ? commit : "",
+		 commit != NULL ? ")" : "");
+	for (size_t i = 0; i < listed && i < COMMANDS_DIFF_FILES_MAX; i++) {
+		json_object *f = json_object_array_get_idx(files, i);
+		const char *status = jsontext_str(f, "status");
+
+		buf_addf(out, "\n%c %s ", status != NULL ? (char)(status[0] - 'a' + 'A') : '?',
+			 jsontext_str(f, "path") ? jsontext_str(f, "path") : "?");
+		json_object *counted = json_object_object_get(f, "counted");
+
+		if (counted != NULL && !json_object_get_boolean(counted))
+			buf_adds(out, "(not read)");
+		else if (json_object_get_boolean(json_object_object_get(f, "binary")))
+			buf_adds(out, json_object_get_boolean(json_object_object_get(f, "tooLarge"))
+					  ? "(too large)"
+					  : "(binary)");
+		else
+			buf_addf(out, "+%" PRId64 " \u2212%" PRId64,
+				 json_object_get_int64(json_object_object_get(f, "additions")),
+				 json_object_get_int64(json_object_object_get(f, "deletions")));
+	}
+	if ((int64_t)listed > COMMANDS_DIFF_FILES_MAX)
+		buf_addf(out, "\n\u2026 and %" PRId64 " more", nfiles - COMMANDS_DIFF_FILES_MAX);
+	if (json_object_get_boolean(json_object_object_get(trunc, "diff")))
+		buf_addf(out,
+			 "\nThe file holds the first %d KiB of the diff: the web UI shows more.",
+			 COMMANDS_DIFF_TEXT_MAX / 1024);
+}
+
+static void cmd_diff_answer(struct cmd_call *c, const struct agentc_answer *a, char *msg,
+			    size_t msglen)
+{
+	const char *text = a->body != NULL ? jsontext_str(a->body, "diff") : NULL;
+	char filename[SESSION_ID_MAX + 8], caption[SESSION_ID_MAX + 64];
+	struct cmd_doc *d;
+	struct buf out;
+
+	if (a->status != 200 || a->body == NULL) {
+		snprintf(msg, msglen, "%s: no diff: %s", c->session, a->err);
+		return;
+	}
+	buf_init(&out, 0);
+	cmd_diff_summary(&out, c->session, a->body);
+	bot_say(c->b, c->chat, buf_str(&out));
+	buf_free(&out);
+	if (text == NULL || text[0] == '\0')
+		return;
+	if ((d = calloc(1, sizeof(*d))) == NULL) {
+		snprintf(msg, msglen, "%s: the diff could not be sent (out of memory).",
+			 c->session);
+		return;
+	}
+	d->b = c->b;
+	d->chat = c->chat;
+	snprintf(d->session, sizeof(d->session), "%s", c->session);
+	snprintf(filename, sizeof(filename), "%s.diff", c->session);
+	snprintf(caption, sizeof(caption), "%s: the diff", c->session);
+	if (botapi_send_document(c->b->api, c->chat, filename, text, strlen(text), caption,
+				 cmd_diff_sent, d) == NULL) {
+		free(d);
+		snprintf(msg, msglen, "%s: the diff could not be sent (out of memory).",
+			 c->session);
+	}
+}
+
+static void cmd_diff(struct bot *b, const struct botapi_update *u)
+{
+	char args[COMMANDS_ARGS_MAX][COMMANDS_ARG_MAX], path[COMMANDS_ARG_MAX + 64];
+	const char *session = NULL;
+	struct cmd_call *c;
+	int n = cmd_args(u->text, args, 1);
+
+	if (n < 0 || (n == 1 && !session_id_valid(args[0]))) {
+		bot_say(b, u->chat, "Usage: /diff [<id>]");
+		return;
+	}
+	if (n == 1)
+		session = args[0];
+	else if ((session = cmd_current(b, u)) == NULL)
+		return;
+	if (snprintf(path, sizeof(path), "/sessions/%s/diff?maxBytes=%d", session,
+		     COMMANDS_DIFF_TEXT_MAX) >= (int)sizeof(path) ||
+	    (c = cmd_call(b, u, session)) == NULL)
+		return;
+	cmd_send(c, "GET", path, NULL, false, cmd_diff_answer);
+}
+
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
 void commands_message(struct bot *b, const struct botapi_update *u)
@@ -433,6 +567,8 @@ void commands_message(struct bot *b, const struct botapi_update *u)
 		cmd_stop(b, u);
 	} else if (strcmp(word, "interrupt") == 0) {
 		cmd_interrupt(b, u);
+	} else if (strcmp(word, "diff") == 0) {
+		cmd_diff(b, u);
 	} else if (strcmp(word, "help") == 0 || strcmp(word, "start") == 0) {
 		bot_say(b, u->chat, COMMANDS_HELP);
 	} else {

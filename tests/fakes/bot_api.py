@@ -11,7 +11,8 @@ real one answers it ({"ok": true, "result": ...} or {"ok": false, "error_code", 
   getMe, getUpdates (offset confirms every update below it; long polling up to "timeout"
   seconds; a second getUpdates while one waits ends the first with 409 Conflict, as Telegram
   does), sendMessage, editMessageText ("message is not modified" when nothing changes),
-  answerCallbackQuery (once per query), deleteMessage.
+  answerCallbackQuery (once per query), deleteMessage, sendDocument (multipart/form-data only,
+  as a file upload must be: chat_id, document with a filename, caption).
 What it enforces, as Telegram does (each refusal is counted in /test/stats):
   - text of 1 to 4096 characters (UTF-16 code units, Telegram's measure), else 400;
   - callback_data of 1 to 64 bytes, else 400;
@@ -32,6 +33,8 @@ Test control (no token, for the test scripts):
        method answer status (429 with retry_after, 500, ...)
   GET /test/messages[?chat=N]  every message the bot sent, as it is now: {"message_id", "chat",
        "text", "reply_markup", "edits", "deleted", "history": [every text it had]}
+  GET /test/documents[?chat=N]  every document the bot sent: {"message_id", "chat", "filename",
+       "content_type", "text", "caption"}
   GET /test/answers   every answerCallbackQuery: {"callback_query_id", "text", "user"}
   GET /test/stats     {"requests": {method: n}, "rejected_429", "rejected_400", "violations":
        [why each 429 or 400 was given], "offset" (the confirmed one), "pending" (updates not
@@ -43,6 +46,8 @@ as Telegram's ids do).
 """
 
 import argparse
+import email.parser
+import email.policy
 import json
 import math
 import sys
@@ -81,6 +86,7 @@ class Fake:
         self.callbacks = {}        # callback_query_id -> {"answered", "user"}
         self.next_callback = 1
         self.answers = []
+        self.documents = []        # every sendDocument, in order
         self.chat_last = {}        # chat -> time of its last accepted message
         self.recent = []           # times of accepted requests within the last second
         self.requests = {}
@@ -244,6 +250,30 @@ class Fake:
             self.messages[(chat, mid)] = msg
             return 200, {"ok": True, "result": self.tg_message(msg)}
 
+    def m_sendDocument(self, p):
+        chat = p.get("chat_id")
+        doc = p.get("document")
+        if not isinstance(chat, int):
+            return self.bad("chat_id is not an integer")
+        if not isinstance(doc, dict) or not doc.get("filename"):
+            return self.bad("document is not an uploaded file")
+        caption = p.get("caption")
+        if caption is not None and not 0 <= utf16_len(caption) <= 1024:
+            return self.bad("caption is longer than 1024")
+        with self.cv:
+            mid = self.new_message_id(chat)
+            self.documents.append({"message_id": mid, "chat": chat, "filename": doc["filename"],
+                                   "content_type": doc.get("content_type"),
+                                   "text": doc.get("text"), "caption": caption})
+            return 200, {"ok": True, "result": {"message_id": mid, "chat": {"id": chat},
+                                                "date": int(time.time()),
+                                                "document": {"file_name": doc["filename"]}}}
+
+    def t_documents(self, q):
+        chat = q.get("chat")
+        with self.cv:
+            return 200, [d for d in self.documents if chat is None or str(d["chat"]) == chat]
+
     def m_editMessageText(self, p):
         chat, mid = p.get("chat_id"), p.get("message_id")
         with self.cv:
@@ -358,6 +388,29 @@ class Fake:
                          "polling": self.polling}
 
 
+def multipart_params(ctype, raw):
+    """The fields of a multipart/form-data body: text fields as str (integers as int, as the Bot
+    API reads chat_id), files as {"filename", "content_type", "text"}; None when malformed."""
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + ctype.encode("latin-1") + b"\r\n\r\n" + raw)
+    if not msg.is_multipart():
+        return None
+    out = {}
+    for part in msg.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if not name:
+            return None
+        data = part.get_payload(decode=True) or b""
+        filename = part.get_filename()
+        if filename is not None:
+            out[name] = {"filename": filename, "content_type": part.get_content_type(),
+                         "text": data.decode("utf-8", "replace")}
+        else:
+            v = data.decode("utf-8", "replace")
+            out[name] = int(v) if v.lstrip("-").isdigit() else v
+    return out
+
+
 class Handler(fakehttp.Handler):
     server_version = "fake-bot-api/1"
 
@@ -372,6 +425,9 @@ class Handler(fakehttp.Handler):
         raw = self.read_raw_body(BODY_MAX)
         if raw is None:
             return {}
+        ctype = self.headers.get("Content-Type", "")
+        if ctype.startswith("multipart/form-data"):
+            return multipart_params(ctype, raw)
         try:
             v = json.loads(raw.decode("utf-8"))
         except ValueError:

@@ -228,6 +228,10 @@ run_example() {
 	if [[ $comment == *'Prometheus text'* ]]; then
 		check "$desc: answers the Prometheus text format" \
 			bash -c 'grep -q "^# TYPE agentd_" && ! grep -qi "<html"' <<<"$body"
+	elif [[ $cmd == *text/x-diff* ]]; then
+		# A diff (empty when nothing changed), never JSON nor the web UI's page.
+		check "$desc: answers a diff" bash -c '! grep -qi "<html" && { ! read -r l ||
+			[[ $l == "diff --git "* ]]; }' <<<"$body"
 	elif [[ $cmd != *-sN* ]]; then
 		check "$desc: answers JSON (not the web UI's page)" jq -e 'type' <<<"$body"
 	fi

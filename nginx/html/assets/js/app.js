@@ -8,6 +8,7 @@ import { Live, sortSessions } from "./live.js";
 import { TerminalView, KEYS } from "./terminal.js";
 import { ConversationView } from "./conversation.js";
 import { Notifier } from "./notify.js";
+import { ChangesView } from "./changes.js";
 
 const $ = (id) => document.getElementById(id);
 const RUNNING = new Set(["creating", "running", "attached"]);
@@ -18,6 +19,9 @@ let selected = null; // session id shown on the right
 let view = null; // {key, kind: "terminal"|"conversation", obj}
 let busyMode = false;
 let whoami = null; // GET /whoami's answer, once known
+let showChanges = false; // the Changes view stands in for the terminal or conversation
+let changes = null; // its ChangesView while shown
+let changesActivity = null; // the selected session's activity when the view last looked
 const isAdmin = () => !!whoami && whoami.role === "admin";
 const WHOAMI_RETRY_MS = 3000;
 
@@ -113,18 +117,42 @@ function unmount() {
   $("conv-view").hidden = true;
 }
 
+/** Shows or drops the Changes view of session s (null: none), and refreshes it when the agent's
+ * turn ended (its activity left "working": what it changed is now all there). */
+function syncChanges(s) {
+  const on = !!s && showChanges;
+  $("detail").classList.toggle("show-changes", on);
+  $("changes-view").hidden = !on;
+  $("d-changes").setAttribute("aria-pressed", on ? "true" : "false");
+  if (!on) {
+    if (changes) changes.dispose();
+    changes = null;
+    changesActivity = null;
+    return;
+  }
+  if (!changes || changes.id !== s.id) {
+    if (changes) changes.dispose();
+    changes = new ChangesView($("changes-view"), s.id);
+  } else if (changesActivity === "working" && s.activity !== "working") {
+    changes.refresh();
+  }
+  changesActivity = s.activity;
+}
+
 function renderDetail() {
   const s = selected ? live.sessions.get(selected) : null;
   document.body.classList.toggle("has-detail", !!selected);
   $("detail").hidden = !selected;
   if (!selected) {
     unmount();
+    syncChanges(null);
     return;
   }
   $("d-title").textContent = selected;
   $("d-badges").replaceChildren(...(s ? badges(s) : []));
   if (!s) {
     unmount();
+    syncChanges(null);
     $("d-info").textContent = "";
     $("d-mode").hidden = true;
     $("gone-view").hidden = false;
@@ -134,6 +162,7 @@ function renderDetail() {
   $("d-info").textContent = [repoOf(s) + "#" + s.issue, s.branch, s.worktree, s.mode + " mode",
     (s.clients || 0) + " terminal client" + (s.clients === 1 ? "" : "s"),
     s.lastActivity ? "last activity " + ago(s.lastActivity) : ""].filter(Boolean).join(" · ");
+  syncChanges(s);
   const other = s.mode === "structured" ? "terminal" : "structured";
   $("d-mode").hidden = false;
   $("d-mode").textContent = busyMode ? "restarting…" : "Switch to " + other;
@@ -195,6 +224,7 @@ function route() {
   if (id !== selected) {
     selected = id;
     busyMode = false;
+    showChanges = false;
     unmount();
   }
   render();
@@ -397,6 +427,11 @@ async function main() {
   $("d-mode").addEventListener("click", switchMode);
   $("d-delete").addEventListener("click", removeSession);
   $("back").addEventListener("click", () => (location.hash = "#/"));
+  $("d-changes").addEventListener("click", () => {
+    showChanges = !showChanges;
+    renderDetail();
+  });
+  document.querySelector("#changes-view .changes-refresh").addEventListener("click", () => changes && changes.refresh());
   if ("Notification" in window && Notification.permission === "default") {
     $("notify").hidden = false;
     $("notify").addEventListener("click", async () => {
@@ -409,6 +444,11 @@ async function main() {
   await identify();
   live.addEventListener("change", render);
   live.addEventListener("status", liveStatus);
+  // A structured turn's result: the agent is done for now, its changes are worth a new look.
+  live.addEventListener("attention", (ev) => {
+    const { event, data } = ev.detail;
+    if (event === "result" && changes && data.session === changes.id) changes.refresh();
+  });
   window.addEventListener("hashchange", route);
   live.start(); // its first status asks for the health
   route();
