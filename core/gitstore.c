@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <git2.h>
 #include <git2/sys/odb_backend.h>
 #include <limits.h>
@@ -29,6 +30,8 @@
 /* A cap on the commits counted for keptCommits, so a pathological history does not hold the
  * request. */
 #define GITSTORE_WALK_MAX 100000
+/* Directories nftw keeps open while opening up the store: its depth is a few levels. */
+#define GITSTORE_NFTW_FDS 16
 /* The store's directories: every agent reads the objects it borrows, none writes. */
 #define GITSTORE_DIR_MODE 0755
 
@@ -114,28 +117,32 @@ int gitstore_lock(const char *dir, const char *owner, const char *name)
 	return fd;
 }
 
-/* Makes every directory of the store searchable and every file readable by all (the daemon's
- * umask may be stricter): the agents' git reads the objects through the alternates. */
+/* Opens one file of the store to everyone for reading (directories for searching too). Only
+ * adds bits: nothing the daemon set is taken away. */
+static int gitstore_open_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	mode_t want;
+
+	(void)ftw;
+	if (type == FTW_D || type == FTW_DP)
+		want = st->st_mode | 0555;
+	else if (type == FTW_F)
+		want = st->st_mode | 0444;
+	else
+		return 0; /* symlinks and the unreadable are left alone */
+	if ((want & 07777) != (st->st_mode & 07777) && chmod(path, want & 07777) < 0)
+		return errno; /* stops the walk; nftw returns it */
+	return 0;
+}
+
+/* Makes the whole store readable by every agent, whatever the daemon's umask (UMask=0027 under
+ * systemd made packs 0440, root's group): their git reads the objects through the alternates.
+ * The store is mostly packs, so the walk is short. */
 static int gitstore_open_up(const char *root)
 {
-	char cmd_path[WORKTREE_PATH_MAX + 64];
-	static const char *const parts[] = {
-	    "",      "/objects",    "/objects/pack", "/objects/info",
-	    "/refs", "/refs/heads", "/refs/remotes", "/refs/remotes/origin"};
+	int rc = nftw(root, gitstore_open_one, GITSTORE_NFTW_FDS, FTW_PHYS);
 
-	/* The objects directories are the ones alternates read; refs let the agent's `git log
-	 * --all` of the store work too. Fan-out directories of loose objects are opened below. */
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		snprintf(cmd_path, sizeof(cmd_path), "%s%s", root, parts[i]);
-		if (chmod(cmd_path, GITSTORE_DIR_MODE) < 0 && errno != ENOENT)
-			return -errno;
-	}
-	for (int i = 0; i < 256; i++) {
-		snprintf(cmd_path, sizeof(cmd_path), "%s/objects/%02x", root, i);
-		if (chmod(cmd_path, GITSTORE_DIR_MODE) < 0 && errno != ENOENT)
-			return -errno;
-	}
-	return 0;
+	return rc < 0 ? -errno : -rc;
 }
 
 int gitstore_ensure(const char *dir, const char *owner, const char *name, const char *url,
@@ -613,6 +620,11 @@ int gitstore_keep_store(const char *dir, const char *owner, const char *name, co
 		if (strcmp(keep->refs[i].name, "HEAD") == 0)
 			out->kept_commits = gitstore_count_branchless(store, &keep->refs[i].oid);
 	git_repository_free(store);
+	/* The pack and refs are kept already; an agent that cannot read them is the operator's to
+	 * fix, and the removal goes on. */
+	if ((rc = gitstore_open_up(r.bare)) < 0)
+		cause_set(cause, "cannot open the store of %s to the agents: %s", r.label,
+			  strerror(-rc));
 	return 0;
 git_fail:
 	rc = cause_fail(cause, gitrepo_errno(rc), "cannot keep the commits of %s in the store: %s",

@@ -12,7 +12,11 @@ make_remote acme widgets || exit 1
 STORE_DIR=$T/state/git
 STORE=$STORE_DIR/acme/widgets.git
 REMOTE=$T/remotes/acme/widgets.git
+# The daemons' umask as agentd-api.service sets it (UMask=0027): the store must still be
+# readable by the agents, whose repositories borrow its objects.
+umask 027
 start_stack AGENTD_GIT_STORE_DIR="$STORE_DIR" || exit 1
+umask 022
 
 # start ISSUE: creates acme/widgets#ISSUE and waits until it runs.
 start() {
