@@ -8,8 +8,10 @@
 
 #include "fsutil.h"
 #include "gitrepo.h"
+#include "inventory.h"
 #include "session.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -655,4 +657,123 @@ void gitstore_keep_free(struct gitstore_keep *keep)
 		return;
 	git_buf_dispose(&keep->pack);
 	free(keep);
+}
+
+/* The list being built: at most WORKTREE_LIST_MAX entries, as the inventory. */
+struct gitstore_vec {
+	struct worktree_entry *items;
+	size_t n, cap;
+};
+
+/* Adds every <base>/<name>-issue-<N> that borrows store. */
+static int gitstore_list_store(const char *base, const char *store, const char *owner,
+			       const char *name, struct gitstore_vec *v)
+{
+	size_t nlen = strlen(name);
+	struct dirent *e;
+	DIR *d = opendir(base);
+	long issue;
+	int r = 0;
+
+	if (d == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	while (r == 0 && (e = readdir(d)) != NULL) {
+		struct worktree_entry *w;
+
+		if (strncmp(e->d_name, name, nlen) != 0 ||
+		    strncmp(e->d_name + nlen, "-issue-", 7) != 0 ||
+		    !gitrepo_parse_issue(e->d_name + nlen + 7, &issue))
+			continue;
+		if (v->n == v->cap) {
+			size_t cap = v->cap ? v->cap * 2 : 16;
+
+			if (cap > WORKTREE_LIST_MAX) {
+				r = -E2BIG;
+				break;
+			}
+			if ((w = realloc(v->items, cap * sizeof(*w))) == NULL) {
+				r = -ENOMEM;
+				break;
+			}
+			v->items = w;
+			v->cap = cap;
+		}
+		w = &v->items[v->n];
+		memset(w, 0, sizeof(*w));
+		if (snprintf(w->path, sizeof(w->path), "%s/%s", base, e->d_name) >=
+			(int)sizeof(w->path) ||
+		    !gitstore_borrows(store, w->path))
+			continue;
+		snprintf(w->owner, sizeof(w->owner), "%s", owner);
+		snprintf(w->name, sizeof(w->name), "%s", name);
+		w->issue = issue;
+		v->n++;
+	}
+	closedir(d);
+	return r;
+}
+
+int gitstore_list(const char *base, const char *dir, struct worktree_entry **out, size_t *n)
+{
+	char owner_dir[WORKTREE_PATH_MAX], store[WORKTREE_PATH_MAX], name[SESSION_NAME_MAX + 1];
+	struct gitstore_vec v = {NULL, 0, 0};
+	struct dirent *o, *e;
+	DIR *od, *d;
+	int r = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (base == NULL || dir == NULL || dir[0] == '\0')
+		return 0;
+	if ((od = opendir(dir)) == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	while (r == 0 && (o = readdir(od)) != NULL) {
+		if (!session_owner_valid(o->d_name) ||
+		    snprintf(owner_dir, sizeof(owner_dir), "%s/%s", dir, o->d_name) >=
+			(int)sizeof(owner_dir) ||
+		    (d = opendir(owner_dir)) == NULL)
+			continue;
+		while (r == 0 && (e = readdir(d)) != NULL) {
+			size_t len = strlen(e->d_name);
+
+			if (len <= 4 || len - 4 > SESSION_NAME_MAX ||
+			    strcmp(e->d_name + len - 4, ".git") != 0)
+				continue;
+			snprintf(name, sizeof(name), "%.*s", (int)(len - 4), e->d_name);
+			if (session_name_valid(name) &&
+			    gitstore_path(dir, o->d_name, name, store, sizeof(store)) == 0)
+				r = gitstore_list_store(base, store, o->d_name, name, &v);
+		}
+		closedir(d);
+	}
+	closedir(od);
+	if (r < 0) {
+		free(v.items);
+		return r;
+	}
+	*out = v.items;
+	*n = v.n;
+	return 0;
+}
+
+int gitstore_find(const char *base, const char *dir, const char *name, struct worktree_entry *out)
+{
+	char want[WORKTREE_PATH_MAX];
+	struct worktree_entry *list;
+	size_t n;
+	int r;
+
+	if (snprintf(want, sizeof(want), "%s/%s", base, name) >= (int)sizeof(want))
+		return -ENOENT;
+	if ((r = gitstore_list(base, dir, &list, &n)) < 0)
+		return r;
+	r = -ENOENT;
+	for (size_t i = 0; i < n && r < 0; i++) {
+		if (strcmp(list[i].path, want) == 0) {
+			*out = list[i];
+			r = 0;
+		}
+	}
+	free(list);
+	return r;
 }

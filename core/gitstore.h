@@ -77,4 +77,15 @@ int gitstore_session_remove(const char *path, struct worktree_removal *out, stru
 
 void gitstore_keep_free(struct gitstore_keep *keep);
 
+struct worktree_entry;
+
+/* Lists the session repositories <base>/<name>-issue-<N> that borrow a store under dir (the
+ * worktrees of the store layout), in no particular order. *out allocated (caller frees).
+ * Returns 0 or -errno. */
+int gitstore_list(const char *base, const char *dir, struct worktree_entry **out, size_t *n);
+
+/* Finds the session repository <base>/<name> among those gitstore_list lists. Returns 0 with
+ * *out filled, -ENOENT, or -errno. */
+int gitstore_find(const char *base, const char *dir, const char *name, struct worktree_entry *out);
+
 #endif

@@ -3,7 +3,6 @@
 #include "api_worktrees.h"
 #include "create.h"
 #include "gitrepo.h"
-#include "gitstore.h"
 #include "log.h"
 #include "router.h"
 #include "worktree.h"
@@ -246,60 +245,6 @@ static void api_sessions_get(const struct app *app, struct request *req,
 	free(s);
 }
 
-/*
- * The store layout's removal of a session repository: what may go is decided and packed as the
- * agent (its files), the pack and refs written into the store as the daemon (the agents cannot
- * write there), the directory removed as the agent. Fills rm. Returns 0, or 1 when path is not a
- * repository of the store (a session of the old layout: the caller's worktree_delete).
- */
-static int api_remove_session_repo(const struct app *app, const struct session *s, bool force,
-				   struct worktree_removal *rm)
-{
-	const char *dir = app->cfg->git_store_dir;
-	struct gitstore_keep *keep = NULL;
-	struct cause cause = {{0}};
-	struct agentuser_fs fs;
-	int lock, r;
-
-	if (dir[0] == '\0')
-		return 1;
-	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0) {
-		snprintf(rm->reason, sizeof(rm->reason),
-			 "cannot take the agent user's identity: %s", strerror(-r));
-		return 0;
-	}
-	if (!gitstore_is_session(dir, s->owner, s->name, s->worktree)) {
-		agentuser_fs_leave(&fs);
-		return 1;
-	}
-	r = gitstore_keep_collect(dir, s->owner, s->name, s->worktree, force, rm, &keep, &cause);
-	agentuser_fs_leave(&fs);
-	if (r <= 0)
-		goto out;
-	if ((lock = gitstore_lock(dir, s->owner, s->name)) < 0) {
-		snprintf(rm->reason, sizeof(rm->reason), "cannot lock the store of %s/%s: %s",
-			 s->owner, s->name, strerror(-lock));
-		goto out;
-	}
-	r = gitstore_keep_store(dir, s->owner, s->name, s->branch, s->id, keep, rm, &cause);
-	store_unlock(lock);
-	if (r < 0)
-		goto out;
-	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0) {
-		rm->fate = WORKTREE_KEPT;
-		snprintf(rm->reason, sizeof(rm->reason),
-			 "cannot take the agent user's identity: %s", strerror(-r));
-		goto out;
-	}
-	gitstore_session_remove(s->worktree, rm, &cause);
-	agentuser_fs_leave(&fs);
-out:
-	if (cause.msg[0] != '\0')
-		log_error("cannot remove the repository %s: %s", s->worktree, cause.msg);
-	gitstore_keep_free(keep);
-	return 0;
-}
-
 /* Removes the worktree unless that would lose work (worktree_delete; force keeps only commits).
  * Returns the answer object. */
 static json_object *api_remove_worktree(const struct app *app, const struct session *s, bool force)
@@ -311,7 +256,8 @@ static json_object *api_remove_worktree(const struct app *app, const struct sess
 	int lock;
 
 	json_object_object_add(o, "status", json_object_new_string("stopped"));
-	if (api_remove_session_repo(app, s, force, &rm) == 0) {
+	if (api_remove_session_repo(app, s->owner, s->name, s->worktree, s->branch, s->id, force,
+				    &rm) == 0) {
 		api_worktree_removal_json(o, &rm);
 		return o;
 	}

@@ -124,6 +124,20 @@ api DELETE /sessions/widgets-1
 assert_json "A with an untracked file: kept, and why" '.' \
 	'{"status":"stopped","worktree":"kept","reason":"uncommitted changes"}'
 check "A's file is still there" test -f "$WT1/wip.txt"
+api GET /worktrees
+assert_jq "the kept repository is listed, with no session" \
+	"map(select(.issue == 1)) == [{\"repo\":{\"owner\":\"acme\",\"name\":\"widgets\"},\"issue\":1,\"path\":\"$WT1\",\"session\":null}]"
+api DELETE /worktrees/widgets-issue-1
+assert_status "DELETE /worktrees of the kept repository: 409" 409
+assert_json "409 says kept and why" '[.code, .worktree, .reason]' \
+	'["worktree_kept","kept","uncommitted changes"]'
+api DELETE '/worktrees/widgets-issue-1?force=true'
+assert_json "forced DELETE /worktrees removes it" '.worktree' '"removed"'
+check_not "A's directory is gone" test -e "$WT1"
+assert_eq "A's commit is the store's branch now" "$C1" \
+	"$(git -C "$STORE" rev-parse refs/heads/feat/issue-1 2>&1)"
+api GET /worktrees
+assert_jq "the removed repository is no longer listed" 'map(select(.issue == 1)) == []'
 
 start 2
 assert_eq "B again starts from its kept branch" "$B_TIP" \
