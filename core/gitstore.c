@@ -419,8 +419,9 @@ static int gitstore_collect(git_repository *w, git_odb *store, struct gitstore_k
 		    (rc = gitstore_keep_ref(keep, walk, git_reference_name(ref),
 					    git_reference_target(ref))) < 0) {
 			git_reference_free(ref);
-			return cause_fail(cause, -rc, "cannot walk the branches of %s",
-					  git_repository_workdir(w));
+			rc = cause_fail(cause, -rc, "cannot walk the branches of %s",
+					git_repository_workdir(w));
+			goto out;
 		}
 		git_reference_free(ref);
 	}

@@ -230,3 +230,34 @@ Test(gitstore, rewritten_branch_keeps_the_old_tip)
 		cr_assert(found, "the replaced tip is kept (last ref seen: %s)", out);
 	}
 }
+
+Test(gitstore, too_many_branches_keep_the_directory)
+{
+	char path[P_MAX], file[P_MAX * 2], line[128], hex[GIT_OID_HEXSZ + 1];
+	struct worktree_removal rm;
+	struct gitstore_keep *keep = NULL;
+	struct cause c = {{0}};
+	git_oid tip;
+	FILE *f;
+	int r;
+
+	store_ensure();
+	session_add(1, path);
+	tip = ref_oid(path, "refs/heads/feat/issue-1");
+	git_oid_tostr(hex, sizeof(hex), &tip);
+	/* More branches than a kept session may bring (GITSTORE_REFS_MAX, 1024), as packed refs. */
+	FMT(file, "%s/.git/packed-refs", path);
+	f = fopen(file, "w");
+	cr_assert_not_null(f);
+	fputs("# pack-refs with: peeled fully-peeled sorted \n", f);
+	for (int i = 0; i < 1100; i++) {
+		FMT(line, "%s refs/heads/b%04d\n", hex, i);
+		fputs(line, f);
+	}
+	cr_assert_eq(fclose(f), 0);
+	r = gitstore_keep_collect(store_dir, "acme", "widgets", path, false, &rm, &keep, &c);
+	cr_assert_eq(r, -E2BIG, "%d %s", r, c.msg);
+	cr_assert_null(keep);
+	cr_assert_eq(rm.fate, WORKTREE_KEPT);
+	cr_assert(exists(path));
+}
