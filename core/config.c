@@ -74,11 +74,24 @@ static const char *config_check_home(const char *v)
 	return NULL;
 }
 
+/* The stores are read by every agent and written by the daemon only: a path of its own. */
+static const char *config_check_store(const char *v)
+{
+	if (v[0] == '\0')
+		return NULL;
+	if (v[0] != '/')
+		return "must be an absolute path (or empty: worktrees of the agent's bare clones)";
+	if (v[strspn(v, "/")] == '\0')
+		return "must not be /";
+	return NULL;
+}
+
 static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_LISTEN", listen),
     STR_KEY("AGENTD_RUNTIME_DIR", runtime_dir),
     STR_KEY("AGENTD_STATE_DIR", state_dir),
     STR_KEY("AGENTD_BASE_DIR", base_dir),
+    STR_KEY_CHECKED("AGENTD_GIT_STORE_DIR", git_store_dir, config_check_store),
     STR_KEY("AGENTD_REPO_URL", repo_url),
     STR_KEY("AGENTD_CLAUDE", claude),
     STR_KEY("AGENTD_CLAUDE_ARGS", claude_args),

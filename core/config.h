@@ -55,6 +55,10 @@ struct config {
 	char metrics_token[CONFIG_VALUE_MAX]; /* AGENTD_METRICS_TOKEN */
 	char hook[CONFIG_PATH_MAX];   /* AGENTD_HOOK: agentd-hook ("" = beside agentd-api) */
 	int terminal_permission_wait; /* AGENTD_TERMINAL_PERMISSION_WAIT, seconds (0: none) */
+
+	/* AGENTD_GIT_STORE_DIR: the stores of the store layout (gitstore.h); "" keeps the
+	 * worktrees of the agent's bare clones. */
+	char git_store_dir[CONFIG_PATH_MAX];
 };
 
 /*

@@ -297,26 +297,32 @@ static int gitrepo_fetch(struct gitrepo *r, const char *url, struct cause *cause
 	return rc;
 }
 
+int gitrepo_ensure(struct gitrepo *r, const char *url, struct cause *cause)
+{
+	struct stat st;
+	int rc;
+
+	if (url == NULL || url[0] == '\0')
+		return cause_fail(cause, EINVAL, "no URL to clone %s from", r->label);
+	if (stat(r->bare, &st) < 0) {
+		rc = -errno;
+		if (rc != -ENOENT)
+			return cause_fail(cause, rc, "cannot use %s: %s", r->bare, strerror(-rc));
+		return gitrepo_clone(r, url, cause);
+	}
+	rc = gitrepo_fetch(r, url, cause);
+	git_repository_free(r->git);
+	r->git = NULL;
+	return rc;
+}
+
 int worktree_ensure_repo(const char *base, const char *owner, const char *name, const char *url,
 			 struct cause *cause)
 {
 	struct gitrepo r;
-	struct stat st;
 	int rc = gitrepo_init(&r, base, owner, name, cause);
 
-	if (rc < 0)
-		return rc;
-	if (url == NULL || url[0] == '\0')
-		return cause_fail(cause, EINVAL, "no URL to clone %s from", r.label);
-	if (stat(r.bare, &st) < 0) {
-		rc = -errno;
-		if (rc != -ENOENT)
-			return cause_fail(cause, rc, "cannot use %s: %s", r.bare, strerror(-rc));
-		return gitrepo_clone(&r, url, cause);
-	}
-	rc = gitrepo_fetch(&r, url, cause);
-	git_repository_free(r.git);
-	return rc;
+	return rc < 0 ? rc : gitrepo_ensure(&r, url, cause);
 }
 
 int worktree_remote_url(const char *path, char *out, size_t outlen, struct cause *cause)

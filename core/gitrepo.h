@@ -84,6 +84,9 @@ bool gitrepo_parse_issue(const char *s, long *out);
 int gitrepo_init(struct gitrepo *r, const char *base, const char *owner, const char *name,
 		 struct cause *cause);
 
+/* worktree_ensure_repo for the repository r names (filled by gitrepo_init or by the store's
+ * own path, gitstore.h); r->git is NULL again on return. */
+int gitrepo_ensure(struct gitrepo *r, const char *url, struct cause *cause);
 /* As gitrepo_init, and opens the bare clone into r->git (the caller frees it). */
 int gitrepo_open(struct gitrepo *r, const char *base, const char *owner, const char *name,
 		 struct cause *cause);

@@ -256,6 +256,11 @@ static json_object *api_remove_worktree(const struct app *app, const struct sess
 	int lock;
 
 	json_object_object_add(o, "status", json_object_new_string("stopped"));
+	if (api_remove_session_repo(app, s->owner, s->name, s->worktree, s->branch, s->id, force,
+				    &rm) == 0) {
+		api_worktree_removal_json(o, &rm);
+		return o;
+	}
 	/* The worktree and its clone are the agent's files: worked on as the agent user. */
 	if ((lock = agentuser_fs_enter(&app->agent, &fs)) < 0)
 		snprintf(rm.reason, sizeof(rm.reason), "cannot take the agent user's identity: %s",

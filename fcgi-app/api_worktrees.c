@@ -7,6 +7,7 @@
 #include "api_worktrees.h"
 
 #include "gitrepo.h"
+#include "gitstore.h"
 #include "inventory.h"
 #include "log.h"
 #include "router.h"
@@ -58,6 +59,60 @@ void api_worktree_removal_json(json_object *o, const struct worktree_removal *rm
 	}
 }
 
+/* The store layout's removal (api_worktrees.h): what may go is decided and packed as the agent
+ * (its files), the pack and refs written into the store as the daemon (the agents cannot write
+ * there), the directory removed as the agent. */
+int api_remove_session_repo(const struct app *app, const char *owner, const char *name,
+			    const char *path, const char *branch, const char *id, bool force,
+			    struct worktree_removal *rm)
+{
+	const char *dir = app->cfg->git_store_dir;
+	struct gitstore_keep *keep = NULL;
+	struct cause cause = {{0}};
+	struct agentuser_fs fs;
+	int lock, r;
+
+	memset(rm, 0, sizeof(*rm));
+	rm->fate = WORKTREE_KEPT;
+	if (dir[0] == '\0')
+		return 1;
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0) {
+		snprintf(rm->reason, sizeof(rm->reason),
+			 "cannot take the agent user's identity: %s", strerror(-r));
+		return 0;
+	}
+	if (!gitstore_is_session(dir, owner, name, path)) {
+		agentuser_fs_leave(&fs);
+		return 1;
+	}
+	r = gitstore_keep_collect(dir, owner, name, path, force, rm, &keep, &cause);
+	agentuser_fs_leave(&fs);
+	if (r <= 0)
+		goto out;
+	if ((lock = gitstore_lock(dir, owner, name)) < 0) {
+		snprintf(rm->reason, sizeof(rm->reason), "cannot lock the store of %s/%s: %s",
+			 owner, name, strerror(-lock));
+		goto out;
+	}
+	r = gitstore_keep_store(dir, owner, name, branch, id, keep, rm, &cause);
+	store_unlock(lock);
+	if (r < 0)
+		goto out;
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0) {
+		rm->fate = WORKTREE_KEPT;
+		snprintf(rm->reason, sizeof(rm->reason),
+			 "cannot take the agent user's identity: %s", strerror(-r));
+		goto out;
+	}
+	gitstore_session_remove(path, rm, &cause);
+	agentuser_fs_leave(&fs);
+out:
+	if (cause.msg[0] != '\0')
+		log_error("cannot remove the repository %s: %s", path, cause.msg);
+	gitstore_keep_free(keep);
+	return 0;
+}
+
 /* Reads the record of the session that owns worktree e, if any, into s. Returns 0 when one
  * exists, -ENOENT when none, or -errno. */
 static int api_session_of(const struct app *app, const struct worktree_entry *e, struct session *s)
@@ -67,6 +122,45 @@ static int api_session_of(const struct app *app, const struct worktree_entry *e,
 	if (snprintf(id, sizeof(id), "%s-%ld", e->name, e->issue) >= (int)sizeof(id))
 		return -ENOENT;
 	return store_read(&app->store, id, s, NULL);
+}
+
+static int api_worktrees_cmp(const void *a, const void *b)
+{
+	const struct worktree_entry *x = a, *y = b;
+	int c = strcmp(x->owner, y->owner);
+
+	if (c == 0)
+		c = strcmp(x->name, y->name);
+	return c != 0 ? c : (x->issue > y->issue) - (x->issue < y->issue);
+}
+
+/* Appends the session repositories of the store layout to the worktrees of the bare clones,
+ * sorted together (owner, name, issue). Returns 0 or -errno (*list freed then). */
+static int api_worktrees_add_stored(const struct app *app, struct worktree_entry **list, size_t *n)
+{
+	struct worktree_entry *more, *all;
+	size_t m;
+	int r = gitstore_list(app->cfg->base_dir, app->cfg->git_store_dir, &more, &m);
+
+	if (r < 0 || m == 0) {
+		if (r < 0) {
+			free(*list);
+			*list = NULL;
+		}
+		return r;
+	}
+	if ((all = realloc(*list, (*n + m) * sizeof(*all))) == NULL) {
+		free(more);
+		free(*list);
+		*list = NULL;
+		return -ENOMEM;
+	}
+	memcpy(all + *n, more, m * sizeof(*all));
+	free(more);
+	*n += m;
+	*list = all;
+	qsort(all, *n, sizeof(*all), api_worktrees_cmp);
+	return 0;
 }
 
 static void api_worktrees_list(const struct app *app, struct request *req,
@@ -81,6 +175,8 @@ static void api_worktrees_list(const struct app *app, struct request *req,
 
 	if (r == 0) {
 		r = worktree_list(app->cfg->base_dir, &list, &n);
+		if (r == 0)
+			r = api_worktrees_add_stored(app, &list, &n);
 		agentuser_fs_leave(&fs);
 	}
 	if (r < 0) {
@@ -134,7 +230,10 @@ static void api_worktrees_delete_locked(const struct app *app, struct request *r
 	free(s);
 	snprintf(id, sizeof(id), "%s-%ld", e->name, e->issue);
 	snprintf(branch, sizeof(branch), "feat/issue-%ld", e->issue);
-	if ((r = agentuser_fs_enter(&app->agent, &fs)) == 0) {
+	if (api_remove_session_repo(app, e->owner, e->name, e->path, branch, id, api_force(req),
+				    &rm) == 0) {
+		r = 0;
+	} else if ((r = agentuser_fs_enter(&app->agent, &fs)) == 0) {
 		r = worktree_delete(app->cfg->base_dir, e->owner, e->name, e->path, branch, id,
 				    api_force(req), &rm, &cause);
 		agentuser_fs_leave(&fs);
@@ -177,6 +276,8 @@ static void api_worktrees_delete(const struct app *app, struct request *req,
 	 */
 	if (r == 0) {
 		r = worktree_find(app->cfg->base_dir, args[0], &e);
+		if (r == -ENOENT)
+			r = gitstore_find(app->cfg->base_dir, app->cfg->git_store_dir, args[0], &e);
 		if (r == 0 && (lock = worktree_lock(app->cfg->base_dir, e.owner, e.name)) < 0)
 			r = 1;
 		agentuser_fs_leave(&fs);

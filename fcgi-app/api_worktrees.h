@@ -8,10 +8,21 @@
 #include "worktree.h"
 
 #include <json-c/json.h>
+#include <stdbool.h>
 
 /* Adds to o what rm says (docs/API.md): "worktree" ("removed", "kept" or "absent"), and
  * "reason" when kept, "ignoredRemoved" when removed, "keptRef" and "keptCommits" when a ref now
  * keeps commits no branch had. */
 void api_worktree_removal_json(json_object *o, const struct worktree_removal *rm);
+
+struct app;
+
+/* DELETE's removal of a session repository of the store layout (AGENTD_GIT_STORE_DIR, gitstore.h)
+ * at path: its commits copied into the store, then its directory removed unless it must stay
+ * (force rules as DELETE's). Fills rm. Returns 0, or 1 when path is no repository of a store (a
+ * worktree of the worktree layout: the caller's worktree_delete). */
+int api_remove_session_repo(const struct app *app, const char *owner, const char *name,
+			    const char *path, const char *branch, const char *id, bool force,
+			    struct worktree_removal *rm);
 
 #endif

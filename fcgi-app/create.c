@@ -2,6 +2,7 @@
 
 #include "claude.h"
 #include "gitrepo.h"
+#include "gitstore.h"
 #include "isotime.h"
 #include "log.h"
 #include "proc.h"
@@ -456,6 +457,37 @@ out:
 	return r;
 }
 
+/* The store layout: the store fetched as the daemon (its files, which the agents only read),
+ * then the session's repository made as the agent (its files). */
+static int create_git_store(const struct app *app, const struct session *s, const char *url,
+			    struct cause *cause)
+{
+	const struct config *cfg = app->cfg;
+	struct cause fetch = {{0}};
+	struct agentuser_fs fs;
+	int lock, r;
+
+	lock = gitstore_lock(cfg->git_store_dir, s->owner, s->name);
+	if (lock < 0)
+		return cause_fail(cause, -lock, "cannot lock the store of %s/%s under %s: %s",
+				  s->owner, s->name, cfg->git_store_dir, strerror(-lock));
+	r = gitstore_ensure(cfg->git_store_dir, s->owner, s->name, url, &fetch);
+	store_unlock(lock);
+	if (r == 1)
+		log_warn("%s: continuing with the last fetched state: %s", s->id, fetch.msg);
+	if (r < 0) {
+		*cause = fetch;
+		return r;
+	}
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		return cause_fail(cause, -r, "cannot take the agent user's identity: %s",
+				  strerror(-r));
+	r = gitstore_session_add(cfg->git_store_dir, s->owner, s->name, s->worktree, s->branch, url,
+				 cause);
+	agentuser_fs_leave(&fs);
+	return r;
+}
+
 /* The bare clone, its fetch and the worktree, as the agent user: they are its files. */
 static int create_git(const struct app *app, const struct session *s, const char *url,
 		      struct cause *cause)
@@ -465,6 +497,8 @@ static int create_git(const struct app *app, const struct session *s, const char
 	struct agentuser_fs fs;
 	int lock, r;
 
+	if (cfg->git_store_dir[0] != '\0')
+		return create_git_store(app, s, url, cause);
 	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
 		return cause_fail(cause, -r, "cannot take the agent user's identity: %s",
 				  strerror(-r));

@@ -1,0 +1,780 @@
+/*
+ * The store layout (gitstore.h) with libgit2 1.5. libgit2 cannot clone with --shared, so the
+ * session repository is initialised and given its alternates file by hand
+ * (gitrepository-layout(5)), as `git clone --shared` would make it. Every call opens and frees its
+ * own repository objects.
+ */
+#include "gitstore.h"
+
+#include "fsutil.h"
+#include "gitrepo.h"
+#include "inventory.h"
+#include "session.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <git2.h>
+#include <git2/sys/odb_backend.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A session has a handful of branches; one with more keeps its directory (nothing is lost) and
+ * the operator looks. */
+#define GITSTORE_REFS_MAX 1024
+/* A cap on the commits counted for keptCommits, so a pathological history does not hold the
+ * request. */
+#define GITSTORE_WALK_MAX 100000
+/* Directories nftw keeps open while opening up the store: its depth is a few levels. */
+#define GITSTORE_NFTW_FDS 16
+/* The store's directories: every agent reads the objects it borrows, none writes. */
+#define GITSTORE_DIR_MODE 0755
+
+struct gitstore_ref {
+	char name[GITREPO_REF_MAX]; /* "refs/heads/x", or "HEAD" when detached */
+	git_oid oid;
+};
+
+struct gitstore_keep {
+	git_buf pack; /* empty when the store has every commit already */
+	size_t n;
+	struct gitstore_ref refs[GITSTORE_REFS_MAX];
+};
+
+int gitstore_path(const char *dir, const char *owner, const char *name, char *out, size_t outlen)
+{
+	int n;
+
+	if (dir == NULL || dir[0] != '/' || !session_owner_valid(owner) ||
+	    !session_name_valid(name))
+		return -EINVAL;
+	n = snprintf(out, outlen, "%s/%s/%s.git", dir, owner, name);
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+static int gitstore_repo(struct gitrepo *r, const char *dir, const char *owner, const char *name,
+			 struct cause *cause)
+{
+	int rc = gitstore_path(dir, owner, name, r->bare, sizeof(r->bare));
+
+	r->git = NULL;
+	if (rc < 0)
+		return cause_fail(cause, -rc, "no usable store path for %s/%s under %s",
+				  owner ? owner : "", name ? name : "", dir ? dir : "");
+	snprintf(r->label, sizeof(r->label), "%s/%s", owner, name);
+	return 0;
+}
+
+/* Creates the parents of path with GITSTORE_DIR_MODE whatever the umask. */
+static int gitstore_mkdirs(const char *path)
+{
+	char p[WORKTREE_PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, path, len + 1);
+	for (char *s = p + 1; *s != '\0'; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, GITSTORE_DIR_MODE) == 0) {
+			if (chmod(p, GITSTORE_DIR_MODE) < 0)
+				return -errno;
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+		*s = '/';
+	}
+	return 0;
+}
+
+int gitstore_lock(const char *dir, const char *owner, const char *name)
+{
+	char store[WORKTREE_PATH_MAX], path[WORKTREE_PATH_MAX + sizeof(".lock")];
+	int fd, r = gitstore_path(dir, owner, name, store, sizeof(store));
+
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s.lock", store);
+	if ((r = gitstore_mkdirs(path)) < 0)
+		return r;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			r = -errno;
+			close(fd);
+			return r;
+		}
+	}
+	return fd;
+}
+
+/* Opens one file of the store to everyone for reading (directories for searching too). Only
+ * adds bits: nothing the daemon set is taken away. */
+static int gitstore_open_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	mode_t want;
+
+	(void)ftw;
+	if (type == FTW_D || type == FTW_DP)
+		want = st->st_mode | 0555;
+	else if (type == FTW_F)
+		want = st->st_mode | 0444;
+	else
+		return 0; /* symlinks and the unreadable are left alone */
+	if ((want & 07777) != (st->st_mode & 07777) && chmod(path, want & 07777) < 0)
+		return errno; /* stops the walk; nftw returns it */
+	return 0;
+}
+
+/* Makes the whole store readable by every agent, whatever the daemon's umask (UMask=0027 under
+ * systemd made packs 0440, root's group): their git reads the objects through the alternates.
+ * The store is mostly packs, so the walk is short. */
+static int gitstore_open_up(const char *root)
+{
+	int rc = nftw(root, gitstore_open_one, GITSTORE_NFTW_FDS, FTW_PHYS);
+
+	return rc < 0 ? -errno : -rc;
+}
+
+int gitstore_ensure(const char *dir, const char *owner, const char *name, const char *url,
+		    struct cause *cause)
+{
+	struct gitrepo r;
+	git_repository *git = NULL;
+	git_config *cfg = NULL;
+	int rc = gitstore_repo(&r, dir, owner, name, cause), set;
+
+	if (rc < 0)
+		return rc;
+	if ((rc = gitstore_mkdirs(r.bare)) < 0)
+		return cause_fail(cause, -rc, "cannot make the store directory of %s under %s: %s",
+				  r.label, dir, strerror(-rc));
+	rc = gitrepo_ensure(&r, url, cause);
+	if (rc < 0)
+		return rc;
+	/* Sessions' repositories borrow the store's objects, and a gc that pruned one they use
+	 * would corrupt them (git-clone(1), --shared). */
+	set = git_repository_open_bare(&git, r.bare);
+	if (set == 0)
+		set = git_repository_config(&cfg, git);
+	if (set == 0)
+		set = git_config_set_string(cfg, "gc.pruneExpire", "never");
+	if (set == 0)
+		set = git_config_set_string(cfg, "gc.reflogExpireUnreachable", "never");
+	git_config_free(cfg);
+	git_repository_free(git);
+	if (set < 0)
+		return cause_fail(cause, gitrepo_errno(set), "cannot configure the store of %s: %s",
+				  r.label, gitrepo_msg());
+	if ((set = gitstore_open_up(r.bare)) < 0)
+		return cause_fail(cause, -set, "cannot open the store of %s to the agents: %s",
+				  r.label, strerror(-set));
+	return rc;
+}
+
+/* Reads path's objects/info/alternates and tells whether it names exactly the store's objects. */
+static bool gitstore_borrows(const char *store, const char *path)
+{
+	char file[WORKTREE_PATH_MAX + 64], want[WORKTREE_PATH_MAX + 16],
+	    text[WORKTREE_PATH_MAX + 16];
+	ssize_t n;
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/.git/objects/info/alternates", path);
+	snprintf(want, sizeof(want), "%s/objects\n", store);
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	text[n] = '\0';
+	return strcmp(text, want) == 0;
+}
+
+bool gitstore_is_session(const char *dir, const char *owner, const char *name, const char *path)
+{
+	char store[WORKTREE_PATH_MAX];
+
+	return path != NULL && gitstore_path(dir, owner, name, store, sizeof(store)) == 0 &&
+	       gitstore_borrows(store, path);
+}
+
+/* An existing path is fine only when it is a session repository of this store on branch. */
+static int gitstore_reuse(const struct gitrepo *r, const char *path, const char *branch,
+			  struct cause *cause)
+{
+	char ref[GITREPO_REF_MAX];
+	git_repository *w = NULL;
+	git_reference *head = NULL;
+	const char *on;
+	int rc;
+
+	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
+	if (!gitstore_borrows(r->bare, path) ||
+	    git_repository_open_ext(&w, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0) {
+		rc = cause_fail(cause, EEXIST,
+				"path %s exists and is not a repository of %s; move it away or "
+				"remove it",
+				path, r->label);
+		goto out;
+	}
+	rc = git_reference_lookup(&head, w, "HEAD");
+	on = rc == 0 && git_reference_type(head) == GIT_REFERENCE_SYMBOLIC
+		 ? git_reference_symbolic_target(head)
+		 : "a detached HEAD";
+	if (strcmp(on, ref) != 0)
+		rc = cause_fail(cause, EEXIST, "path %s is a repository of %s on %s, not on %s",
+				path, r->label, strncmp(on, "refs/heads/", 11) == 0 ? on + 11 : on,
+				branch);
+	else
+		rc = 0;
+out:
+	git_reference_free(head);
+	git_repository_free(w);
+	return rc;
+}
+
+/* The start of the session's branch, read in the store: its own branch of that name (commits
+ * an earlier session of the issue left there), else origin's, else origin's default branch. */
+static int gitstore_start(const struct gitrepo *r, const char *branch, git_oid *oid,
+			  bool *from_origin, struct cause *cause)
+{
+	char ref[GITREPO_REF_MAX];
+	int rc;
+
+	*from_origin = false;
+	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
+	if (git_reference_name_to_id(oid, r->git, ref) == 0)
+		return 0;
+	snprintf(ref, sizeof(ref), "refs/remotes/origin/%s", branch);
+	if (git_reference_name_to_id(oid, r->git, ref) == 0) {
+		*from_origin = true;
+		return 0;
+	}
+	rc = git_reference_name_to_id(oid, r->git, "refs/remotes/origin/HEAD");
+	if (rc < 0)
+		return cause_fail(cause, gitrepo_errno(rc),
+				  "origin's default branch of %s is unknown (%s); fetch it again",
+				  r->label, gitrepo_msg());
+	return 0;
+}
+
+/* Copies the store's refs/remotes/origin/ into w: `git log origin/main` and `git status`'s
+ * ahead/behind work at once, and the objects are all borrowed. */
+static int gitstore_copy_remote_refs(git_repository *store, git_repository *w)
+{
+	git_reference_iterator *it = NULL;
+	git_reference *ref, *made;
+	int rc = git_reference_iterator_glob_new(&it, store, "refs/remotes/origin/*");
+
+	while (rc == 0 && (rc = git_reference_next(&ref, it)) == 0) {
+		made = NULL;
+		if (git_reference_type(ref) == GIT_REFERENCE_SYMBOLIC)
+			rc = git_reference_symbolic_create(&made, w, git_reference_name(ref),
+							   git_reference_symbolic_target(ref), 1,
+							   "agentd: from the store");
+		else
+			rc = git_reference_create(&made, w, git_reference_name(ref),
+						  git_reference_target(ref), 1,
+						  "agentd: from the store");
+		git_reference_free(made);
+		git_reference_free(ref);
+	}
+	git_reference_iterator_free(it);
+	return rc == GIT_ITEROVER ? 0 : rc;
+}
+
+/* Initialises path, writes its alternates, and sets HEAD's branch at start. */
+static int gitstore_make(const struct gitrepo *r, const char *path, const char *branch,
+			 const char *url, struct cause *cause)
+{
+	char file[WORKTREE_PATH_MAX + 64], text[WORKTREE_PATH_MAX + 16], upstream[GITREPO_REF_MAX];
+	git_repository_init_options io;
+	git_repository *w = NULL;
+	git_reference *br = NULL;
+	git_commit *start = NULL;
+	git_checkout_options co;
+	bool from_origin;
+	git_oid oid;
+	int rc;
+
+	if ((rc = gitstore_start(r, branch, &oid, &from_origin, cause)) < 0)
+		return rc;
+	git_repository_init_options_init(&io, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
+	io.flags = GIT_REPOSITORY_INIT_MKPATH | GIT_REPOSITORY_INIT_NO_REINIT;
+	io.initial_head = branch;
+	io.origin_url = url;
+	if ((rc = git_repository_init_ext(&w, path, &io)) < 0)
+		return cause_fail(cause, gitrepo_errno(rc), "cannot make the repository %s: %s",
+				  path, gitrepo_msg());
+	git_repository_free(w);
+	w = NULL;
+	snprintf(file, sizeof(file), "%s/.git/objects/info/alternates", path);
+	snprintf(text, sizeof(text), "%s/objects\n", r->bare);
+	if ((rc = fsutil_write_new(file, text, 0644)) < 0)
+		return cause_fail(cause, -rc, "cannot write %s: %s", file, strerror(-rc));
+	/* Opened again: the alternates are read when the object database is first used. */
+	if ((rc = git_repository_open(&w, path)) < 0 ||
+	    (rc = gitstore_copy_remote_refs(r->git, w)) < 0 ||
+	    (rc = git_commit_lookup(&start, w, &oid)) < 0 ||
+	    (rc = git_branch_create(&br, w, branch, start, 0)) < 0) {
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot set up branch %s in %s: %s",
+				branch, path, gitrepo_msg());
+		goto out;
+	}
+	snprintf(upstream, sizeof(upstream), "origin/%s", branch);
+	if (from_origin && git_branch_set_upstream(br, upstream) < 0)
+		git_error_clear(); /* tracking is a convenience; the branch is right without it */
+	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	co.checkout_strategy = GIT_CHECKOUT_SAFE;
+	if ((rc = git_checkout_head(w, &co)) < 0)
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot check out %s in %s: %s", branch,
+				path, gitrepo_msg());
+out:
+	git_commit_free(start);
+	git_reference_free(br);
+	git_repository_free(w);
+	return rc;
+}
+
+int gitstore_session_add(const char *dir, const char *owner, const char *name, const char *path,
+			 const char *branch, const char *url, struct cause *cause)
+{
+	struct gitrepo r;
+	struct stat st;
+	int valid = 0, rc;
+
+	if (path == NULL || path[0] != '/' || strlen(path) >= WORKTREE_PATH_MAX - 64)
+		return cause_fail(cause, EINVAL,
+				  "worktree path must be absolute and shorter than %d",
+				  WORKTREE_PATH_MAX - 64);
+	if (branch == NULL || git_branch_name_is_valid(&valid, branch) < 0 || !valid ||
+	    strlen(branch) >= GITREPO_REF_MAX - sizeof("refs/remotes/origin/"))
+		return cause_fail(cause, EINVAL, "invalid branch name %s", branch ? branch : "");
+	if ((rc = gitstore_repo(&r, dir, owner, name, cause)) < 0)
+		return rc;
+	if ((rc = git_repository_open_bare(&r.git, r.bare)) < 0)
+		return cause_fail(cause, gitrepo_errno(rc), "cannot open the store of %s at %s: %s",
+				  r.label, r.bare, gitrepo_msg());
+	if (lstat(path, &st) == 0) {
+		rc = gitstore_reuse(&r, path, branch, cause);
+	} else if (errno != ENOENT) {
+		rc = cause_fail(cause, errno, "cannot use %s: %s", path, strerror(errno));
+	} else if ((rc = gitstore_make(&r, path, branch, url, cause)) < 0) {
+		fsutil_rm_tree(path);
+	}
+	git_repository_free(r.git);
+	return rc;
+}
+
+/* Hides the commits the store has: their history is complete there (fetched, or indexed from a
+ * session's pack, which carries everything the store lacked). */
+static int gitstore_hide_stored(const git_oid *commit, void *payload)
+{
+	return git_odb_exists(payload, commit);
+}
+
+/* Adds name → oid to keep and pushes oid on walk. */
+static int gitstore_keep_ref(struct gitstore_keep *keep, git_revwalk *walk, const char *name,
+			     const git_oid *oid)
+{
+	if (keep->n == GITSTORE_REFS_MAX)
+		return -E2BIG;
+	snprintf(keep->refs[keep->n].name, sizeof(keep->refs[keep->n].name), "%s", name);
+	git_oid_cpy(&keep->refs[keep->n].oid, oid);
+	keep->n++;
+	return git_revwalk_push(walk, oid) < 0 ? -EIO : 0;
+}
+
+/* The local branches and a detached HEAD of w, and the pack of what the store lacks. */
+static int gitstore_collect(git_repository *w, git_odb *store, struct gitstore_keep *keep,
+			    struct cause *cause)
+{
+	git_reference_iterator *it = NULL;
+	git_packbuilder *pb = NULL;
+	git_revwalk *walk = NULL;
+	git_reference *ref = NULL;
+	git_oid head;
+	int rc;
+
+	if ((rc = git_revwalk_new(&walk, w)) < 0 ||
+	    (rc = git_revwalk_add_hide_cb(walk, gitstore_hide_stored, store)) < 0 ||
+	    (rc = git_reference_iterator_glob_new(&it, w, "refs/heads/*")) < 0)
+		goto git_fail;
+	while ((rc = git_reference_next(&ref, it)) == 0) {
+		if (git_reference_type(ref) == GIT_REFERENCE_DIRECT &&
+		    (rc = gitstore_keep_ref(keep, walk, git_reference_name(ref),
+					    git_reference_target(ref))) < 0) {
+			git_reference_free(ref);
+			rc = cause_fail(cause, -rc, "cannot walk the branches of %s",
+					git_repository_workdir(w));
+			goto out;
+		}
+		git_reference_free(ref);
+	}
+	if (rc != GIT_ITEROVER)
+		goto git_fail;
+	if (git_repository_head_detached(w) == 1 &&
+	    git_reference_name_to_id(&head, w, "HEAD") == 0 &&
+	    (rc = gitstore_keep_ref(keep, walk, "HEAD", &head)) < 0) {
+		rc = cause_fail(cause, -rc, "cannot walk HEAD of %s", git_repository_workdir(w));
+		goto out;
+	}
+	if ((rc = git_packbuilder_new(&pb, w)) < 0 ||
+	    (rc = git_packbuilder_insert_walk(pb, walk)) < 0)
+		goto git_fail;
+	if (git_packbuilder_object_count(pb) > 0 &&
+	    (rc = git_packbuilder_write_buf(&keep->pack, pb)) < 0)
+		goto git_fail;
+	rc = 0;
+	goto out;
+git_fail:
+	rc = cause_fail(cause, gitrepo_errno(rc), "cannot collect the commits of %s: %s",
+			git_repository_workdir(w), gitrepo_msg());
+out:
+	git_packbuilder_free(pb);
+	git_reference_iterator_free(it);
+	git_revwalk_free(walk);
+	return rc;
+}
+
+int gitstore_keep_collect(const char *dir, const char *owner, const char *name, const char *path,
+			  bool force, struct worktree_removal *out, struct gitstore_keep **keep,
+			  struct cause *cause)
+{
+	git_repository *w = NULL, *store = NULL;
+	git_status_list *sl = NULL;
+	git_status_options so;
+	git_odb *odb = NULL;
+	struct gitrepo r;
+	bool dirty = false;
+	int rc;
+
+	*keep = NULL;
+	memset(out, 0, sizeof(*out));
+	out->fate = WORKTREE_KEPT;
+	if ((rc = gitstore_repo(&r, dir, owner, name, cause)) < 0)
+		return rc;
+	if (!gitstore_borrows(r.bare, path) ||
+	    git_repository_open_ext(&w, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
+	    git_repository_is_worktree(w) || git_repository_is_bare(w)) {
+		snprintf(out->reason, sizeof(out->reason), "not a repository of %s", r.label);
+		rc = 0;
+		goto out;
+	}
+	git_status_options_init(&so, GIT_STATUS_OPTIONS_VERSION);
+	so.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+	so.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+		   GIT_STATUS_OPT_INCLUDE_IGNORED | GIT_STATUS_OPT_RECURSE_IGNORED_DIRS;
+	if ((rc = git_status_list_new(&sl, w, &so)) < 0) {
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot read the status of %s: %s", path,
+				gitrepo_msg());
+		goto out;
+	}
+	for (size_t i = 0; i < git_status_list_entrycount(sl); i++) {
+		const git_status_entry *e = git_status_byindex(sl, i);
+
+		if (e->status == GIT_STATUS_IGNORED)
+			out->ignored_removed++;
+		else if (e->status != GIT_STATUS_CURRENT)
+			dirty = true;
+	}
+	if (dirty && !force) {
+		snprintf(out->reason, sizeof(out->reason), "uncommitted changes");
+		out->force_removes = true;
+		out->ignored_removed = 0;
+		rc = 0;
+		goto out;
+	}
+	if ((rc = git_repository_open_bare(&store, r.bare)) < 0 ||
+	    (rc = git_repository_odb(&odb, store)) < 0) {
+		rc = cause_fail(cause, gitrepo_errno(rc), "cannot open the store of %s: %s",
+				r.label, gitrepo_msg());
+		goto out;
+	}
+	if ((*keep = calloc(1, sizeof(**keep))) == NULL) {
+		rc = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = gitstore_collect(w, odb, *keep, cause)) < 0) {
+		gitstore_keep_free(*keep);
+		*keep = NULL;
+		goto out;
+	}
+	rc = 1;
+out:
+	if (rc < 0)
+		snprintf(out->reason, sizeof(out->reason), "%s", cause->msg);
+	git_odb_free(odb);
+	git_repository_free(store);
+	git_status_list_free(sl);
+	git_repository_free(w);
+	return rc;
+}
+
+/* Indexes the pack into the store's object database. */
+static int gitstore_index(git_repository *store, const git_buf *pack)
+{
+	git_indexer_progress stats = {0};
+	git_odb_writepack *wp = NULL;
+	git_odb *odb = NULL;
+	int rc;
+
+	if (pack->size == 0)
+		return 0;
+	if ((rc = git_repository_odb(&odb, store)) == 0 &&
+	    (rc = git_odb_write_pack(&wp, odb, NULL, NULL)) == 0 &&
+	    (rc = wp->append(wp, pack->ptr, pack->size, &stats)) == 0)
+		rc = wp->commit(wp, &stats);
+	if (wp != NULL)
+		wp->free(wp);
+	git_odb_free(odb);
+	return rc;
+}
+
+/* Writes ref name → oid in the store, never over an existing ref. */
+static int gitstore_write_ref(git_repository *store, const char *name, const git_oid *oid)
+{
+	git_reference *made = NULL;
+	int rc = git_reference_create(&made, store, name, oid, 0, "agentd: kept from a session");
+
+	git_reference_free(made);
+	return rc;
+}
+
+/* Counts the commits of head no branch of the store reaches (capped: a courtesy number). */
+static size_t gitstore_count_branchless(git_repository *store, const git_oid *head)
+{
+	git_revwalk *walk = NULL;
+	size_t n = 0;
+	git_oid oid;
+
+	if (git_revwalk_new(&walk, store) == 0 && git_revwalk_push(walk, head) == 0 &&
+	    git_revwalk_hide_glob(walk, "refs/heads/*") == 0)
+		while (n < GITSTORE_WALK_MAX && git_revwalk_next(&oid, walk) == 0)
+			n++;
+	git_error_clear();
+	git_revwalk_free(walk);
+	return n;
+}
+
+int gitstore_keep_store(const char *dir, const char *owner, const char *name, const char *branch,
+			const char *id, const struct gitstore_keep *keep,
+			struct worktree_removal *out, struct cause *cause)
+{
+	char own[GITREPO_REF_MAX], ref[GITREPO_REF_MAX * 2], prefix[GITREPO_REF_MAX];
+	git_reference *made = NULL;
+	git_repository *store = NULL;
+	struct gitrepo r;
+	git_oid old;
+	int valid = 0, rc = gitstore_repo(&r, dir, owner, name, cause);
+
+	if (rc < 0)
+		return rc;
+	snprintf(own, sizeof(own), "refs/heads/%s", branch);
+	snprintf(prefix, sizeof(prefix), "refs/agentd/kept/%s-%lld", id, (long long)time(NULL));
+	if (git_reference_name_is_valid(&valid, prefix) < 0 || !valid)
+		snprintf(prefix, sizeof(prefix), "refs/agentd/kept/session-%lld",
+			 (long long)time(NULL));
+	if ((rc = git_repository_open_bare(&store, r.bare)) < 0 ||
+	    (rc = gitstore_index(store, &keep->pack)) < 0)
+		goto git_fail;
+	for (size_t i = 0; i < keep->n; i++) {
+		const struct gitstore_ref *k = &keep->refs[i];
+
+		if (strcmp(k->name, "HEAD") == 0) {
+			rc = gitstore_write_ref(store, prefix, &k->oid);
+			snprintf(out->kept_ref, sizeof(out->kept_ref), "%s", prefix);
+		} else if (strcmp(k->name, own) != 0) {
+			snprintf(ref, sizeof(ref), "%s-branches/%s", prefix, k->name + 11);
+			rc = gitstore_write_ref(store, ref, &k->oid);
+		} else {
+			/* An old tip the session's branch does not contain (a rebase, a reset)
+			 * stays reachable too. */
+			if (git_reference_name_to_id(&old, store, own) == 0 &&
+			    !git_oid_equal(&old, &k->oid) &&
+			    git_graph_descendant_of(store, &k->oid, &old) != 1) {
+				snprintf(ref, sizeof(ref), "%s-replaced/%s", prefix, branch);
+				if ((rc = gitstore_write_ref(store, ref, &old)) < 0)
+					goto git_fail;
+			}
+			rc = git_reference_create(&made, store, own, &k->oid, 1,
+						  "agentd: the session's branch");
+			git_reference_free(made);
+			made = NULL;
+		}
+		if (rc < 0)
+			goto git_fail;
+	}
+	for (size_t i = 0; i < keep->n; i++)
+		if (strcmp(keep->refs[i].name, "HEAD") == 0)
+			out->kept_commits = gitstore_count_branchless(store, &keep->refs[i].oid);
+	git_repository_free(store);
+	/* The pack and refs are kept already; an agent that cannot read them is the operator's to
+	 * fix, and the removal goes on. */
+	if ((rc = gitstore_open_up(r.bare)) < 0)
+		cause_set(cause, "cannot open the store of %s to the agents: %s", r.label,
+			  strerror(-rc));
+	return 0;
+git_fail:
+	rc = cause_fail(cause, gitrepo_errno(rc), "cannot keep the commits of %s in the store: %s",
+			id, gitrepo_msg());
+	snprintf(out->reason, sizeof(out->reason), "%s", cause->msg);
+	out->fate = WORKTREE_KEPT;
+	git_repository_free(store);
+	return rc;
+}
+
+int gitstore_session_remove(const char *path, struct worktree_removal *out, struct cause *cause)
+{
+	int rc = fsutil_rm_tree(path);
+
+	if (rc < 0) {
+		out->fate = WORKTREE_KEPT;
+		rc = cause_fail(cause, -rc, "cannot remove %s: %s", path, strerror(-rc));
+		snprintf(out->reason, sizeof(out->reason), "%s", cause->msg);
+		return rc;
+	}
+	out->fate = WORKTREE_REMOVED;
+	return 0;
+}
+
+void gitstore_keep_free(struct gitstore_keep *keep)
+{
+	if (keep == NULL)
+		return;
+	git_buf_dispose(&keep->pack);
+	free(keep);
+}
+
+/* The list being built: at most WORKTREE_LIST_MAX entries, as the inventory. */
+struct gitstore_vec {
+	struct worktree_entry *items;
+	size_t n, cap;
+};
+
+/* Adds every <base>/<name>-issue-<N> that borrows store. */
+static int gitstore_list_store(const char *base, const char *store, const char *owner,
+			       const char *name, struct gitstore_vec *v)
+{
+	size_t nlen = strlen(name);
+	struct dirent *e;
+	DIR *d = opendir(base);
+	long issue;
+	int r = 0;
+
+	if (d == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	while (r == 0 && (e = readdir(d)) != NULL) {
+		struct worktree_entry *w;
+
+		if (strncmp(e->d_name, name, nlen) != 0 ||
+		    strncmp(e->d_name + nlen, "-issue-", 7) != 0 ||
+		    !gitrepo_parse_issue(e->d_name + nlen + 7, &issue))
+			continue;
+		if (v->n == v->cap) {
+			size_t cap = v->cap ? v->cap * 2 : 16;
+
+			if (cap > WORKTREE_LIST_MAX) {
+				r = -E2BIG;
+				break;
+			}
+			if ((w = realloc(v->items, cap * sizeof(*w))) == NULL) {
+				r = -ENOMEM;
+				break;
+			}
+			v->items = w;
+			v->cap = cap;
+		}
+		w = &v->items[v->n];
+		memset(w, 0, sizeof(*w));
+		if (snprintf(w->path, sizeof(w->path), "%s/%s", base, e->d_name) >=
+			(int)sizeof(w->path) ||
+		    !gitstore_borrows(store, w->path))
+			continue;
+		snprintf(w->owner, sizeof(w->owner), "%s", owner);
+		snprintf(w->name, sizeof(w->name), "%s", name);
+		w->issue = issue;
+		v->n++;
+	}
+	closedir(d);
+	return r;
+}
+
+int gitstore_list(const char *base, const char *dir, struct worktree_entry **out, size_t *n)
+{
+	char owner_dir[WORKTREE_PATH_MAX], store[WORKTREE_PATH_MAX], name[SESSION_NAME_MAX + 1];
+	struct gitstore_vec v = {NULL, 0, 0};
+	struct dirent *o, *e;
+	DIR *od, *d;
+	int r = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (base == NULL || dir == NULL || dir[0] == '\0')
+		return 0;
+	if ((od = opendir(dir)) == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	while (r == 0 && (o = readdir(od)) != NULL) {
+		if (!session_owner_valid(o->d_name) ||
+		    snprintf(owner_dir, sizeof(owner_dir), "%s/%s", dir, o->d_name) >=
+			(int)sizeof(owner_dir) ||
+		    (d = opendir(owner_dir)) == NULL)
+			continue;
+		while (r == 0 && (e = readdir(d)) != NULL) {
+			size_t len = strlen(e->d_name);
+
+			if (len <= 4 || len - 4 > SESSION_NAME_MAX ||
+			    strcmp(e->d_name + len - 4, ".git") != 0)
+				continue;
+			snprintf(name, sizeof(name), "%.*s", (int)(len - 4), e->d_name);
+			if (session_name_valid(name) &&
+			    gitstore_path(dir, o->d_name, name, store, sizeof(store)) == 0)
+				r = gitstore_list_store(base, store, o->d_name, name, &v);
+		}
+		closedir(d);
+	}
+	closedir(od);
+	if (r < 0) {
+		free(v.items);
+		return r;
+	}
+	*out = v.items;
+	*n = v.n;
+	return 0;
+}
+
+int gitstore_find(const char *base, const char *dir, const char *name, struct worktree_entry *out)
+{
+	char want[WORKTREE_PATH_MAX];
+	struct worktree_entry *list;
+	size_t n;
+	int r;
+
+	if (snprintf(want, sizeof(want), "%s/%s", base, name) >= (int)sizeof(want))
+		return -ENOENT;
+	if ((r = gitstore_list(base, dir, &list, &n)) < 0)
+		return r;
+	r = -ENOENT;
+	for (size_t i = 0; i < n && r < 0; i++) {
+		if (strcmp(list[i].path, want) == 0) {
+			*out = list[i];
+			r = 0;
+		}
+	}
+	free(list);
+	return r;
+}
