@@ -833,3 +833,68 @@ int cgroup_remove_parent(const struct cgroup_tree *t, const char *parent)
 	}
 	return err;
 }
+
+int cgroup_parse_memory(const char *text, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	uint64_t v = 0;
+	const char *p = text;
+	const char *u;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_C(1) << 63) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p != '\0') {
+		char up = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+
+		u = up != '\0' ? strchr(units, up) : NULL;
+		if (u == NULL || p[1] != '\0')
+			return -EINVAL;
+		for (const char *k = units; k <= u; k++) {
+			if (v > (UINT64_C(1) << 53))
+				return -EINVAL;
+			v *= 1024;
+		}
+	}
+	if (v < CGROUP_MEMORY_MIN || v > (UINT64_C(1) << 63))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cgroup_parse_cpus(const char *text, uint32_t *milli)
+{
+	uint64_t whole = 0, frac = 0;
+	const char *p = text;
+	int decimals = 0;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		whole = whole * 10 + (uint64_t)(*p - '0');
+		if (whole > CGROUP_CPUS_MAX)
+			return -EINVAL;
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++) {
+			if (++decimals > 3)
+				return -EINVAL;
+			frac = frac * 10 + (uint64_t)(*p - '0');
+		}
+		if (decimals == 0)
+			return -EINVAL;
+	}
+	if (*p != '\0')
+		return -EINVAL;
+	for (; decimals < 3; decimals++)
+		frac *= 10;
+	whole = whole * 1000 + frac;
+	if (whole == 0 || whole > (uint64_t)CGROUP_CPUS_MAX * 1000)
+		return -EINVAL;
+	*milli = (uint32_t)whole;
+	return 0;
+}

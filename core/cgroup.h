@@ -120,6 +120,24 @@ int cgroup_kill(const struct cgroup_tree *t, const char *parent, const char *ses
  */
 int cgroup_remove(const struct cgroup_tree *t, const char *parent, const char *session_id);
 
+/* The smallest memory limit taken: below it claude itself does not start, and a bare number
+ * meant as megabytes ("4096") is caught instead of caging an agent in 4 KiB. */
+#define CGROUP_MEMORY_MIN (16ULL << 20)
+/* The most CPUs a quota may name: a quota above the host's CPUs is no limit, and this bound keeps
+ * cpu_milli * period within the kernel's quota range. */
+#define CGROUP_CPUS_MAX 1024
+
+/*
+ * A memory size: digits, then optionally K, M, G or T (powers of 1024, either case), e.g. "4G",
+ * "256M", "1073741824". Returns 0 with *out set, -EINVAL for anything else, below
+ * CGROUP_MEMORY_MIN, or past 2^63.
+ */
+int cgroup_parse_memory(const char *text, uint64_t *out);
+
+/* A CPU quota in CPUs: "2", "1.5", "0.25" (at most 3 decimals), above 0 and at most
+ * CGROUP_CPUS_MAX. Returns 0 with *milli (thousandths of a CPU), or -EINVAL. */
+int cgroup_parse_cpus(const char *text, uint32_t *milli);
+
 /* Removes PARENT itself in every hierarchy (a missing one is fine; -EBUSY while it holds a
  * session). For what made a PARENT of its own: a test stack, a unit test. */
 int cgroup_remove_parent(const struct cgroup_tree *t, const char *parent);

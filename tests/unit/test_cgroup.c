@@ -434,3 +434,43 @@ Test(cgroup, real_kill_and_remove_end_every_member, .timeout = 30)
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	real_done(&t, parent);
 }
+
+Test(cgroup, memory_sizes_parse)
+{
+	uint64_t v = 0;
+
+	cr_assert_eq(cgroup_parse_memory("4G", &v), 0);
+	cr_assert_eq(v, 4ULL << 30);
+	cr_assert_eq(cgroup_parse_memory("256m", &v), 0);
+	cr_assert_eq(v, 256ULL << 20);
+	cr_assert_eq(cgroup_parse_memory("1T", &v), 0);
+	cr_assert_eq(v, 1ULL << 40);
+	cr_assert_eq(cgroup_parse_memory("1073741824", &v), 0);
+	cr_assert_eq(v, 1ULL << 30);
+	cr_assert_eq(cgroup_parse_memory("4096", &v), -EINVAL, "4 KiB: below the minimum");
+	cr_assert_eq(cgroup_parse_memory("", &v), -EINVAL);
+	cr_assert_eq(cgroup_parse_memory("-1G", &v), -EINVAL);
+	cr_assert_eq(cgroup_parse_memory("1.5G", &v), -EINVAL);
+	cr_assert_eq(cgroup_parse_memory("2GB", &v), -EINVAL);
+	cr_assert_eq(cgroup_parse_memory("9999999999999T", &v), -EINVAL);
+	cr_assert_eq(cgroup_parse_memory("99999999999999999999999", &v), -EINVAL);
+}
+
+Test(cgroup, cpu_quotas_parse)
+{
+	uint32_t m = 0;
+
+	cr_assert_eq(cgroup_parse_cpus("2", &m), 0);
+	cr_assert_eq(m, 2000);
+	cr_assert_eq(cgroup_parse_cpus("1.5", &m), 0);
+	cr_assert_eq(m, 1500);
+	cr_assert_eq(cgroup_parse_cpus("0.25", &m), 0);
+	cr_assert_eq(m, 250);
+	cr_assert_eq(cgroup_parse_cpus("1024", &m), 0);
+	cr_assert_eq(cgroup_parse_cpus("1025", &m), -EINVAL);
+	cr_assert_eq(cgroup_parse_cpus("0", &m), -EINVAL);
+	cr_assert_eq(cgroup_parse_cpus("0.0001", &m), -EINVAL);
+	cr_assert_eq(cgroup_parse_cpus("1.", &m), -EINVAL);
+	cr_assert_eq(cgroup_parse_cpus(".5", &m), -EINVAL);
+	cr_assert_eq(cgroup_parse_cpus("2x", &m), -EINVAL);
+}
