@@ -8,9 +8,11 @@
 #define AGENTD_CONFIG_H
 
 #include "cause.h"
+#include "cgroup.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define CONFIG_PATH_MAX     1024
 #define CONFIG_VALUE_MAX    4096
@@ -55,6 +57,12 @@ struct config {
 	char metrics_token[CONFIG_VALUE_MAX]; /* AGENTD_METRICS_TOKEN */
 	char hook[CONFIG_PATH_MAX];   /* AGENTD_HOOK: agentd-hook ("" = beside agentd-api) */
 	int terminal_permission_wait; /* AGENTD_TERMINAL_PERMISSION_WAIT, seconds (0: none) */
+	/* Each session's share of the machine (core/cgroup.h): the default and the most a
+	 * POST /sessions may ask for. */
+	uint64_t session_memory_max;             /* AGENTD_SESSION_MEMORY_MAX: bytes ("4G") */
+	uint32_t session_cpu_milli;              /* AGENTD_SESSION_CPUS: thousandths of a CPU */
+	int session_tasks_max;                   /* AGENTD_SESSION_TASKS_MAX */
+	char cgroup_parent[CGROUP_NAME_MAX + 1]; /* AGENTD_CGROUP_PARENT: sessions' cgroup parent */
 };
 
 /*
@@ -70,7 +78,9 @@ int config_load(struct config *cfg, struct cause *cause);
  * an AGENTD_HOOK that is not empty or a plain absolute path (config_path_plain); an
  * AGENTD_AGENT_USER that is not a user name (a letter or '_', then letters, digits, '.', '_',
  * '-'; at most CONFIG_USER_MAX bytes); an AGENTD_AGENT_HOME that is not empty or an absolute path
- * other than "/".
+ * other than "/"; an AGENTD_SESSION_MEMORY_MAX that cgroup_parse_memory refuses, an
+ * AGENTD_SESSION_CPUS that cgroup_parse_cpus refuses, an AGENTD_CGROUP_PARENT that is not a
+ * cgroup path (cgroup_name_valid).
  */
 int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause);
 
