@@ -40,6 +40,7 @@ struct config {
 	char agent_home[CONFIG_PATH_MAX];     /* AGENTD_AGENT_HOME: its HOME ("" = passwd's) */
 	/* Cages (core/cageuid.h, core/cage.h): each session's own uid from this range, its own
 	 * HOME made from the template, and the credentials agentd-cage reads at each launch. */
+	char cage[8];                              /* AGENTD_CAGE: "auto" or "off" */
 	char session_uids[32];                     /* AGENTD_SESSION_UIDS: "MIN-MAX" */
 	char homes_dir[CONFIG_PATH_MAX];           /* AGENTD_HOMES_DIR: the sessions' HOMEs */
 	char agent_home_template[CONFIG_PATH_MAX]; /* AGENTD_AGENT_HOME_TEMPLATE ("" = HOME) */

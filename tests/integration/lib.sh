@@ -108,6 +108,9 @@ ensure_agent_user || {
 	exit 1
 }
 export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
+# Sessions are not caged in the tests unless a test asks (test_cages.sh: AGENTD_CAGE=auto):
+# the other tests look into the agent's shared HOME and their fakes write where a cage hides.
+export AGENTD_CAGE=${AGENTD_CAGE:-off}
 
 # host_log ID: the event log of a structured session's agentd-host (its dir is the agent's).
 host_log() { printf '%s/state/agents/%s/events.log' "$T" "$1"; }

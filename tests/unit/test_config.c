@@ -717,6 +717,9 @@ Test(config, cage_keys_default_and_refuse_bad_values)
 	cr_assert_str_eq(cfg.session_uids, "61184-65519");
 	cr_assert_str_eq(cfg.secrets_dir, "/etc/agentd/secrets");
 	cr_assert_str_eq(cfg.agent_home_template, "");
+	cr_assert_str_eq(cfg.cage, "auto");
+	cr_assert_eq(config_set(&cfg, "AGENTD_CAGE", "on", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_CAGE", "off", NULL), 0);
 	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "70000-70001", NULL), -EINVAL);
 	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "0-10", NULL), -EINVAL);
 	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "62000", NULL), -EINVAL);
