@@ -755,6 +755,18 @@ static bool cgroup_empty(const struct cgroup_dirs *d)
 	return true;
 }
 
+int cgroup_populated(const struct cgroup_tree *t, const char *parent, const char *session_id)
+{
+	struct cgroup_dirs d;
+	int err = cgroup_dirs_of(t, parent, session_id, &d);
+
+	if (err < 0)
+		return err;
+	if (d.n == 0 || access(d.dir[0], F_OK) < 0)
+		return -ENOENT;
+	return cgroup_empty(&d) ? 0 : 1;
+}
+
 static long cgroup_now_ms(void)
 {
 	struct timespec ts;
