@@ -72,7 +72,7 @@ bad_limits() {
 	assert_error_body "$1: an error body"
 	assert_jq "$1: the error names $3" ".error | contains(\"$3\")"
 	assert_nothing_created "$1: creates nothing"
-	assert_eq "$1: no cgroup" "" "$(cgroup_dirs)"
+	assert_eq "$1: no cgroup for the session" "" "$(cgroup_dirs widgets-1)"
 }
 
 bad_limits "memory above the maximum" '{"memory": "2G"}' "limits.memory"
