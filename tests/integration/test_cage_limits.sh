@@ -134,6 +134,23 @@ get_session "$A"
 assert_json "limits survive a restart" '.limits' '{"memory":268435456,"cpus":0.5,"tasks":256}'
 assert_eq "the cgroup survives a restart" 256 "$(cg_file "$A" pids.max)"
 
+# --- ... and a reboot: the tmux server killed (every agent ends with it), its sessions started
+# again by the boot pass in a new one, each in a cgroup made again from its record. A reboot loses
+# the cgroups: A's is removed first where nothing holds it (no agentd-cage put its pane in it).
+tmux_server_pid() { tmx display -p '#{pid}' 2>/dev/null; }
+SERVER=$(tmux_server_pid)
+for d in $(cgroup_dirs "$A"); do rmdir "$d" 2>/dev/null; done
+kill -KILL "$SERVER"
+new_server() {
+	local p
+	p=$(tmux_server_pid) && [ -n "$p" ] && [ "$p" != "$SERVER" ]
+}
+check "deploy/up starts another tmux server" wait_for 30 new_server
+assert_state "A runs again by itself" "$A" running 30
+assert_json "limits survive a reboot" '.limits' '{"memory":268435456,"cpus":0.5,"tasks":256}'
+assert_eq "A's cgroup is made again with its limits" 256 "$(cg_file "$A" pids.max)"
+assert_state "B runs again by itself" "$B" running 30
+
 # --- the hogs, each the agent of a session of its own ----------------------------------------
 # agentd-cage (branch h22-cage) puts the pane in its session's cgroup before it runs the agent.
 # Until it does, the test moves each pane in itself (as root, as the cage would), before the hog
