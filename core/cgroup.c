@@ -124,7 +124,6 @@ static int cgroup_base(const char *mnt, const char *root, const char *self, char
 		rel++;
 	if (snprintf(out, len, "%s%s%s", mnt, *rel != '\0' ? "/" : "", rel) >= (int)len)
 		return -ENAMETOOLONG;
-	/* Trailing slash of "/" itself. */
 	return 0;
 }
 
@@ -285,7 +284,9 @@ bool cgroup_name_valid(const char *name, bool path)
 	return true;
 }
 
-/* Writes text as `echo -n text > path` would: cgroupfs takes one write per value. */
+/* Writes text as `echo -n text > path` would: cgroupfs takes one write per value. O_CREAT only
+ * matters to the unit tests' fake tree of plain files: in cgroupfs the files exist, and a missing
+ * one fails either way. */
 static int cgroup_write(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -753,6 +754,18 @@ static bool cgroup_empty(const struct cgroup_dirs *d)
 			return false;
 	}
 	return true;
+}
+
+int cgroup_populated(const struct cgroup_tree *t, const char *parent, const char *session_id)
+{
+	struct cgroup_dirs d;
+	int err = cgroup_dirs_of(t, parent, session_id, &d);
+
+	if (err < 0)
+		return err;
+	if (d.n == 0 || access(d.dir[0], F_OK) < 0)
+		return -ENOENT;
+	return cgroup_empty(&d) ? 0 : 1;
 }
 
 static long cgroup_now_ms(void)

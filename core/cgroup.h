@@ -110,6 +110,9 @@ int cgroup_join(const struct cgroup_tree *t, const char *parent, const char *ses
 int cgroup_usage(const struct cgroup_tree *t, const char *parent, const char *session_id,
 		 struct cgroup_usage *u);
 
+/* 1 when a process is in the session's cgroup, 0 when none is, -ENOENT when it has none. */
+int cgroup_populated(const struct cgroup_tree *t, const char *parent, const char *session_id);
+
 /* SIGKILLs every process in the session's cgroup. -ENOENT when there is none. */
 int cgroup_kill(const struct cgroup_tree *t, const char *parent, const char *session_id);
 

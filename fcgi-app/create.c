@@ -6,6 +6,7 @@
 #include "isotime.h"
 #include "log.h"
 #include "proc.h"
+#include "sessioncg.h"
 #include "standby.h"
 #include "worktree.h"
 
@@ -317,6 +318,9 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 			       "the tmux server does not run (agentd-tmux.service starts it)");
 		goto out;
 	}
+	/* Its share of the machine first: the pane joins the cgroup as it starts. */
+	if ((r = sessioncg_create(app, s, cause)) < 0)
+		goto out;
 	r = tmux_new_session(&app->tmux, &req, cause);
 	if (r == -EEXIST)
 		cause_set(cause, "a tmux session named %s already exists", s->tmux_name);
@@ -395,7 +399,8 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 			goto out;
 		}
 	}
-	if ((r = tmux_respawn(&app->tmux, s->tmux_name, s->id, env->words, cmd, cause)) < 0)
+	if ((r = sessioncg_create(app, s, cause)) < 0 ||
+	    (r = tmux_respawn(&app->tmux, s->tmux_name, s->id, env->words, cmd, cause)) < 0)
 		goto out;
 	if (old > 0)
 		create_reap_old(old);

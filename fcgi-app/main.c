@@ -9,6 +9,7 @@
 #include "log.h"
 #include "recovery.h"
 #include "server.h"
+#include "sessioncg.h"
 #include "standby.h"
 #include "tokencmd.h"
 
@@ -81,7 +82,7 @@ static int write_tmux_pidfile(const struct app *app, struct cause *cause)
 
 int main(int argc, char **argv)
 {
-	struct cause cause = {{0}};
+	struct cause cause = {{0}}, cgnote = {{0}};
 	struct apimetrics metrics;
 	struct authcache auth;
 	struct config cfg;
@@ -113,6 +114,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	app.auth = &auth;
+	sessioncg_init(&app, &cgnote);
 	apimetrics_init(&metrics);
 	app.metrics = &metrics;
 	/* The worker gets --no-tmux-start after its id when the API has it. */
@@ -159,6 +161,10 @@ int main(int argc, char **argv)
 			    "processes",
 			    why);
 	}
+	if (app.cgroups.mode == CGROUP_NONE)
+		log_warn("%s", cgnote.msg);
+	else
+		log_info("%s", cgnote.msg);
 	if ((app.standby = standby_start(&app)) == NULL)
 		log_warn("no creation worker waits ahead of need: %s", strerror(errno));
 	r = server_run(&app, &cause);

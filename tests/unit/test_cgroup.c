@@ -399,6 +399,7 @@ Test(cgroup, real_limits_are_written, .timeout = 30)
 	}
 	slurp(p, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "256\n");
+	cr_assert_eq(cgroup_populated(&t, parent, "lim"), 0, "made, nothing in it yet");
 	cr_assert_eq(cgroup_remove(&t, parent, "lim"), 0);
 	cr_assert_eq(access(p, F_OK), -1);
 	real_done(&t, parent);
@@ -427,7 +428,9 @@ Test(cgroup, real_kill_and_remove_end_every_member, .timeout = 30)
 		usleep(10000);
 	}
 	cr_assert_eq(u.tasks, 2);
+	cr_assert_eq(cgroup_populated(&t, parent, "k"), 1);
 	cr_assert_eq(cgroup_remove(&t, parent, "k"), 0);
+	cr_assert_eq(cgroup_populated(&t, parent, "k"), -ENOENT);
 	cr_assert_eq(waitpid(a, &status, 0), a);
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	cr_assert_eq(waitpid(b, &status, 0), b);
