@@ -24,6 +24,7 @@ struct cagecmd {
 	char paths[CAGECMD_PATHS][CONFIG_PATH_MAX];
 	char home[CONFIG_PATH_MAX];
 	char uid[16], gid[16];
+	char cgroup[2 * CGROUP_NAME_MAX + 2]; /* PARENT/SESSION */
 	char *words[CAGECMD_PREFIX];
 	size_t n;
 };

@@ -112,6 +112,19 @@ round() {
 	check "$label: A probed from inside its $mode pane" test -n "$probe"
 	check_cage "$label (A, $mode)" "$probe" 1 2 tried
 	check "$label: B still runs" alive "$(pane_pid widgets-2)"
+	check_in_cgroup "$label" widgets-1
+}
+
+# check_in_cgroup LABEL ID: where this host gives sessions cgroups, the pane's process (agentd-cage,
+# which became bwrap) is a member of the session's cgroup in every hierarchy that has one.
+check_in_cgroup() {
+	local pid dir missing=
+	[ -n "$(cgroup_dirs "$2")" ] || return 0
+	pid=$(pane_pid "$2")
+	for dir in $(cgroup_dirs "$2"); do
+		grep -qx "$pid" "$dir/cgroup.procs" || missing+=" $dir"
+	done
+	assert_eq "$1: $2's pane is in its cgroup in every hierarchy" "" "$missing"
 }
 
 create acme widgets 2
@@ -126,6 +139,8 @@ check_cage "B, terminal" "$PB" 2 1
 PA=$(latest_probe "$WT_A")
 check "A probed from inside its terminal pane" test -n "$PA"
 check_cage "A, terminal" "$PA" 1 2
+check_in_cgroup "A, terminal" widgets-1
+check_in_cgroup "B, terminal" widgets-2
 check "A's HOME was made from the template" test -f "$T/homes/widgets-1/.template-marker"
 check "A's commit is in its branch" \
 	git -C "$WT_A" log --oneline -1 --format=%s | grep -q "cage probe"
