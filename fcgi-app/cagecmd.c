@@ -8,7 +8,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -160,6 +162,28 @@ static int cagecmd_host_dir(const struct app *app, const char *id,
 	return lchown(out, app->agent.uid, (gid_t)-1) < 0 ? -errno : 0;
 }
 
+/* Whether path lies in a directory the cage hides (c->words[0..n) hold "--hide DIR" pairs) or in
+ * the cage's own /tmp and /var/tmp. */
+static bool cagecmd_hidden(const struct cagecmd *c, const char *path)
+{
+	static const char *const own[] = {"/tmp", "/var/tmp"};
+
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		size_t n = strlen(own[i]);
+
+		if (strncmp(path, own[i], n) == 0 && path[n] == '/')
+			return true;
+	}
+	for (size_t i = 0; i + 1 < c->n; i++) {
+		size_t n = strlen(c->words[i + 1]);
+
+		if (strcmp(c->words[i], "--hide") == 0 && strncmp(path, c->words[i + 1], n) == 0 &&
+		    path[n] == '/')
+			return true;
+	}
+	return false;
+}
+
 /* Adds "opt path" with path kept in c. */
 static int cagecmd_path(struct cagecmd *c, size_t *np, const char *opt, const char *path)
 {
@@ -168,6 +192,53 @@ static int cagecmd_path(struct cagecmd *c, size_t *np, const char *opt, const ch
 	snprintf(c->paths[*np], sizeof(c->paths[*np]), "%s", path);
 	c->words[c->n++] = (char *)opt;
 	c->words[c->n++] = c->paths[(*np)++];
+	return 0;
+}
+
+/* "--ro <dir of real>" when real is hidden in the cage (and that dir is not bound already). */
+static int cagecmd_expose_one(struct cagecmd *c, size_t *np, const char *real)
+{
+	char dir[CONFIG_PATH_MAX];
+	char *slash;
+
+	if (!cagecmd_hidden(c, real))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", real);
+	slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return 0;
+	*slash = '\0';
+	for (size_t i = 0; i < *np; i++)
+		if (strcmp(c->paths[i], dir) == 0)
+			return 0;
+	return cagecmd_path(c, np, "--ro", dir);
+}
+
+static int cagecmd_expose(const struct app *app, struct cagecmd *c, size_t *np,
+			  enum session_mode mode)
+{
+	char found[CONFIG_PATH_MAX], real[PATH_MAX];
+	struct agentuser_fs fs;
+	int r;
+
+	c->claude[0] = '\0';
+	/* Looked up as the agent, as create_check_programs does: its PATH, its permissions. */
+	if (agentuser_fs_enter(&app->agent, &fs) < 0)
+		return 0;
+	r = proc_which(app->cfg->claude, found, sizeof(found));
+	agentuser_fs_leave(&fs);
+	if (r == 0 && realpath(found, real) != NULL && strlen(real) < sizeof(c->claude) &&
+	    cagecmd_hidden(c, real)) {
+		memcpy(c->claude, real, strlen(real) + 1); /* fits: checked above */
+		if ((r = cagecmd_expose_one(c, np, real)) < 0)
+			return r;
+	}
+	if (mode == SESSION_STRUCTURED && realpath(app->host_bin, real) != NULL &&
+	    (r = cagecmd_expose_one(c, np, real)) < 0)
+		return r;
+	if (mode == SESSION_TERMINAL && app->hook_bin[0] != '\0' &&
+	    (r = cagecmd_expose_one(c, np, app->hook_bin)) < 0)
+		return r;
 	return 0;
 }
 
@@ -245,6 +316,11 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 		if (r == 0)
 			r = cagecmd_path(c, &np, "--bind", path);
 	}
+	/* Programs the agent runs from a hidden place (claude installed in the agent user's HOME,
+	 * ~/.local/bin/claude -> ~/.local/share/claude/versions/X; a build tree in /tmp): their
+	 * directory is bound back read-only, and claude is run by its real path. */
+	if (r == 0)
+		r = cagecmd_expose(app, c, &np, mode);
 	if (r < 0)
 		return cause_fail(cause, -r, "the cage's command line is too long");
 	c->words[c->n++] = "--";
@@ -254,8 +330,13 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 		return cause_fail(cause, E2BIG, "the cage's command line is too long");
 	for (size_t i = 0; i < c->n; i++)
 		out[i] = c->words[i];
-	for (size_t i = 0; i < argc; i++)
+	for (size_t i = 0; i < argc; i++) {
 		out[c->n + i] = argv[i];
+		/* claude's word: argv[0] in a terminal pane, the word after agentd-host's "--". */
+		if (c->claude[0] != '\0' && strcmp(argv[i], app->cfg->claude) == 0 &&
+		    (i == 0 || (mode == SESSION_STRUCTURED && strcmp(argv[i - 1], "--") == 0)))
+			out[c->n + i] = c->claude;
+	}
 	out[c->n + argc] = NULL;
 	return 0;
 }

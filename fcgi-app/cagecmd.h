@@ -17,7 +17,7 @@
 #include "cage.h"
 #include "session.h"
 
-#define CAGECMD_PATHS  12 /* hide and bind paths of one session: see cagecmd_build */
+#define CAGECMD_PATHS  16 /* hide and bind paths of one session: see cagecmd_build */
 #define CAGECMD_PREFIX (16 + 2 * 2 * CAGECMD_PATHS) /* agentd-cage's words before claude's */
 
 struct cagecmd {
@@ -25,6 +25,7 @@ struct cagecmd {
 	char home[CONFIG_PATH_MAX];
 	char uid[16], gid[16];
 	char cgroup[2 * CGROUP_NAME_MAX + 2]; /* PARENT/SESSION */
+	char claude[CONFIG_PATH_MAX]; /* claude's real path, when its own is hidden in the cage */
 	char *words[CAGECMD_PREFIX];
 	size_t n;
 };

@@ -33,10 +33,19 @@ printf 'hidden\n' >"$T/secrets/.hidden"
 ROOT_TMP=$(mktemp /tmp/agentd-cage-root.XXXXXX)
 chmod 0600 "$ROOT_TMP"
 touch "$T/home/.template-marker"
+# claude installed in the agent user's HOME the way its native installer does it (a link in
+# ~/.local/bin to a version under ~/.local/share): that HOME is hidden in the cage, so the cage
+# must run claude by its real path with that directory bound back read-only.
+INSTALLED=$T/home/.local/share/claude/versions/1.0.0
+mkdir -p "$INSTALLED" "$T/home/.local/bin"
+printf '#!/bin/sh\nexec %q "$@"\n' "$CAGE_CLAUDE" >"$INSTALLED/claude"
+chmod 0755 "$INSTALLED/claude"
+ln -s "$INSTALLED/claude" "$T/home/.local/bin/claude"
+chown -R "$AGENT_UID:$AGENT_GID" "$T/home/.local"
 agent_owns "$T/home"
 
 make_remote acme widgets
-CAGE_STACK=(AGENTD_CAGE=auto AGENTD_CLAUDE="$CAGE_CLAUDE" AGENTD_HOMES_DIR="$T/homes"
+CAGE_STACK=(AGENTD_CAGE=auto AGENTD_CLAUDE="$T/home/.local/bin/claude" AGENTD_HOMES_DIR="$T/homes"
 	AGENTD_SECRETS_DIR="$T/secrets" CAGE_SECRET=from-agent-env
 	AGENTD_AGENT_ENV="HOME PATH LANG CAGE_SECRET")
 start_stack "${CAGE_STACK[@]}" || exit 1
@@ -82,7 +91,10 @@ check_cage() {
 	assert_eq "$label: lists its own worktree" listed "$(jq -r ".reach.wt$own" <<<"$p")"
 	assert_eq "$label: lists its own HOME" listed "$(jq -r ".reach.home$own" <<<"$p")"
 	local k
-	for k in "wt$other" "home$other" shared_home tokens sessions events secrets api_sock \
+	# The shared HOME shows only the way to claude's installation, bound back read-only.
+	assert_match "$label: the shared agent HOME shows nothing but claude's installation" \
+		'^(\.local)?$' "$(jq -r '.shared_home_entries | join(" ")' <<<"$p")"
+	for k in "wt$other" "home$other" tokens sessions events secrets api_sock \
 		bridge_sock tmux_sock; do
 		# absent, or an empty tmpfs where a hidden directory was
 		assert_match "$label: cannot reach $k" '^(absent|empty)$' "$(jq -r ".reach.$k" <<<"$p")"
@@ -152,6 +164,8 @@ restart_stack || exit 1
 round "after a restart of every daemon, structured" structured
 round "after a restart of every daemon, terminal" terminal
 
+check "claude ran from its installation in the hidden agent HOME" \
+	grep -qF -- "--ro-bind $INSTALLED $INSTALLED " <<<"$(ps -eo args | grep -F "$T/homes/widgets-2")"
 # The secret is nowhere but in the agent's environment.
 check_not "the secret is in no process's argv" grep -qF "$SECRET" <<<"$(ps -eo args)"
 check_not "the secret is in no record" grep -rqF "$SECRET" "$T/state"
