@@ -81,12 +81,23 @@ static int cagecmd_run(char *const *argv, struct cause *cause)
 	return 0;
 }
 
+/*
+ * What of the template a new HOME never gets: claude's transcripts and per-conversation state
+ * (the template is often the agent user's shared HOME, where every earlier session's are), and
+ * claude's installed versions (bound back read-only where claude runs from, see
+ * cagecmd_expose; hundreds of megabytes a copy).
+ */
+static const char *const cagecmd_home_skip[] = {
+    ".claude/projects",      ".claude/todos",       ".claude/shell-snapshots",
+    ".claude/history.jsonl", ".local/share/claude",
+};
+
 int cagecmd_home(const struct app *app, const struct session *s, char *home, size_t len,
 		 struct cause *cause)
 {
 	const char *tpl = app->cfg->agent_home_template[0] != '\0' ? app->cfg->agent_home_template
 								   : app->agent.home;
-	char tmp[CONFIG_PATH_MAX + 16], owner[40];
+	char tmp[CONFIG_PATH_MAX + 16];
 	struct stat st;
 	int r;
 
@@ -100,23 +111,40 @@ int cagecmd_home(const struct app *app, const struct session *s, char *home, siz
 	    chmod(app->cfg->homes_dir, CAGECMD_HOMES_MODE) < 0)
 		return cause_fail(cause, r < 0 ? -r : errno, "cannot make %s: %s",
 				  app->cfg->homes_dir, strerror(r < 0 ? -r : errno));
-	/* Made aside and renamed: a HOME that exists is a whole one. */
+	/* Made aside and renamed: a HOME that exists is a whole one. The agent's from the start,
+	 * and filled by cp run as the agent: root never reads or writes through the template's
+	 * links (the template may be the agent's own HOME). */
 	snprintf(tmp, sizeof(tmp), "%s.new", home);
 	fsutil_rm_tree(tmp);
-	if (stat(tpl, &st) == 0 && S_ISDIR(st.st_mode)) {
-		char *cp[] = {"cp", "-a", "-T", "--", (char *)tpl, tmp, NULL};
-
-		if ((r = cagecmd_run(cp, cause)) < 0)
-			goto fail;
-	} else if (mkdir(tmp, 0700) < 0) {
+	if (mkdir(tmp, 0700) < 0 || lchown(tmp, app->agent.uid, app->agent.gid) < 0) {
 		r = cause_fail(cause, errno, "cannot make %s: %s", tmp, strerror(errno));
 		goto fail;
 	}
-	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)app->agent.uid, (unsigned)app->agent.gid);
-	{
-		char *chown[] = {"chown", "-R", "-h", "--", owner, tmp, NULL};
+	if (stat(tpl, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char *cp[] = {"cp", "-a", "-T", "--", (char *)tpl, tmp, NULL};
+		char *cmd[AGENTUSER_PREFIX_WORDS + sizeof(cp) / sizeof(cp[0])];
 
-		if ((r = cagecmd_run(chown, cause)) < 0)
+		if ((r = agentuser_command(&app->agent, cp, cmd,
+					   sizeof(cmd) / sizeof(cmd[0]) - 1)) < 0 ||
+		    (r = cagecmd_run(cmd, cause)) < 0)
+			goto fail;
+	}
+	{
+		/* Removed as the agent too: a link the template put on the way (.claude -> /) leads
+		 * rm only where the agent may delete anyway. */
+		enum { NSKIP = sizeof(cagecmd_home_skip) / sizeof(cagecmd_home_skip[0]) };
+		char paths[NSKIP][CONFIG_PATH_MAX + 64];
+		char *rm[3 + NSKIP + 1] = {"rm", "-rf", "--"};
+		char *cmd[AGENTUSER_PREFIX_WORDS + 3 + NSKIP + 1];
+
+		for (size_t i = 0; i < NSKIP; i++) {
+			snprintf(paths[i], sizeof(paths[i]), "%s/%s", tmp, cagecmd_home_skip[i]);
+			rm[3 + i] = paths[i];
+		}
+		rm[3 + NSKIP] = NULL;
+		if ((r = agentuser_command(&app->agent, rm, cmd,
+					   sizeof(cmd) / sizeof(cmd[0]) - 1)) < 0 ||
+		    (r = cagecmd_run(cmd, cause)) < 0)
 			goto fail;
 	}
 	if (chmod(tmp, 0700) < 0 || rename(tmp, home) < 0) {

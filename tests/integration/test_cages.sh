@@ -33,6 +33,9 @@ printf 'hidden\n' >"$T/secrets/.hidden"
 ROOT_TMP=$(mktemp /tmp/agentd-cage-root.XXXXXX)
 chmod 0600 "$ROOT_TMP"
 touch "$T/home/.template-marker"
+# Another conversation's transcript in the shared HOME, the template: no session's HOME gets it.
+mkdir -p "$T/home/.claude/projects/-code-other-issue-9"
+printf '{"secret":"transcript"}\n' >"$T/home/.claude/projects/-code-other-issue-9/t.jsonl"
 # claude installed in the agent user's HOME the way its native installer does it (a link in
 # ~/.local/bin to a version under ~/.local/share): that HOME is hidden in the cage, so the cage
 # must run claude by its real path with that directory bound back read-only.
@@ -154,6 +157,11 @@ check_cage "A, terminal" "$PA" 1 2
 check_in_cgroup "A, terminal" widgets-1
 check_in_cgroup "B, terminal" widgets-2
 check "A's HOME was made from the template" test -f "$T/homes/widgets-1/.template-marker"
+assert_eq "A's HOME is the agent's" "$AGENT_UID" \
+	"$(stat -c %u "$T/homes/widgets-1/.template-marker" 2>/dev/null)"
+check_not "A's HOME has no transcript of the template's" test -e "$T/homes/widgets-1/.claude/projects"
+check_not "A's HOME has no copy of claude's installation" \
+	test -e "$T/homes/widgets-1/.local/share/claude"
 check "A's commit is in its branch" \
 	git -C "$WT_A" log --oneline -1 --format=%s | grep -q "cage probe"
 
