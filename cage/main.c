@@ -62,7 +62,7 @@ static int cage_drop(uid_t uid, gid_t gid)
 
 int main(int argc, char **argv)
 {
-	char *bargv[CAGE_FIXED_WORDS + 3 * 3 * CAGE_PATHS_MAX + 3 + CAGE_ARGV_MAX + 1];
+	char *bargv[CAGE_FIXED_WORDS + 3 * 4 * CAGE_PATHS_MAX + 3 + CAGE_ARGV_MAX + 1];
 	char bwrap[PATH_MAX];
 	struct cage_secrets secrets = {{0}, 0};
 	struct cage_opts o;

@@ -78,6 +78,9 @@ int cage_parse(int argc, char **argv, struct cage_opts *o, struct cause *cause)
 		} else if (strcmp(a, "--ro") == 0) {
 			if ((r = cage_add(o->ro, &o->nro, v, a, cause)) < 0)
 				return r;
+		} else if (strcmp(a, "--ro-try") == 0) {
+			if ((r = cage_add(o->ro_try, &o->nro_try, v, a, cause)) < 0)
+				return r;
 		} else {
 			return cause_fail(cause, EINVAL, "unknown option %s", a);
 		}
@@ -215,7 +218,7 @@ int cage_bwrap_argv(const struct cage_opts *o, const char *bwrap, char **out, si
 
 	while (o->argv[argc] != NULL)
 		argc++;
-	need = CAGE_FIXED_WORDS + 3 * (o->nhide + o->nbind + o->nro) + 3 + argc;
+	need = CAGE_FIXED_WORDS + 3 * (o->nhide + o->nbind + o->nro + o->nro_try) + 3 + argc;
 	if (need > outmax)
 		return -E2BIG;
 	out[n++] = (char *)bwrap;
@@ -251,6 +254,11 @@ int cage_bwrap_argv(const struct cage_opts *o, const char *bwrap, char **out, si
 		out[n++] = "--ro-bind";
 		out[n++] = (char *)o->ro[i];
 		out[n++] = (char *)o->ro[i];
+	}
+	for (size_t i = 0; i < o->nro_try; i++) {
+		out[n++] = "--ro-bind-try";
+		out[n++] = (char *)o->ro_try[i];
+		out[n++] = (char *)o->ro_try[i];
 	}
 	for (size_t i = 0; i < o->nbind; i++) {
 		out[n++] = "--bind";

@@ -49,13 +49,18 @@ struct cage_opts {
 	size_t nbind;
 	const char *ro[CAGE_PATHS_MAX]; /* bound back read-only */
 	size_t nro;
+	/* bound back read-only when they exist at launch: a daemon's socket that is not there yet
+	 * (the bridge starts after agentd-api brings sessions back from a reboot) */
+	const char *ro_try[CAGE_PATHS_MAX];
+	size_t nro_try;
 	char **argv; /* the agent's command */
 };
 
 /*
  * Parses agentd-cage's command line (argv[0] is the program):
  *   --uid N --gid N --user NAME --home DIR [--chdir DIR] [--cgroup PARENT/SESSION]
- *   [--secrets DIR] [--bwrap PATH] [--hide DIR]... [--bind PATH]... [--ro PATH]... -- CMD ARG...
+ *   [--secrets DIR] [--bwrap PATH] [--hide DIR]... [--bind PATH]... [--ro PATH]...
+ *   [--ro-try PATH]... -- CMD ARG...
  * Returns 0, or -EINVAL with cause. out's strings point into argv.
  */
 int cage_parse(int argc, char **argv, struct cage_opts *out, struct cause *cause);

@@ -330,7 +330,7 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 		r = cagecmd_path(c, &np, "--bind", path);
 	if (r == 0 && mode == SESSION_TERMINAL) {
 		if (config_runtime_path(cfg, "hooks.sock", path, sizeof(path)) == 0)
-			r = cagecmd_path(c, &np, "--ro", path);
+			r = cagecmd_path(c, &np, "--ro-try", path);
 		if (r == 0 &&
 		    config_runtime_path(cfg, CLAUDE_SETTINGS_NAME, path, sizeof(path)) == 0)
 			r = cagecmd_path(c, &np, "--ro", path);

@@ -172,6 +172,26 @@ restart_stack || exit 1
 round "after a restart of every daemon, structured" structured
 round "after a restart of every daemon, terminal" terminal
 
+# A reboot: the stack stops, the tmux server and every agent die, the runtime dir goes. Both
+# sessions come back by themselves, caged again, A's HOME (with what it wrote) kept.
+stop_stack
+tmx kill-server
+rm -rf "$T/run"
+BEFORE_A=$(basename "$(ls -t "$WT_A"/.cage-probe/*.json | head -1)" .json)
+BEFORE_B=$(basename "$(ls -t "$WT_B"/.cage-probe/*.json | head -1)" .json)
+start_stack || exit 1
+wait_state widgets-1 running 30 || fail "after a reboot: A runs again" "$BODY"
+wait_state widgets-2 running 30 || fail "after a reboot: B runs again" "$BODY"
+PB=$(latest_probe "$WT_B" "$BEFORE_B")
+check "after a reboot: B probed from inside its pane" test -n "$PB"
+check_cage "after a reboot (B)" "$PB" 2 1
+PA=$(latest_probe "$WT_A" "$BEFORE_A")
+check "after a reboot: A probed from inside its pane" test -n "$PA"
+check_cage "after a reboot (A)" "$PA" 1 2
+check "after a reboot: A's HOME kept what A wrote" test -f "$T/homes/widgets-1/.cage-home-probe"
+check_in_cgroup "after a reboot" widgets-1
+round "after a reboot, structured" structured
+
 check "claude ran from its installation in the hidden agent HOME" \
 	grep -qF -- "--ro-bind $INSTALLED $INSTALLED " <<<"$(ps -eo args | grep -F "$T/homes/widgets-2")"
 # The secret is nowhere but in the agent's environment.

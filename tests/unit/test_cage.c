@@ -43,11 +43,12 @@ static int parse(struct cage_opts *o, struct cause *c, char **argv)
 
 Test(cage, parse_full)
 {
-	char *argv[] = {"agentd-cage", "--uid",        "61184",      "--gid",     "61185",
-			"--user",      "agentd-61184", "--home",     "/h/a",      "--chdir",
-			"/w/a",        "--cgroup",     "agentd/r-1", "--secrets", "/etc/s",
-			"--hide",      "/code",        "--bind",     "/code/r/a", "--ro",
-			"/run/x.sock", "--",           "claude",     "--resume",  NULL};
+	char *argv[] = {
+	    "agentd-cage",  "--uid",     "61184",       "--gid",    "61185",       "--user",
+	    "agentd-61184", "--home",    "/h/a",        "--chdir",  "/w/a",        "--cgroup",
+	    "agentd/r-1",   "--secrets", "/etc/s",      "--hide",   "/code",       "--bind",
+	    "/code/r/a",    "--ro",      "/run/x.sock", "--ro-try", "/run/y.sock", "--",
+	    "claude",       "--resume",  NULL};
 	struct cause c = {{0}};
 	struct cage_opts o;
 
@@ -62,6 +63,8 @@ Test(cage, parse_full)
 	cr_assert_eq(o.nhide, 1);
 	cr_assert_eq(o.nbind, 1);
 	cr_assert_eq(o.nro, 1);
+	cr_assert_eq(o.nro_try, 1);
+	cr_assert_str_eq(o.ro_try[0], "/run/y.sock");
 	cr_assert_str_eq(o.argv[0], "claude");
 	cr_assert_str_eq(o.argv[1], "--resume");
 	cr_assert_null(o.argv[2]);
@@ -203,6 +206,7 @@ Test(cage, bwrap_argv)
 	o.hide[o.nhide++] = "/run/agentd";
 	o.bind[o.nbind++] = "/code/r/a";
 	o.ro[o.nro++] = "/run/agentd/hooks.sock";
+	o.ro_try[o.nro_try++] = "/run/agentd/later.sock";
 	cr_assert_eq(cage_bwrap_argv(&o, "/usr/bin/bwrap", w, T_WORDS - 1), 0);
 	cr_assert_str_eq(w[0], "/usr/bin/bwrap");
 	cr_assert_geq(index_of(w, "--die-with-parent", 0), 0);
@@ -222,6 +226,9 @@ Test(cage, bwrap_argv)
 		  "the worktree is not bound back after /code is hidden");
 	i = index_of(w, "/run/agentd/hooks.sock", 0);
 	cr_assert(i > index_of(w, "/run/agentd", 0) && strcmp(w[i - 1], "--ro-bind") == 0);
+	i = index_of(w, "/run/agentd/later.sock", 0);
+	cr_assert(i > index_of(w, "/run/agentd", 0) && strcmp(w[i - 1], "--ro-bind-try") == 0,
+		  "a socket that may not exist yet makes the launch fail");
 	i = index_of(w, "/h/a", 0);
 	cr_assert(i > 0 && strcmp(w[i - 1], "--bind") == 0);
 	i = index_of(w, "--chdir", 0);
