@@ -8,9 +8,11 @@
 #define AGENTD_CONFIG_H
 
 #include "cause.h"
+#include "cgroup.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define CONFIG_PATH_MAX     1024
 #define CONFIG_VALUE_MAX    4096
@@ -36,6 +38,13 @@ struct config {
 	char host[CONFIG_PATH_MAX]; /* AGENTD_HOST_BIN: agentd-host ("" = beside agentd-api) */
 	char agent_user[CONFIG_USER_MAX + 1]; /* AGENTD_AGENT_USER: who claude runs as */
 	char agent_home[CONFIG_PATH_MAX];     /* AGENTD_AGENT_HOME: its HOME ("" = passwd's) */
+	/* Cages (core/cageuid.h, core/cage.h): each session's own uid from this range, its own
+	 * HOME made from the template, and the credentials agentd-cage reads at each launch. */
+	char cage[8];                              /* AGENTD_CAGE: "auto" or "off" */
+	char session_uids[32];                     /* AGENTD_SESSION_UIDS: "MIN-MAX" */
+	char homes_dir[CONFIG_PATH_MAX];           /* AGENTD_HOMES_DIR: the sessions' HOMEs */
+	char agent_home_template[CONFIG_PATH_MAX]; /* AGENTD_AGENT_HOME_TEMPLATE ("" = HOME) */
+	char secrets_dir[CONFIG_PATH_MAX];         /* AGENTD_SECRETS_DIR: one file per variable */
 	/* What clients of agent-daemon read (agentd-telegram): in the one file like the rest, so
 	 * that every program accepts the same file. */
 	char url[CONFIG_VALUE_MAX]; /* AGENTD_URL: agent-daemon for clients ("" = AGENTD_LISTEN) */
@@ -59,6 +68,13 @@ struct config {
 	/* AGENTD_GIT_STORE_DIR: the stores of the store layout (gitstore.h); "" keeps the
 	 * worktrees of the agent's bare clones. */
 	char git_store_dir[CONFIG_PATH_MAX];
+
+	/* Each session's share of the machine (core/cgroup.h): the default and the most a
+	 * POST /sessions may ask for. */
+	uint64_t session_memory_max;             /* AGENTD_SESSION_MEMORY_MAX: bytes ("4G") */
+	uint32_t session_cpu_milli;              /* AGENTD_SESSION_CPUS: thousandths of a CPU */
+	int session_tasks_max;                   /* AGENTD_SESSION_TASKS_MAX */
+	char cgroup_parent[CGROUP_NAME_MAX + 1]; /* AGENTD_CGROUP_PARENT: sessions' cgroup parent */
 };
 
 /*
@@ -74,7 +90,9 @@ int config_load(struct config *cfg, struct cause *cause);
  * an AGENTD_HOOK that is not empty or a plain absolute path (config_path_plain); an
  * AGENTD_AGENT_USER that is not a user name (a letter or '_', then letters, digits, '.', '_',
  * '-'; at most CONFIG_USER_MAX bytes); an AGENTD_AGENT_HOME that is not empty or an absolute path
- * other than "/".
+ * other than "/"; an AGENTD_SESSION_MEMORY_MAX that cgroup_parse_memory refuses, an
+ * AGENTD_SESSION_CPUS that cgroup_parse_cpus refuses, an AGENTD_CGROUP_PARENT that is not a
+ * cgroup path (cgroup_name_valid).
  */
 int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause);
 

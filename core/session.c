@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,11 +312,26 @@ void session_launch(struct session *s)
 	s->launch++; /* wraps after 4 billion launches: only "not the same" is asked of it */
 }
 
+static const char *const session_exit_reason_names[] = {
+    [SESSION_EXIT_EXIT] = "exit",
+    [SESSION_EXIT_SIGNAL] = "signal",
+    [SESSION_EXIT_OOM] = "oom",
+    [SESSION_EXIT_UNKNOWN] = "unknown",
+};
+
+const char *session_exit_reason_name(enum session_exit_reason r)
+{
+	return session_exit_reason_names[r];
+}
+
 void session_set_exited(struct session *s, int status, int signal, int64_t at)
 {
 	const char *abbrev = signal > 0 ? sigabbrev_np(signal) : NULL;
 
 	s->state = SESSION_EXITED;
+	s->exit_reason = signal > 0   ? SESSION_EXIT_SIGNAL
+			 : status < 0 ? SESSION_EXIT_UNKNOWN
+				      : SESSION_EXIT_EXIT;
 	s->error[0] = '\0';
 	s->exit_signal[0] = '\0';
 	if (signal > 0) {
@@ -419,6 +435,20 @@ static void session_add_time(json_object *o, const char *key, int64_t t)
 	session_add_str(o, key, buf);
 }
 
+static json_object *session_limits_json(const struct cgroup_limits *l)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "memory", json_object_new_int64((int64_t)l->memory_max));
+	/* cpus as the number given: 1.5, and 2 (not 2.0) for whole CPUs. */
+	if (l->cpu_milli % 1000 == 0)
+		json_object_object_add(o, "cpus", json_object_new_int64(l->cpu_milli / 1000));
+	else
+		json_object_object_add(o, "cpus", json_object_new_double(l->cpu_milli / 1000.0));
+	json_object_object_add(o, "tasks", json_object_new_int64(l->tasks_max));
+	return o;
+}
+
 json_object *session_to_json(const struct session *s, bool for_disk)
 {
 	json_object *o = json_object_new_object(), *repo = json_object_new_object();
@@ -458,8 +488,11 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 		json_object_object_add(o, "exitStatus", json_object_new_int(s->exit_status));
 		if (s->exit_signal[0] != '\0')
 			session_add_str(o, "exitSignal", s->exit_signal);
+		session_add_str(o, "exitReason", session_exit_reason_name(s->exit_reason));
 		session_add_time(o, "exitedAt", s->exited_at);
 	}
+	if (s->limits.memory_max != 0 || s->limits.cpu_milli != 0 || s->limits.tasks_max != 0)
+		json_object_object_add(o, "limits", session_limits_json(&s->limits));
 	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
 		json_object_object_add(o, "launch", json_object_new_int64(s->launch));
@@ -541,6 +574,60 @@ static int session_exit_from_json(struct session *s, json_object *obj, struct ca
 	if (json_object_object_get_ex(obj, "exitedAt", &v) || exited) {
 		if ((r = session_get_time(obj, "exitedAt", &s->exited_at, cause)) < 0)
 			return r;
+	}
+	/* Records from before exitReason: what their status and signal say. */
+	s->exit_reason = s->exit_signal[0] != '\0' ? SESSION_EXIT_SIGNAL : SESSION_EXIT_EXIT;
+	if (json_object_object_get_ex(obj, "exitReason", &v)) {
+		const char *why = session_get_str(obj, "exitReason");
+		size_t i = 0;
+
+		while (why != NULL && i < sizeof(session_exit_reason_names) / sizeof(char *) &&
+		       strcmp(why, session_exit_reason_names[i]) != 0)
+			i++;
+		if (why == NULL || i == sizeof(session_exit_reason_names) / sizeof(char *))
+			return cause_fail(cause, EINVAL, "field exitReason is not a known reason");
+		s->exit_reason = (enum session_exit_reason)i;
+	}
+	return 0;
+}
+
+/* A count in a record: an integer in 0..max. */
+static bool session_count_from_json(json_object *o, const char *key, uint64_t max, uint64_t *out)
+{
+	json_object *v;
+
+	*out = 0;
+	if (!json_object_object_get_ex(o, key, &v))
+		return true;
+	if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
+	    (uint64_t)json_object_get_int64(v) > max)
+		return false;
+	*out = (uint64_t)json_object_get_int64(v);
+	return true;
+}
+
+/* The record's limits: optional (older records have none), checked when present. */
+static int session_limits_from_json(struct session *s, json_object *obj, struct cause *cause)
+{
+	json_object *l, *v;
+	uint64_t mem, tasks;
+
+	if (!json_object_object_get_ex(obj, "limits", &l))
+		return 0;
+	if (!json_object_is_type(l, json_type_object) ||
+	    !session_count_from_json(l, "memory", INT64_MAX, &mem) ||
+	    !session_count_from_json(l, "tasks", UINT32_MAX, &tasks))
+		return cause_fail(cause, EINVAL, "field limits is not {memory, cpus, tasks}");
+	s->limits.memory_max = mem;
+	s->limits.tasks_max = (uint32_t)tasks;
+	if (json_object_object_get_ex(l, "cpus", &v)) {
+		double cpus = json_object_get_double(v);
+
+		if ((!json_object_is_type(v, json_type_double) &&
+		     !json_object_is_type(v, json_type_int)) ||
+		    !(cpus >= 0 && cpus <= CGROUP_CPUS_MAX))
+			return cause_fail(cause, EINVAL, "field limits.cpus is not a CPU count");
+		s->limits.cpu_milli = (uint32_t)(cpus * 1000 + 0.5);
 	}
 	return 0;
 }
@@ -711,7 +798,8 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	    (r = session_get_time(obj, "updatedAt", &s->updated_at, cause)) < 0 ||
 	    (r = session_get_time(obj, "lastActivity", &s->last_activity, cause)) < 0)
 		return r;
-	if ((r = session_exit_from_json(s, obj, cause)) < 0)
+	if ((r = session_exit_from_json(s, obj, cause)) < 0 ||
+	    (r = session_limits_from_json(s, obj, cause)) < 0)
 		return r;
 	return session_attention_from_json(s, obj, cause);
 }
@@ -769,6 +857,91 @@ int session_parse_create(json_object *root, struct session_create *in, struct ca
 		if (strlen(in->prompt) > SESSION_PROMPT_MAX)
 			return cause_fail(cause, EINVAL, "prompt is longer than %d bytes",
 					  SESSION_PROMPT_MAX);
+	}
+	return 0;
+}
+
+/* limits.memory of a body: a size ("2G") or a number of bytes. */
+static int session_body_memory(json_object *v, uint64_t *out)
+{
+	if (json_object_is_type(v, json_type_string))
+		return strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v)
+			   ? cgroup_parse_memory(json_object_get_string(v), out)
+			   : -EINVAL;
+	if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
+	    (uint64_t)json_object_get_int64(v) < CGROUP_MEMORY_MIN)
+		return -EINVAL;
+	*out = (uint64_t)json_object_get_int64(v);
+	return 0;
+}
+
+/* limits.cpus of a body: a number (1.5) or its text ("1.5"), thousandths at the finest. */
+static int session_body_cpus(json_object *v, uint32_t *milli)
+{
+	double cpus;
+
+	if (json_object_is_type(v, json_type_string))
+		return strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v)
+			   ? cgroup_parse_cpus(json_object_get_string(v), milli)
+			   : -EINVAL;
+	if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+		return -EINVAL;
+	cpus = json_object_get_double(v);
+	if (!(cpus > 0 && cpus <= CGROUP_CPUS_MAX) || cpus * 1000 < 0.5)
+		return -EINVAL;
+	*milli = (uint32_t)(cpus * 1000 + 0.5);
+	return 0;
+}
+
+int session_parse_limits(json_object *root, const struct cgroup_limits *max,
+			 struct cgroup_limits *out, struct cause *cause)
+{
+	json_object *l, *v;
+
+	*out = *max;
+	if (!json_object_object_get_ex(root, "limits", &l))
+		return 0;
+	if (!json_object_is_type(l, json_type_object))
+		return cause_fail(cause, EINVAL,
+				  "limits must be an object {\"memory\", \"cpus\", \"tasks\"}");
+	json_object_object_foreach(l, key, val)
+	{
+		(void)val;
+		if (strcmp(key, "memory") != 0 && strcmp(key, "cpus") != 0 &&
+		    strcmp(key, "tasks") != 0)
+			return cause_fail(cause, EINVAL,
+					  "limits.%.64s is not a limit (memory, cpus, tasks)", key);
+	}
+	if (json_object_object_get_ex(l, "memory", &v)) {
+		if (session_body_memory(v, &out->memory_max) < 0)
+			return cause_fail(cause, EINVAL,
+					  "limits.memory must be a size of at least 16M (\"2G\", "
+					  "\"512M\") or a number of bytes");
+		if (out->memory_max > max->memory_max)
+			return cause_fail(cause, EINVAL,
+					  "limits.memory %" PRIu64 " is above the maximum %" PRIu64
+					  " (AGENTD_SESSION_MEMORY_MAX)",
+					  out->memory_max, max->memory_max);
+	}
+	if (json_object_object_get_ex(l, "cpus", &v)) {
+		if (session_body_cpus(v, &out->cpu_milli) < 0)
+			return cause_fail(
+			    cause, EINVAL,
+			    "limits.cpus must be a number of CPUs above 0 (1.5, 0.25)");
+		if (out->cpu_milli > max->cpu_milli)
+			return cause_fail(cause, EINVAL,
+					  "limits.cpus %.3g is above the maximum %.3g "
+					  "(AGENTD_SESSION_CPUS)",
+					  out->cpu_milli / 1000.0, max->cpu_milli / 1000.0);
+	}
+	if (json_object_object_get_ex(l, "tasks", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1 ||
+		    json_object_get_int64(v) > (int64_t)max->tasks_max)
+			return cause_fail(cause, EINVAL,
+					  "limits.tasks must be an integer from 1 to %" PRIu32
+					  " (AGENTD_SESSION_TASKS_MAX)",
+					  max->tasks_max);
+		out->tasks_max = (uint32_t)json_object_get_int64(v);
 	}
 	return 0;
 }

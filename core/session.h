@@ -8,6 +8,7 @@
 #define AGENTD_SESSION_H
 
 #include "cause.h"
+#include "cgroup.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -38,6 +39,14 @@ enum session_state {
 };
 
 enum session_mode { SESSION_TERMINAL, SESSION_STRUCTURED };
+
+/* Why an exited session's agent ended (its API name in quotes). */
+enum session_exit_reason {
+	SESSION_EXIT_EXIT,    /* "exit": it exited by itself, with exitStatus */
+	SESSION_EXIT_SIGNAL,  /* "signal": a signal ended it (exitSignal), not the memory limit */
+	SESSION_EXIT_OOM,     /* "oom": the kernel killed it inside its session's memory limit */
+	SESSION_EXIT_UNKNOWN, /* "unknown": neither tmux nor the kernel could tell */
+};
 
 /*
  * What the agent is doing, as the bridge's attention hub last wrote it (the one writer). The API
@@ -91,6 +100,10 @@ struct session {
 	int exit_status;
 	char exit_signal[SESSION_SIGNAL_MAX];
 	int64_t exited_at;
+	enum session_exit_reason exit_reason; /* EXITED only; recovery.c writes it with the rest */
+	/* The session's share of the machine, fixed at creation (each at most the configured
+	 * maximum); all 0 in a record made before limits existed: the configured ones apply. */
+	struct cgroup_limits limits;
 	/* Written by the bridge's attention hub only: */
 	enum session_activity activity;
 	int64_t activity_at; /* unix milliseconds of the last activity change */
@@ -158,6 +171,8 @@ int session_uuid(char out[SESSION_UUID_LEN + 1]);
  */
 void session_set_exited(struct session *s, int status, int signal, int64_t at);
 
+const char *session_exit_reason_name(enum session_exit_reason r);
+
 /* True for the states that hold a claude or its tmux session: not failed or lost. */
 bool session_holds_slot(enum session_state st);
 
@@ -197,11 +212,20 @@ struct session_create {
 int session_parse_create(json_object *root, struct session_create *in, struct cause *cause);
 
 /*
+ * Reads the optional "limits" of a POST /sessions body: {"memory": "2G" or bytes, "cpus": 1.5 or
+ * "1.5", "tasks": 1024}, each above 0 and at most max's (cgroup_parse_memory, _cpus); one not
+ * given is max's. Returns 0 with *out filled, or -EINVAL with cause naming the field.
+ */
+int session_parse_limits(json_object *root, const struct cgroup_limits *max,
+			 struct cgroup_limits *out, struct cause *cause);
+
+/*
  * Encodes s as a new JSON object (caller puts it). With for_disk, fields used only by the daemons
  * (launched, hostEvent) are included. "activity" is session_activity_name's, "activityAt" a time
  * with milliseconds, "pending" the listed requests while the activity is waiting (else []). "error"
- * is present in states failed and lost; "exitStatus", "exitedAt" (and "exitSignal" when a signal
- * ended the agent) only in state exited. Returns NULL on allocation failure.
+ * is present in states failed and lost; "exitStatus", "exitReason", "exitedAt" (and "exitSignal"
+ * when a signal ended the agent) only in state exited; "limits" ({memory bytes, cpus, tasks})
+ * when the record has them. Returns NULL on allocation failure.
  */
 json_object *session_to_json(const struct session *s, bool for_disk);
 

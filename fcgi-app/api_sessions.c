@@ -1,10 +1,12 @@
 #include "api_sessions.h"
+#include "cagecmd.h"
 
 #include "api_worktrees.h"
 #include "create.h"
 #include "gitrepo.h"
 #include "log.h"
 #include "router.h"
+#include "sessioncg.h"
 #include "worktree.h"
 
 #include <errno.h>
@@ -130,15 +132,18 @@ static void api_create_locked(const struct app *app, struct request *req,
 static void api_sessions_create(const struct app *app, struct request *req,
 				const char *const args[ROUTER_MAX_ARGS])
 {
+	struct cgroup_limits max = sessioncg_max(app->cfg);
 	struct cause cause = {{0}};
 	struct session_create in;
+	struct cgroup_limits limits;
 	struct session *s = NULL;
 	json_object *root = NULL;
 	int all_fd = -1, fd = -1;
 
 	if ((root = request_json_body(req, APP_BODY_MAX, API_JSON_DEPTH)) == NULL)
 		return;
-	if (session_parse_create(root, &in, &cause) < 0) {
+	if (session_parse_create(root, &in, &cause) < 0 ||
+	    session_parse_limits(root, &max, &limits, &cause) < 0) {
 		request_error(req, 400, "invalid_request", "%s", cause.msg);
 		goto out;
 	}
@@ -148,6 +153,7 @@ static void api_sessions_create(const struct app *app, struct request *req,
 		goto out;
 	}
 	s->mode = in.mode;
+	s->limits = limits;
 	if (in.prompt != NULL)
 		snprintf(s->prompt, sizeof(s->prompt), "%s", in.prompt);
 	else if (session_render_prompt(app->cfg->prompt, in.owner, in.name, in.issue, s->prompt,
@@ -240,8 +246,12 @@ static void api_sessions_get(const struct app *app, struct request *req,
 		request_error(req, 404, "not_found", "no session %s", args[0]);
 	else if (r < 0)
 		request_error(req, 500, "store_error", "%s", cause.msg);
-	else
-		request_reply(req, 200, session_to_json(s, false), NULL);
+	else {
+		json_object *o = session_to_json(s, false);
+
+		sessioncg_add_usage(app, s->id, o);
+		request_reply(req, 200, o, NULL);
+	}
 	free(s);
 }
 
@@ -310,9 +320,16 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 			      s->tmux_name, cause.msg);
 		goto out;
 	}
+	sessioncg_remove(app, s->id); /* what the agent left running, then its cgroup */
 	answer = api_remove_worktree(app, s,
 				     request_query(req, "force", force, sizeof(force)) != NULL &&
 					 strcmp(force, "true") == 0);
+	/* The cage's own HOME goes with the session (its transcripts, its tools' state), unless
+	 * asked to stay; a commit is never in it. */
+	if (!(request_query(req, "keepHome", force, sizeof(force)) != NULL &&
+	      strcmp(force, "true") == 0) &&
+	    (r = cagecmd_remove_home(app, s->id)) < 0 && r != -ENOENT)
+		log_warn("session %s: cannot remove its HOME: %s", s->id, strerror(-r));
 	store_remove(&app->store, s->id);
 	log_info("session %s deleted", s->id);
 	request_reply(req, 200, answer, NULL);

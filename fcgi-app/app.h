@@ -7,6 +7,7 @@
 
 #include "agentuser.h"
 #include "authcache.h"
+#include "cgroup.h"
 #include "config.h"
 #include "store.h"
 #include "tmux.h"
@@ -33,6 +34,7 @@ struct app {
 	    hook_bin[CONFIG_PATH_MAX]; /* agentd-hook: AGENTD_HOOK, or found beside us ("": none) */
 	struct timespec started;       /* CLOCK_MONOTONIC at app_init: /healthz's uptimeSeconds */
 	struct apimetrics *metrics;    /* the request threads' counters (apimetrics.h), or NULL */
+	struct cgroup_tree cgroups;    /* the sessions' cgroups (sessioncg.h); CGROUP_NONE: none */
 };
 
 /* Fills app from cfg: store dir, tmux paths, own executable path, the agent user

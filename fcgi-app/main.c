@@ -2,12 +2,14 @@
 #include "apimetrics.h"
 #include "app.h"
 #include "boot.h"
+#include "cagecmd.h"
 #include "create.h"
 #include "fsutil.h"
 #include "gitrepo.h"
 #include "log.h"
 #include "recovery.h"
 #include "server.h"
+#include "sessioncg.h"
 #include "standby.h"
 #include "tokencmd.h"
 
@@ -80,7 +82,7 @@ static int write_tmux_pidfile(const struct app *app, struct cause *cause)
 
 int main(int argc, char **argv)
 {
-	struct cause cause = {{0}};
+	struct cause cause = {{0}}, cgnote = {{0}};
 	struct apimetrics metrics;
 	struct authcache auth;
 	struct config cfg;
@@ -112,6 +114,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	app.auth = &auth;
+	sessioncg_init(&app, &cgnote);
 	apimetrics_init(&metrics);
 	app.metrics = &metrics;
 	/* The worker gets --no-tmux-start after its id when the API has it. */
@@ -143,6 +146,25 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	{
+		char why[CONFIG_PATH_MAX];
+
+		/* Once per start, where the operator looks: whether agents are kept from each
+		 * other. */
+		if (cagecmd_enabled(&app, why, sizeof(why)))
+			log_info(
+			    "sessions are caged (agentd-cage, bwrap): each agent sees only its "
+			    "own worktree, HOME and processes");
+		else
+			log_warn(
+			    "sessions are not caged: %s; agents can reach each other's files and "
+			    "processes",
+			    why);
+	}
+	if (app.cgroups.mode == CGROUP_NONE)
+		log_warn("%s", cgnote.msg);
+	else
+		log_info("%s", cgnote.msg);
 	if ((app.standby = standby_start(&app)) == NULL)
 		log_warn("no creation worker waits ahead of need: %s", strerror(errno));
 	r = server_run(&app, &cause);

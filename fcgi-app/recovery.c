@@ -5,9 +5,11 @@
 #include "gitrepo.h"
 #include "isotime.h"
 #include "log.h"
+#include "sessioncg.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +160,8 @@ static int recovery_zombie_status(long pid, long server_pid, int *status)
 /* Running, attached or exited as tmux says: a dead pane is exited, a live one runs. A pane
  * whose process is a zombie tmux has not reaped is dead too (its terminal may stay open while a
  * child of the agent holds it). Returns true when s changed. */
-static bool recovery_follow_pane(struct session *s, const struct tmux_info *ti)
+static bool recovery_follow_pane(const struct app *app, struct session *s,
+				 const struct tmux_info *ti)
 {
 	int code = ti->dead_status, sig = ti->dead_signal, ws;
 	bool dead = ti->pane_dead;
@@ -175,6 +178,11 @@ static bool recovery_follow_pane(struct session *s, const struct tmux_info *ti)
 		/* Neither tmux nor the kernel can tell: exitStatus reads SESSION_EXIT_MAX. */
 		session_set_exited(s, code, sig,
 				   ti->dead_time > 0 ? ti->dead_time : (int64_t)time(NULL));
+		/* The OOM killer's SIGKILL, as the pane saw it or as a wrapper's 128 + 9, with a
+		 * kill counted in the session's cgroup (made anew at each launch). */
+		if ((sig == SIGKILL || (sig <= 0 && code == 128 + SIGKILL)) &&
+		    sessioncg_oom(app, s->id))
+			s->exit_reason = SESSION_EXIT_OOM;
 		return true;
 	}
 	if (s->state == SESSION_RUNNING || s->state == SESSION_ATTACHED)
@@ -213,7 +221,7 @@ static bool recovery_fix_record(const struct app *app, struct session *s,
 		recovery_set_lost(app, s, gone);
 		return true;
 	}
-	if (recovery_follow_pane(s, ti))
+	if (recovery_follow_pane(app, s, ti))
 		changed = true;
 	if (ti->activity > s->last_activity) {
 		s->last_activity = ti->activity;
@@ -242,7 +250,7 @@ static void recovery_record(const struct app *app, const char *id, const struct 
 			goto out;
 		if (recovery_from_tmux(app, ti, s) < 0 || strcmp(s->id, id) != 0)
 			goto out;
-		recovery_follow_pane(s, ti);
+		recovery_follow_pane(app, s, ti);
 		if (store_write(&app->store, s, &cause) == 0)
 			log_info("recovered session %s from tmux (%s)", id,
 				 session_state_name(s->state));

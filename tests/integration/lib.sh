@@ -108,6 +108,20 @@ ensure_agent_user || {
 	exit 1
 }
 export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
+# Sessions are not caged in the tests unless a test asks (test_cages.sh: AGENTD_CAGE=auto):
+# the other tests look into the agent's shared HOME and their fakes write where a cage hides.
+export AGENTD_CAGE=${AGENTD_CAGE:-off}
+
+# The sessions' cgroups of this script's stacks go under a parent of its own (stacks side by side
+# never share one), which cleanup removes with everything left in it.
+CGROUP_PARENT=${T##*/}
+export AGENTD_CGROUP_PARENT=$CGROUP_PARENT
+
+# cgroup_dirs [SESSION]: this stack's cgroup parent (or one session's cgroup under it) in every
+# hierarchy, one directory a line (none without cgroups or without root).
+cgroup_dirs() {
+	find /sys/fs/cgroup -maxdepth 8 -type d -path "*/$CGROUP_PARENT${1:+/$1}" 2>/dev/null
+}
 
 # host_log ID: the event log of a structured session's agentd-host (its dir is the agent's).
 host_log() { printf '%s/state/agents/%s/events.log' "$T" "$1"; }
@@ -667,12 +681,35 @@ scan_nginx_cache() {
 	fi
 }
 
+# remove_cgroups: kills whatever still runs in this stack's sessions' cgroups and removes them
+# and their parent (a v1 hierarchy has no cgroup.kill: its members are killed one by one).
+remove_cgroups() {
+	local d s i
+	for s in $(cgroup_dirs); do
+		for d in "$s"/*/; do
+			[ -e "$d/cgroup.kill" ] && echo 1 >"$d/cgroup.kill" 2>/dev/null
+		done
+	done
+	for s in $(cgroup_dirs); do
+		for d in "$s"/*/; do
+			[ -d "$d" ] || continue
+			for i in $(seq 50); do
+				rmdir "$d" 2>/dev/null && break
+				xargs -r kill -KILL <"$d/cgroup.procs" 2>/dev/null
+				sleep 0.1
+			done
+		done
+		rmdir "$s" 2>/dev/null || log "cannot remove cgroup $s"
+	done
+}
+
 cleanup() {
 	local rc=$? p f
 	trap - EXIT INT TERM
 	set +e
 	stop_stack 20 || fail "deploy/up stops on SIGTERM within 20 s"
 	tmux -S "$TMUX_SOCK" kill-server >/dev/null 2>&1
+	remove_cgroups
 	# Fake agents that outlived their tmux server (they should not).
 	for p in $(claude_pids); do
 		if alive "$p" && tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q fakes/claude; then

@@ -667,3 +667,67 @@ Test(config, agent_home_is_absolute_or_empty)
 	cr_assert_eq(config_set(&cfg, "AGENTD_AGENT_HOME", "//", NULL), -EINVAL);
 	cr_assert_str_eq(cfg.agent_home, "");
 }
+
+Test(config, session_limits_default_and_parse)
+{
+	struct config cfg;
+	struct cause c = {{0}};
+
+	config_defaults(&cfg);
+	cr_assert_eq(cfg.session_memory_max, 4ULL << 30);
+	cr_assert_eq(cfg.session_cpu_milli, 2000);
+	cr_assert_eq(cfg.session_tasks_max, 4096);
+	cr_assert_str_eq(cfg.cgroup_parent, "agentd");
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_MEMORY_MAX", "256M", &c), 0, "%s", c.msg);
+	cr_assert_eq(cfg.session_memory_max, 256ULL << 20);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_CPUS", "1.5", &c), 0, "%s", c.msg);
+	cr_assert_eq(cfg.session_cpu_milli, 1500);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_TASKS_MAX", "256", &c), 0, "%s", c.msg);
+	cr_assert_eq(cfg.session_tasks_max, 256);
+	cr_assert_eq(config_set(&cfg, "AGENTD_CGROUP_PARENT", "agentd-test-1/x", &c), 0, "%s",
+		     c.msg);
+	cr_assert_str_eq(cfg.cgroup_parent, "agentd-test-1/x");
+}
+
+Test(config, session_limits_refuse_bad_values)
+{
+	struct config cfg;
+	struct cause c = {{0}};
+
+	config_defaults(&cfg);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_MEMORY_MAX", "4", &c), -EINVAL);
+	cr_assert(strstr(c.msg, "AGENTD_SESSION_MEMORY_MAX") != NULL, "%s", c.msg);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_MEMORY_MAX", "lots", NULL), -EINVAL);
+	cr_assert_eq(cfg.session_memory_max, 4ULL << 30, "unchanged");
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_CPUS", "0", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_CPUS", "two", NULL), -EINVAL);
+	cr_assert_eq(cfg.session_cpu_milli, 2000, "unchanged");
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_TASKS_MAX", "0", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_CGROUP_PARENT", "../x", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_CGROUP_PARENT", "", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_CGROUP_PARENT", "a b", NULL), -EINVAL);
+	cr_assert_str_eq(cfg.cgroup_parent, "agentd");
+}
+
+Test(config, cage_keys_default_and_refuse_bad_values)
+{
+	struct config cfg;
+
+	config_defaults(&cfg);
+	cr_assert_str_eq(cfg.session_uids, "61184-65519");
+	cr_assert_str_eq(cfg.secrets_dir, "/etc/agentd/secrets");
+	cr_assert_str_eq(cfg.agent_home_template, "");
+	cr_assert_str_eq(cfg.cage, "auto");
+	cr_assert_eq(config_set(&cfg, "AGENTD_CAGE", "on", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_CAGE", "off", NULL), 0);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "70000-70001", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "0-10", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "62000", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "62000-62010", NULL), 0);
+	cr_assert_str_eq(cfg.session_uids, "62000-62010");
+	cr_assert_eq(config_set(&cfg, "AGENTD_HOMES_DIR", "homes", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_HOMES_DIR", "/", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_AGENT_HOME_TEMPLATE", "tpl", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SECRETS_DIR", "secrets", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SECRETS_DIR", "", NULL), 0);
+}

@@ -423,6 +423,8 @@ static void full_session(struct session *s)
 	s->host_event = 4242;
 	s->launch = 4000000000u; /* above INT32_MAX: kept whole */
 	s->pending_launch = 3;
+	s->limits =
+	    (struct cgroup_limits){.memory_max = 2ULL << 30, .cpu_milli = 1500, .tasks_max = 1024};
 }
 
 static void assert_same_session(const struct session *a, const struct session *b)
@@ -455,6 +457,11 @@ static void assert_same_session(const struct session *a, const struct session *b
 	cr_assert_eq(a->host_event, b->host_event);
 	cr_assert_eq(a->launch, b->launch);
 	cr_assert_eq(a->pending_launch, b->pending_launch);
+	cr_assert_eq(a->limits.memory_max, b->limits.memory_max);
+	cr_assert_eq(a->limits.cpu_milli, b->limits.cpu_milli);
+	cr_assert_eq(a->limits.tasks_max, b->limits.tasks_max);
+	cr_assert_eq(a->state == SESSION_EXITED ? a->exit_reason : 0,
+		     b->state == SESSION_EXITED ? b->exit_reason : 0);
 	cr_assert_eq(a->state == SESSION_EXITED ? a->exit_status : 0,
 		     b->state == SESSION_EXITED ? b->exit_status : 0);
 	cr_assert_str_eq(a->state == SESSION_EXITED ? a->exit_signal : "",
@@ -569,9 +576,9 @@ Test(session, api_form_fields_and_types)
 	cr_assert_not_null(o);
 	collect_keys(o, keys, sizeof(keys));
 	cr_assert_str_eq(
-	    keys,
-	    "id,repo,issue,worktree,branch,tmuxName,state,mode,agentSessionId,"
-	    "clients,prompt,createdAt,updatedAt,rev,lastActivity,activity,activityAt,pending,");
+	    keys, "id,repo,issue,worktree,branch,tmuxName,state,mode,agentSessionId,"
+		  "clients,prompt,createdAt,updatedAt,rev,lastActivity,activity,activityAt,pending,"
+		  "limits,");
 	cr_assert(json_object_object_get_ex(o, "issue", &v));
 	cr_assert(json_object_is_type(v, json_type_int));
 	cr_assert_eq(json_object_get_int64(v), 2147483647);
@@ -1383,4 +1390,179 @@ Test(session, launch_counts_claude_starts)
 	cr_assert_eq(s.launch, 1);
 	session_launch(&s);
 	cr_assert_eq(s.launch, 2, "each start is another launch");
+}
+
+/* ---- limits (the session's share, core/cgroup.h) and exitReason ---- */
+
+static const struct cgroup_limits test_max = {
+    .memory_max = 4ULL << 30, .cpu_milli = 2000, .tasks_max = 4096};
+
+Test(session, parse_limits_takes_each_up_to_the_maximum)
+{
+	struct cgroup_limits l;
+	struct cause c = {{0}};
+	json_object *o =
+	    json_tokener_parse("{\"limits\":{\"memory\":\"2G\",\"cpus\":1.5,\"tasks\":1024}}");
+
+	cr_assert_eq(session_parse_limits(o, &test_max, &l, &c), 0, "%s", c.msg);
+	cr_assert_eq(l.memory_max, 2ULL << 30);
+	cr_assert_eq(l.cpu_milli, 1500);
+	cr_assert_eq(l.tasks_max, 1024);
+	json_object_put(o);
+
+	o = json_tokener_parse("{\"limits\":{\"memory\":268435456,\"cpus\":\"0.5\"}}");
+	cr_assert_eq(session_parse_limits(o, &test_max, &l, &c), 0, "%s", c.msg);
+	cr_assert_eq(l.memory_max, 256ULL << 20, "bytes as a number");
+	cr_assert_eq(l.cpu_milli, 500, "cpus as a string");
+	cr_assert_eq(l.tasks_max, 4096, "what is not given is the maximum");
+	json_object_put(o);
+
+	o = json_tokener_parse("{\"limits\":{\"cpus\":2}}");
+	cr_assert_eq(session_parse_limits(o, &test_max, &l, &c), 0, "%s", c.msg);
+	cr_assert_eq(l.cpu_milli, 2000, "an integer number of CPUs; the maximum itself");
+	json_object_put(o);
+
+	o = json_tokener_parse("{}");
+	cr_assert_eq(session_parse_limits(o, &test_max, &l, &c), 0, "%s", c.msg);
+	cr_assert_eq(l.memory_max, test_max.memory_max);
+	cr_assert_eq(l.cpu_milli, test_max.cpu_milli);
+	cr_assert_eq(l.tasks_max, test_max.tasks_max);
+	json_object_put(o);
+}
+
+Test(session, parse_limits_refuses_bad_values_and_says_which)
+{
+	static const struct {
+		const char *body, *word;
+	} bad[] = {
+	    {"{\"limits\":[]}", "limits"},
+	    {"{\"limits\":{\"memory\":\"8G\"}}", "memory"},
+	    {"{\"limits\":{\"memory\":\"lots\"}}", "memory"},
+	    {"{\"limits\":{\"memory\":\"4096\"}}", "memory"},
+	    {"{\"limits\":{\"memory\":-1}}", "memory"},
+	    {"{\"limits\":{\"memory\":1.5}}", "memory"},
+	    {"{\"limits\":{\"cpus\":3}}", "cpus"},
+	    {"{\"limits\":{\"cpus\":0}}", "cpus"},
+	    {"{\"limits\":{\"cpus\":-1}}", "cpus"},
+	    {"{\"limits\":{\"cpus\":true}}", "cpus"},
+	    {"{\"limits\":{\"cpus\":0.0001}}", "cpus"},
+	    {"{\"limits\":{\"tasks\":4097}}", "tasks"},
+	    {"{\"limits\":{\"tasks\":0}}", "tasks"},
+	    {"{\"limits\":{\"tasks\":\"10\"}}", "tasks"},
+	    {"{\"limits\":{\"disk\":\"1G\"}}", "disk"},
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cgroup_limits l = {0};
+		struct cause c = {{0}};
+		json_object *o = json_tokener_parse(bad[i].body);
+
+		cr_assert_not_null(o, "%s", bad[i].body);
+		cr_assert_eq(session_parse_limits(o, &test_max, &l, &c), -EINVAL, "accepted %s",
+			     bad[i].body);
+		cr_assert(strstr(c.msg, bad[i].word) != NULL, "%s: %s", bad[i].body, c.msg);
+		json_object_put(o);
+	}
+}
+
+Test(session, limits_in_the_api_form)
+{
+	struct session s;
+	json_object *o, *l, *v;
+
+	full_session(&s);
+	o = session_to_json(&s, false);
+	cr_assert(json_object_object_get_ex(o, "limits", &l));
+	cr_assert(json_object_object_get_ex(l, "memory", &v));
+	cr_assert(json_object_is_type(v, json_type_int));
+	cr_assert_eq(json_object_get_int64(v), 2LL << 30);
+	cr_assert(json_object_object_get_ex(l, "cpus", &v));
+	cr_assert(json_object_is_type(v, json_type_double) ||
+		  json_object_is_type(v, json_type_int));
+	cr_assert_float_eq(json_object_get_double(v), 1.5, 1e-9);
+	cr_assert(json_object_object_get_ex(l, "tasks", &v));
+	cr_assert_eq(json_object_get_int(v), 1024);
+	json_object_put(o);
+
+	/* A record written before limits existed has none to show. */
+	s.limits = (struct cgroup_limits){0};
+	o = session_to_json(&s, false);
+	cr_assert_not(json_object_object_get_ex(o, "limits", NULL));
+	json_object_put(o);
+}
+
+Test(session, limits_of_a_record_are_checked)
+{
+	static const char *bad[] = {"[]",
+				    "{\"memory\":-5}",
+				    "{\"memory\":\"2G\"}",
+				    "{\"cpus\":-1}",
+				    "{\"tasks\":-1}",
+				    "{\"tasks\":5000000000}"};
+	struct session s, b;
+	struct cause c = {{0}};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_object *o;
+
+		full_session(&s);
+		o = session_to_json(&s, true);
+		json_object_object_add(o, "limits", json_tokener_parse(bad[i]));
+		cr_assert_eq(session_from_json(&b, o, &c), -EINVAL, "accepted limits %s", bad[i]);
+		cr_assert(strstr(c.msg, "limits") != NULL, "%s", c.msg);
+		json_object_put(o);
+	}
+}
+
+Test(session, exit_reason_from_status_or_signal)
+{
+	struct session s;
+	json_object *o, *v;
+
+	full_session(&s);
+	session_set_exited(&s, 3, 0, 1773397900);
+	cr_assert_eq(s.exit_reason, SESSION_EXIT_EXIT);
+	session_set_exited(&s, 0, 15, 1773397900);
+	cr_assert_eq(s.exit_reason, SESSION_EXIT_SIGNAL);
+	session_set_exited(&s, -1, 0, 1773397900);
+	cr_assert_eq(s.exit_reason, SESSION_EXIT_UNKNOWN, "neither tmux nor the kernel could tell");
+	session_set_exited(&s, 0, 9, 1773397900);
+	s.exit_reason = SESSION_EXIT_OOM;
+	o = session_to_json(&s, false);
+	cr_assert(json_object_object_get_ex(o, "exitReason", &v));
+	cr_assert_str_eq(json_object_get_string(v), "oom");
+	cr_assert(json_object_object_get_ex(o, "exitSignal", &v), "the signal as today");
+	cr_assert_str_eq(json_object_get_string(v), "SIGKILL");
+	json_object_put(o);
+
+	s.state = SESSION_RUNNING;
+	o = session_to_json(&s, false);
+	cr_assert_not(json_object_object_get_ex(o, "exitReason", NULL), "only when exited");
+	json_object_put(o);
+}
+
+Test(session, exit_reason_of_a_record)
+{
+	struct session s, b;
+	struct cause c = {{0}};
+	json_object *o;
+
+	/* Records from before exitReason: read from the status and signal they carry. */
+	full_session(&s);
+	session_set_exited(&s, 0, 9, 1773397900);
+	o = session_to_json(&s, true);
+	json_object_object_del(o, "exitReason");
+	cr_assert_eq(session_from_json(&b, o, &c), 0, "%s", c.msg);
+	cr_assert_eq(b.exit_reason, SESSION_EXIT_SIGNAL);
+	json_object_object_add(o, "exitReason", json_object_new_string("cosmic ray"));
+	cr_assert_eq(session_from_json(&b, o, &c), -EINVAL);
+	cr_assert(strstr(c.msg, "exitReason") != NULL, "%s", c.msg);
+	json_object_put(o);
+
+	session_set_exited(&s, 2, 0, 1773397900);
+	o = session_to_json(&s, true);
+	json_object_object_del(o, "exitReason");
+	cr_assert_eq(session_from_json(&b, o, &c), 0, "%s", c.msg);
+	cr_assert_eq(b.exit_reason, SESSION_EXIT_EXIT);
+	json_object_put(o);
 }
