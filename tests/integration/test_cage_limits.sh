@@ -127,6 +127,8 @@ assert_jq "GET shows usage {memoryBytes, memoryPeakBytes, cpuSeconds, tasks}" \
 	'.usage | (.memoryBytes | type == "number") and (.memoryPeakBytes | type == "number") and
 		(.cpuSeconds | type == "number") and (.tasks | type == "number")'
 assert_json "GET shows the limits" '.limits' '{"memory":268435456,"cpus":0.5,"tasks":256}'
+assert_match "cpuSeconds is written with at most 6 decimals (microseconds)" \
+	'"cpuSeconds": ?[0-9]+(\.[0-9]{1,6})?[,}]' "$BODY"
 
 # --- the record keeps its limits across a restart of the daemons ------------------------------
 restart_stack || exit 1
