@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include "cageuid.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -87,6 +89,29 @@ static const char *config_check_cgroup(const char *v)
 	return NULL;
 }
 
+static const char *config_check_uids(const char *v)
+{
+	uid_t lo, hi;
+
+	return cageuid_parse_range(v, &lo, &hi) < 0
+		   ? "must be MIN-MAX, 1 <= MIN <= MAX <= 65533 (e.g. 61184-65519)"
+		   : NULL;
+}
+
+static const char *config_check_cage(const char *v)
+{
+	return strcmp(v, "auto") == 0 || strcmp(v, "off") == 0 ? NULL : "must be auto or off";
+}
+
+static const char *config_check_dir(const char *v)
+{
+	if (v[0] != '/')
+		return "must be an absolute path";
+	if (v[strspn(v, "/")] == '\0')
+		return "must not be /";
+	return NULL;
+}
+
 static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_LISTEN", listen),
     STR_KEY("AGENTD_RUNTIME_DIR", runtime_dir),
@@ -105,6 +130,11 @@ static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_HOST_BIN", host),
     STR_KEY_CHECKED("AGENTD_AGENT_USER", agent_user, config_check_user),
     STR_KEY_CHECKED("AGENTD_AGENT_HOME", agent_home, config_check_home),
+    STR_KEY_CHECKED("AGENTD_CAGE", cage, config_check_cage),
+    STR_KEY_CHECKED("AGENTD_SESSION_UIDS", session_uids, config_check_uids),
+    STR_KEY_CHECKED("AGENTD_HOMES_DIR", homes_dir, config_check_dir),
+    STR_KEY_CHECKED("AGENTD_AGENT_HOME_TEMPLATE", agent_home_template, config_check_home),
+    STR_KEY_CHECKED("AGENTD_SECRETS_DIR", secrets_dir, config_check_home),
     STR_KEY("AGENTD_URL", url),
     STR_KEY("AGENTD_TOKEN", token),
     STR_KEY("AGENTD_TELEGRAM_TOKEN", telegram_token),
@@ -150,6 +180,11 @@ void config_defaults(struct config *cfg)
 	cfg->session_cpu_milli = 2000;
 	cfg->session_tasks_max = 4096;
 	snprintf(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), "agentd");
+	snprintf(cfg->cage, sizeof(cfg->cage), "auto");
+	snprintf(cfg->session_uids, sizeof(cfg->session_uids), "%u-%u", CAGEUID_DEFAULT_MIN,
+		 CAGEUID_DEFAULT_MAX);
+	snprintf(cfg->homes_dir, sizeof(cfg->homes_dir), "/var/lib/agentd-homes");
+	snprintf(cfg->secrets_dir, sizeof(cfg->secrets_dir), "/etc/agentd/secrets");
 }
 
 bool config_path_plain(const char *path)

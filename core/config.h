@@ -38,6 +38,13 @@ struct config {
 	char host[CONFIG_PATH_MAX]; /* AGENTD_HOST_BIN: agentd-host ("" = beside agentd-api) */
 	char agent_user[CONFIG_USER_MAX + 1]; /* AGENTD_AGENT_USER: who claude runs as */
 	char agent_home[CONFIG_PATH_MAX];     /* AGENTD_AGENT_HOME: its HOME ("" = passwd's) */
+	/* Cages (core/cageuid.h, core/cage.h): each session's own uid from this range, its own
+	 * HOME made from the template, and the credentials agentd-cage reads at each launch. */
+	char cage[8];                              /* AGENTD_CAGE: "auto" or "off" */
+	char session_uids[32];                     /* AGENTD_SESSION_UIDS: "MIN-MAX" */
+	char homes_dir[CONFIG_PATH_MAX];           /* AGENTD_HOMES_DIR: the sessions' HOMEs */
+	char agent_home_template[CONFIG_PATH_MAX]; /* AGENTD_AGENT_HOME_TEMPLATE ("" = HOME) */
+	char secrets_dir[CONFIG_PATH_MAX];         /* AGENTD_SECRETS_DIR: one file per variable */
 	/* What clients of agent-daemon read (agentd-telegram): in the one file like the rest, so
 	 * that every program accepts the same file. */
 	char url[CONFIG_VALUE_MAX]; /* AGENTD_URL: agent-daemon for clients ("" = AGENTD_LISTEN) */

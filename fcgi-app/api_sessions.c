@@ -1,4 +1,5 @@
 #include "api_sessions.h"
+#include "cagecmd.h"
 
 #include "api_worktrees.h"
 #include "create.h"
@@ -318,6 +319,12 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	answer = api_remove_worktree(app, s,
 				     request_query(req, "force", force, sizeof(force)) != NULL &&
 					 strcmp(force, "true") == 0);
+	/* The cage's own HOME goes with the session (its transcripts, its tools' state), unless
+	 * asked to stay; a commit is never in it. */
+	if (!(request_query(req, "keepHome", force, sizeof(force)) != NULL &&
+	      strcmp(force, "true") == 0) &&
+	    (r = cagecmd_remove_home(app, s->id)) < 0 && r != -ENOENT)
+		log_warn("session %s: cannot remove its HOME: %s", s->id, strerror(-r));
 	store_remove(&app->store, s->id);
 	log_info("session %s deleted", s->id);
 	request_reply(req, 200, answer, NULL);

@@ -1,5 +1,6 @@
 #include "create.h"
 
+#include "cagecmd.h"
 #include "claude.h"
 #include "gitrepo.h"
 #include "isotime.h"
@@ -222,22 +223,43 @@ static int create_agent_env(const struct app *app, struct claude_env *env, struc
 	return r;
 }
 
-/* Whether claude has a transcript of s in the agent's HOME (read as the agent: HOME is its). */
+/* Whether claude has a transcript of s in its HOME (read as the agent: HOME is its): the
+ * session's own when caged. */
 static bool create_has_transcript(const struct app *app, const struct session *s)
 {
+	char home[CONFIG_PATH_MAX], why[8];
 	struct agentuser_fs fs;
 	bool has;
 
+	if (!cagecmd_enabled(app, why, sizeof(why)) ||
+	    snprintf(home, sizeof(home), "%s/%s", app->cfg->homes_dir, s->id) >= (int)sizeof(home))
+		snprintf(home, sizeof(home), "%s", app->agent.home);
 	if (agentuser_fs_enter(&app->agent, &fs) < 0)
 		return false;
-	has = claude_has_transcript(s, app->agent.home, getenv("CLAUDE_CONFIG_DIR"));
+	has = claude_has_transcript(s, home, getenv("CLAUDE_CONFIG_DIR"));
 	agentuser_fs_leave(&fs);
 	return has;
 }
 
+/* The pane's command around argv: agentd-cage when sessions are caged, else setpriv (or argv). */
+static int create_pane_command(const struct app *app, const struct session *s,
+			       enum session_mode mode, char *const *argv, struct cagecmd *cage,
+			       char **cmd, size_t max, struct cause *cause)
+{
+	char why[128];
+	int r;
+
+	if (cagecmd_enabled(app, why, sizeof(why)))
+		return cagecmd_build(app, s, mode, argv, cage, cmd, max, cause);
+	if ((r = agentuser_command(&app->agent, argv, cmd, max)) < 0)
+		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
+	return r;
+}
+
 int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
 {
-	char *cmd[CLAUDE_ARGV_MAX + AGENTUSER_PREFIX_WORDS + 1];
+	char *cmd[CLAUDE_ARGV_MAX + CAGECMD_PREFIX + 1];
+	struct cagecmd *cage = NULL;
 	char settings[CONFIG_PATH_MAX];
 	struct claude_env *env = NULL;
 	struct claude_argv *cargv = NULL;
@@ -252,7 +274,8 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	meta = calloc(1, sizeof(*meta));
 	env = malloc(sizeof(*env));
 	copy = malloc(sizeof(*copy));
-	if (cargv == NULL || meta == NULL || env == NULL || copy == NULL) {
+	cage = malloc(sizeof(*cage));
+	if (cargv == NULL || meta == NULL || env == NULL || copy == NULL || cage == NULL) {
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto out;
 	}
@@ -270,13 +293,13 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched,
 					 copy->launched ? NULL : s->prompt, cargv)
 		: claude_terminal_argv(app->cfg, copy, settings, cargv);
-	if (r == 0)
-		r = agentuser_command(&app->agent, cargv->argv, cmd,
-				      sizeof(cmd) / sizeof(cmd[0]) - 1);
 	if (r < 0) {
 		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
 		goto out;
 	}
+	if ((r = create_pane_command(app, s, s->mode, cargv->argv, cage, cmd,
+				     sizeof(cmd) / sizeof(cmd[0]) - 1, cause)) < 0)
+		goto out;
 	snprintf(meta->id, sizeof(meta->id), "%s", s->id);
 	snprintf(meta->owner, sizeof(meta->owner), "%s", s->owner);
 	snprintf(meta->repo, sizeof(meta->repo), "%s", s->name);
@@ -305,6 +328,7 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		log_info("session %s: claude started in %s mode (--resume)", s->id,
 			 session_mode_name(s->mode));
 out:
+	free(cage);
 	free(copy);
 	free(cargv);
 	free(meta);
@@ -330,15 +354,16 @@ static void create_reap_old(pid_t pid)
 int create_respawn(const struct app *app, struct session *s, enum session_mode mode,
 		   struct cause *cause)
 {
-	char *cmd[CLAUDE_ARGV_MAX + AGENTUSER_PREFIX_WORDS + 1];
+	char *cmd[CLAUDE_ARGV_MAX + CAGECMD_PREFIX + 1];
 	char settings[CONFIG_PATH_MAX];
 	struct claude_argv *argv = malloc(sizeof(*argv));
 	struct claude_env *env = malloc(sizeof(*env));
 	struct session *copy = malloc(sizeof(*copy));
+	struct cagecmd *cage = malloc(sizeof(*cage));
 	pid_t old = 0;
 	int r;
 
-	if (argv == NULL || env == NULL || copy == NULL) {
+	if (argv == NULL || env == NULL || copy == NULL || cage == NULL) {
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto out;
 	}
@@ -354,13 +379,13 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 	r = mode == SESSION_STRUCTURED
 		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched, NULL, argv)
 		: claude_terminal_argv(app->cfg, copy, settings, argv);
-	if (r == 0)
-		r = agentuser_command(&app->agent, argv->argv, cmd,
-				      sizeof(cmd) / sizeof(cmd[0]) - 1);
 	if (r < 0) {
 		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
 		goto out;
 	}
+	if ((r = create_pane_command(app, copy, mode, argv->argv, cage, cmd,
+				     sizeof(cmd) / sizeof(cmd[0]) - 1, cause)) < 0)
+		goto out;
 	/* Today's values of the agent's variables (the session keeps those of its creation too). */
 	if ((r = create_agent_env(app, env, cause)) < 0)
 		goto out;
@@ -391,6 +416,7 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 	log_info("session %s: claude started in %s mode (%s)", s->id, session_mode_name(mode),
 		 copy->launched ? "--resume" : "--session-id");
 out:
+	free(cage);
 	free(copy);
 	free(env);
 	free(argv);

@@ -2,6 +2,7 @@
 #include "apimetrics.h"
 #include "app.h"
 #include "boot.h"
+#include "cagecmd.h"
 #include "create.h"
 #include "fsutil.h"
 #include "gitrepo.h"
@@ -149,6 +150,21 @@ int main(int argc, char **argv)
 		log_warn("%s", cgnote.msg);
 	else
 		log_info("%s", cgnote.msg);
+	{
+		char why[CONFIG_PATH_MAX];
+
+		/* Once per start, where the operator looks: whether agents are kept from each
+		 * other. */
+		if (cagecmd_enabled(&app, why, sizeof(why)))
+			log_info(
+			    "sessions are caged (agentd-cage, bwrap): each agent sees only its "
+			    "own worktree, HOME and processes");
+		else
+			log_warn(
+			    "sessions are not caged: %s; agents can reach each other's files and "
+			    "processes",
+			    why);
+	}
 	if ((app.standby = standby_start(&app)) == NULL)
 		log_warn("no creation worker waits ahead of need: %s", strerror(errno));
 	r = server_run(&app, &cause);

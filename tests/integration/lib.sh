@@ -108,6 +108,9 @@ ensure_agent_user || {
 	exit 1
 }
 export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
+# Sessions are not caged in the tests unless a test asks (test_cages.sh: AGENTD_CAGE=auto):
+# the other tests look into the agent's shared HOME and their fakes write where a cage hides.
+export AGENTD_CAGE=${AGENTD_CAGE:-off}
 
 # The sessions' cgroups of this script's stacks go under a parent of its own (stacks side by side
 # never share one), which cleanup removes with everything left in it.

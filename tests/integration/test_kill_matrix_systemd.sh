@@ -95,10 +95,13 @@ make_remote acme widgets || exit 1
 PORT=$(free_port)
 BASE_URL=http://127.0.0.1:$PORT
 mkdir -p "$SD/etc/agentd" "$SD/units"
+# The fake claude from inside $T: the container's /tmp is a fresh tmpfs, so a checkout that lives
+# in the temp dir would not be visible there at its own path.
+cp -a "$REPO/tests/fakes" "$T/fakes"
 cat >"$SD/etc/agentd/agentd.conf" <<EOC
 AGENTD_LISTEN=127.0.0.1:$PORT
 AGENTD_REPO_URL=file://$CT/remotes/{owner}/{name}.git
-AGENTD_CLAUDE=$FAKE_CLAUDE
+AGENTD_CLAUDE=$CT/fakes/claude
 EOC
 # The ASan build: its reports into $T/san (scanned at the end), no leak check at exit.
 chmod 1777 "$T/san"

@@ -225,7 +225,10 @@ run_example() {
 	else
 		fail "$desc: the code knows it" "status: $status" "body: ${body:0:600}"
 	fi
-	if [[ $cmd != *-sN* ]]; then
+	if [[ $comment == *'Prometheus text'* ]]; then
+		check "$desc: answers the Prometheus text format" \
+			bash -c 'grep -q "^# TYPE agentd_" && ! grep -qi "<html"' <<<"$body"
+	elif [[ $cmd != *-sN* ]]; then
 		check "$desc: answers JSON (not the web UI's page)" jq -e 'type' <<<"$body"
 	fi
 	# What the comment promises: its fields, with its values (the answer may say more, such as

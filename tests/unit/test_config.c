@@ -708,3 +708,26 @@ Test(config, session_limits_refuse_bad_values)
 	cr_assert_eq(config_set(&cfg, "AGENTD_CGROUP_PARENT", "a b", NULL), -EINVAL);
 	cr_assert_str_eq(cfg.cgroup_parent, "agentd");
 }
+
+Test(config, cage_keys_default_and_refuse_bad_values)
+{
+	struct config cfg;
+
+	config_defaults(&cfg);
+	cr_assert_str_eq(cfg.session_uids, "61184-65519");
+	cr_assert_str_eq(cfg.secrets_dir, "/etc/agentd/secrets");
+	cr_assert_str_eq(cfg.agent_home_template, "");
+	cr_assert_str_eq(cfg.cage, "auto");
+	cr_assert_eq(config_set(&cfg, "AGENTD_CAGE", "on", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_CAGE", "off", NULL), 0);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "70000-70001", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "0-10", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "62000", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SESSION_UIDS", "62000-62010", NULL), 0);
+	cr_assert_str_eq(cfg.session_uids, "62000-62010");
+	cr_assert_eq(config_set(&cfg, "AGENTD_HOMES_DIR", "homes", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_HOMES_DIR", "/", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_AGENT_HOME_TEMPLATE", "tpl", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SECRETS_DIR", "secrets", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_SECRETS_DIR", "", NULL), 0);
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Issue 22, cages: two sessions A (widgets-1) and B (widgets-2), each checked FROM INSIDE its pane
+# as its agent, by a fake claude (tests/integration/cages/claude) that probes at every start and
+# writes what it found into its own worktree. In terminal mode, in structured mode, after mode
+# switches and after a restart of every daemon, A:
+#   - runs as the agent user, with its own HOME (AGENTD_HOMES_DIR/<id>) as HOME, USER set, and
+#     the secret of AGENTD_SECRETS_DIR in its environment (winning over AGENTD_AGENT_ENV's);
+#   - writes and commits in its own worktree, writes its HOME;
+#   - cannot list or read B's worktree or HOME, the shared agent HOME, the token store, the
+#     records, the /events log, the daemons' runtime dir or the secrets dir;
+#   - sees no process but its own (no B, no daemon, no tmux), and kill -0, ptrace and
+#     /proc/<pid>/environ against B's pane pids fail; B keeps running;
+#   - has a /tmp of its own.
+# The secret never appears in ps, a record, the API's answers or the logs.
+source "$(dirname "$0")/lib.sh"
+
+CAGE_CLAUDE=$REPO/tests/integration/cages/claude
+SECRET=cage-s3cr3t-$$
+
+if [ "$(id -u)" -ne 0 ]; then
+	fail "the cages test runs as root (the daemons do; the agents then do not)"
+	exit 1
+fi
+if ! command -v bwrap >/dev/null; then
+	fail "bwrap is installed (Debian package bubblewrap)"
+	exit 1
+fi
+
+mkdir -p "$T/secrets" && chmod 0700 "$T/secrets"
+printf '%s\n' "$SECRET" >"$T/secrets/CAGE_SECRET"
+printf 'hidden\n' >"$T/secrets/.hidden"
+# A file only root may read in /tmp: the agent's /tmp is its own, so it must not be listed.
+ROOT_TMP=$(mktemp /tmp/agentd-cage-root.XXXXXX)
+chmod 0600 "$ROOT_TMP"
+touch "$T/home/.template-marker"
+agent_owns "$T/home"
+
+make_remote acme widgets
+CAGE_STACK=(AGENTD_CAGE=auto AGENTD_CLAUDE="$CAGE_CLAUDE" AGENTD_HOMES_DIR="$T/homes"
+	AGENTD_SECRETS_DIR="$T/secrets" CAGE_SECRET=from-agent-env
+	AGENTD_AGENT_ENV="HOME PATH LANG CAGE_SECRET")
+start_stack "${CAGE_STACK[@]}" || exit 1
+check "agentd-api says at start that sessions are caged" \
+	grep -q "sessions are caged" "$T/logs/up.log"
+
+WT_A=$T/code/widgets-issue-1
+WT_B=$T/code/widgets-issue-2
+
+# latest_probe WT [BEFORE]: the newest probe file in WT's .cage-probe/ (other than BEFORE, the
+# newest one before a respawn), waiting up to 20 s.
+latest_probe() {
+	local f deadline=$((SECONDS + 20))
+	while [ $SECONDS -le $deadline ]; do
+		f=$(ls -t "$1"/.cage-probe/*.json 2>/dev/null | head -1)
+		if [ -n "$f" ] && [ "$(basename "$f" .json)" != "${2:-}" ]; then
+			cat "$f"
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# pane_tree TMUXNAME: the pane's pid and every process below it.
+pane_tree() {
+	local p
+	p=$(pane_pid "$1") || return 1
+	echo "$p"
+	descendants "$p"
+}
+
+# check_cage LABEL PROBE OWN_N OTHER_N: the checks on one probe of session OWN_N.
+check_cage() {
+	local label=$1 p=$2 own=$3 other=$4
+	assert_eq "$label: runs as the agent user" "$AGENT_UID" "$(jq -r .uid <<<"$p")"
+	assert_eq "$label: HOME is the session's own" "$T/homes/widgets-$own" "$(jq -r .home <<<"$p")"
+	assert_eq "$label: USER is set" "$AGENT_USER" "$(jq -r .user <<<"$p")"
+	assert_eq "$label: the secret file wins over AGENTD_AGENT_ENV" "$SECRET" \
+		"$(jq -r .secret <<<"$p")"
+	assert_eq "$label: commits in its own worktree" ok "$(jq -r .commit <<<"$p")"
+	assert_eq "$label: writes its own HOME" ok "$(jq -r .home_write <<<"$p")"
+	assert_eq "$label: lists its own worktree" listed "$(jq -r ".reach.wt$own" <<<"$p")"
+	assert_eq "$label: lists its own HOME" listed "$(jq -r ".reach.home$own" <<<"$p")"
+	local k
+	for k in "wt$other" "home$other" shared_home tokens sessions events secrets api_sock \
+		bridge_sock tmux_sock; do
+		# absent, or an empty tmpfs where a hidden directory was
+		assert_match "$label: cannot reach $k" '^(absent|empty)$' "$(jq -r ".reach.$k" <<<"$p")"
+	done
+	check_not "$label: sees no process of the other session" \
+		grep -q -e "widgets-issue-$other" -e "widgets-$other" <<<"$(jq -r '.procs[]' <<<"$p")"
+	check_not "$label: sees no daemon or tmux" \
+		grep -q -e agentd-api -e agentd-bridge -e nginx -e "tmux" <<<"$(jq -r '.procs[]' <<<"$p")"
+	check_not "$label: /tmp is its own" grep -qF "$(basename "$ROOT_TMP")" <<<"$(jq -r '.tmp[]' <<<"$p")"
+	local bad
+	bad=$(jq -r '.against | to_entries[] | select(.value.kill0 == "ok" or .value.ptrace == "ok"
+		or .value.environ == "read") | .key' <<<"$p")
+	assert_eq "$label: kill, ptrace and environ of the other session's processes fail" "" "$bad"
+	[ "${5:-}" != tried ] || assert_ne "$label: the other session's pids were tried" 0 \
+		"$(jq -r '.against | length' <<<"$p")"
+}
+
+# round LABEL: probes A again with B's pids planted, by respawning A (a mode switch).
+round() {
+	local label=$1 mode=$2 before probe
+	pane_tree widgets-2 >"$WT_A/.cage-pids"
+	before=$(basename "$(ls -t "$WT_A"/.cage-probe/*.json | head -1)" .json)
+	api POST /sessions/widgets-1/mode "{\"mode\":\"$mode\"}"
+	assert_status "$label: A switches to $mode" 200
+	wait_state widgets-1 running 20
+	probe=$(latest_probe "$WT_A" "$before")
+	check "$label: A probed from inside its $mode pane" test -n "$probe"
+	check_cage "$label (A, $mode)" "$probe" 1 2 tried
+	check "$label: B still runs" alive "$(pane_pid widgets-2)"
+}
+
+create acme widgets 2
+assert_status "B is created" 201
+wait_state widgets-2 running 30 || fail "B runs" "$BODY"
+create acme widgets 1
+assert_status "A is created" 201
+wait_state widgets-1 running 30 || fail "A runs" "$BODY"
+PB=$(latest_probe "$WT_B")
+check "B probed from inside its terminal pane" test -n "$PB"
+check_cage "B, terminal" "$PB" 2 1
+PA=$(latest_probe "$WT_A")
+check "A probed from inside its terminal pane" test -n "$PA"
+check_cage "A, terminal" "$PA" 1 2
+check "A's HOME was made from the template" test -f "$T/homes/widgets-1/.template-marker"
+check "A's commit is in its branch" \
+	git -C "$WT_A" log --oneline -1 --format=%s | grep -q "cage probe"
+
+round "A in structured mode" structured
+round "A back in terminal mode" terminal
+
+restart_stack || exit 1
+round "after a restart of every daemon, structured" structured
+round "after a restart of every daemon, terminal" terminal
+
+# The secret is nowhere but in the agent's environment.
+check_not "the secret is in no process's argv" grep -qF "$SECRET" <<<"$(ps -eo args)"
+check_not "the secret is in no record" grep -rqF "$SECRET" "$T/state"
+check_not "the secret is in no log" grep -rqF "$SECRET" "$T/logs" "$T/run"
+get_session widgets-1
+check_not "the secret is not in GET /sessions/<id>" grep -qF "$SECRET" <<<"$BODY"
+
+# Delete removes the cage's HOME but never a commit.
+HEAD_A=$(git -C "$WT_A" rev-parse HEAD)
+api DELETE "/sessions/widgets-1?force=true"
+assert_status "A is deleted" 200
+check_not "A's HOME is gone" test -e "$T/homes/widgets-1"
+check "A's commits are kept" git -C "$(bare_clone acme widgets)" cat-file -e "$HEAD_A^{commit}"
+api DELETE "/sessions/widgets-2?keepHome=true&force=true"
+assert_status "B is deleted with keepHome" 200
+check "B's HOME stays with keepHome" test -d "$T/homes/widgets-2"
+
+rm -f "$ROOT_TMP"
