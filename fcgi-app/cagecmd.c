@@ -200,6 +200,13 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 	c->words[c->n++] = c->home;
 	c->words[c->n++] = "--chdir";
 	c->words[c->n++] = (char *)s->worktree;
+	/* Its share of the machine (sessioncg.h): the cgroup agentd-api made, joined before the
+	 * cage drops privileges, so that the agent and all it forks start inside. */
+	if (app->cgroups.mode != CGROUP_NONE) {
+		snprintf(c->cgroup, sizeof(c->cgroup), "%s/%s", cfg->cgroup_parent, s->id);
+		c->words[c->n++] = "--cgroup";
+		c->words[c->n++] = c->cgroup;
+	}
 	if (cfg->secrets_dir[0] != '\0') {
 		c->words[c->n++] = "--secrets";
 		c->words[c->n++] = (char *)cfg->secrets_dir;

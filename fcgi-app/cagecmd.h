@@ -18,12 +18,13 @@
 #include "session.h"
 
 #define CAGECMD_PATHS  12 /* hide and bind paths of one session: see cagecmd_build */
-#define CAGECMD_PREFIX (16 + 2 * 2 * CAGECMD_PATHS) /* agentd-cage's words before claude's */
+#define CAGECMD_PREFIX (18 + 2 * 2 * CAGECMD_PATHS) /* agentd-cage's words before claude's */
 
 struct cagecmd {
 	char paths[CAGECMD_PATHS][CONFIG_PATH_MAX];
 	char home[CONFIG_PATH_MAX];
 	char uid[16], gid[16];
+	char cgroup[2 * CGROUP_NAME_MAX + 2]; /* PARENT/SESSION for --cgroup */
 	char *words[CAGECMD_PREFIX];
 	size_t n;
 };
