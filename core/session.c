@@ -440,11 +440,20 @@ static json_object *session_limits_json(const struct cgroup_limits *l)
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "memory", json_object_new_int64((int64_t)l->memory_max));
-	/* cpus as the number given: 1.5, and 2 (not 2.0) for whole CPUs. */
-	if (l->cpu_milli % 1000 == 0)
+	/* cpus as the number given: 1.5, and 2 (not 2.0) for whole CPUs; written from its digits,
+	 * since json-c prints a double with 17 of them (0.333 as 0.33300000000000002). */
+	if (l->cpu_milli % 1000 == 0) {
 		json_object_object_add(o, "cpus", json_object_new_int64(l->cpu_milli / 1000));
-	else
-		json_object_object_add(o, "cpus", json_object_new_double(l->cpu_milli / 1000.0));
+	} else {
+		char text[32];
+		size_t n = (size_t)snprintf(text, sizeof(text), "%" PRIu32 ".%03" PRIu32,
+					    l->cpu_milli / 1000, l->cpu_milli % 1000);
+
+		while (n > 0 && text[n - 1] == '0')
+			text[--n] = '\0';
+		json_object_object_add(o, "cpus",
+				       json_object_new_double_s(l->cpu_milli / 1000.0, text));
+	}
 	json_object_object_add(o, "tasks", json_object_new_int64(l->tasks_max));
 	return o;
 }

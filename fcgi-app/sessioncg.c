@@ -6,6 +6,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
@@ -132,6 +133,7 @@ void sessioncg_remove(const struct app *app, const char *id)
 void sessioncg_add_usage(const struct app *app, const char *id, json_object *o)
 {
 	struct cgroup_usage u;
+	char secs[32];
 	json_object *j;
 
 	if (o == NULL || app->cgroups.mode == CGROUP_NONE ||
@@ -141,7 +143,10 @@ void sessioncg_add_usage(const struct app *app, const char *id, json_object *o)
 	json_object_object_add(j, "memoryBytes", json_object_new_int64((int64_t)u.memory_bytes));
 	json_object_object_add(j, "memoryPeakBytes",
 			       json_object_new_int64((int64_t)u.memory_peak_bytes));
-	json_object_object_add(j, "cpuSeconds", json_object_new_double(u.cpu_usec / 1e6));
+	/* Written from its digits (microseconds): json-c prints a double with 17 of them. */
+	snprintf(secs, sizeof(secs), "%" PRIu64 ".%06" PRIu64, u.cpu_usec / 1000000,
+		 u.cpu_usec % 1000000);
+	json_object_object_add(j, "cpuSeconds", json_object_new_double_s(u.cpu_usec / 1e6, secs));
 	json_object_object_add(j, "tasks", json_object_new_int64(u.tasks));
 	json_object_object_add(o, "usage", j);
 }

@@ -13,44 +13,16 @@ if [ "$(id -u)" -ne 0 ] || [ -z "$(find /sys/fs/cgroup -maxdepth 1 -mindepth 1 2
 fi
 
 make_remote acme widgets || exit 1
-# The fake agent: what a session does is chosen by its issue (its worktree's name), so that a
-# hog runs as the session's agent itself, inside its pane.
-AGENT=$T/agent
-cat >"$AGENT" <<EOF
-#!/usr/bin/env bash
-case "\$PWD" in
-*-issue-1[123]) while [ ! -e .go ]; do sleep 0.05; done ;;
-esac
-case "\$PWD" in
-*-issue-11) # memory hog: 1 MiB at a time, touched, until the limit kills it
-	exec python3 -c 'b = []
-while True: b.append(bytearray(1 << 20))' ;;
-*-issue-12) # fork bomb, bounded (600) so that a cage that failed cannot take the machine
-	exec python3 -c 'import os, time
-ok = fail = 0
-for i in range(600):
-    try:
-        if os.fork() == 0:
-            time.sleep(120)
-            os._exit(0)
-        ok += 1
-    except OSError:
-        fail += 1
-open(".forks", "w").write("%d %d\\n" % (ok, fail))
-time.sleep(120)' ;;
-*-issue-13) # CPU hog: four busy processes
-	exec python3 -c 'import os
-for i in range(3):
-    if os.fork() == 0:
-        break
-while True:
-    pass' ;;
-esac
-exec "$FAKE_CLAUDE" "\$@"
-EOF
-chmod 0755 "$AGENT"
-start_stack AGENTD_CLAUDE="$AGENT" AGENTD_SESSION_MEMORY_MAX=1G AGENTD_SESSION_CPUS=2 \
-	AGENTD_SESSION_TASKS_MAX=512 || exit 1
+# The fake agent (cage_limits/agent, in the repository: a caged pane has a /tmp of its own, so
+# not in $T): what a session does is chosen by its issue, so that a hog runs as the session's
+# agent itself, inside its pane.
+AGENT=$REPO/tests/integration/cage_limits/agent
+# AGENTD_CAGE=auto: the panes run under agentd-cage where it and bwrap are there (lib.sh turns
+# it off for the other tests).
+# A secrets dir of its own (the cage hides it; the default /etc/agentd/secrets need not exist).
+mkdir -p "$T/secrets" && chmod 0700 "$T/secrets"
+start_stack AGENTD_CLAUDE="$AGENT" AGENTD_SECRETS_DIR="$T/secrets" AGENTD_SESSION_MEMORY_MAX=1G AGENTD_SESSION_CPUS=2 \
+	AGENTD_SESSION_TASKS_MAX=512 AGENTD_CAGE=auto AGENTD_HOMES_DIR="$T/homes" || exit 1
 
 if ! grep -q "sessions get cgroups under $CGROUP_PARENT" "$T"/logs/* "$T"/run/*.log 2>/dev/null; then
 	fail "agentd-api says at start that sessions get cgroups" \
@@ -127,6 +99,8 @@ assert_jq "GET shows usage {memoryBytes, memoryPeakBytes, cpuSeconds, tasks}" \
 	'.usage | (.memoryBytes | type == "number") and (.memoryPeakBytes | type == "number") and
 		(.cpuSeconds | type == "number") and (.tasks | type == "number")'
 assert_json "GET shows the limits" '.limits' '{"memory":268435456,"cpus":0.5,"tasks":256}'
+assert_match "cpuSeconds is written with at most 6 decimals (microseconds)" \
+	'"cpuSeconds": ?[0-9]+(\.[0-9]{1,6})?[,}]' "$BODY"
 
 # --- the record keeps its limits across a restart of the daemons ------------------------------
 restart_stack || exit 1
@@ -156,23 +130,34 @@ assert_state "B runs again by itself" "$B" running 30
 # Until it does, the test moves each pane in itself (as root, as the cage would), before the hog
 # starts: the agent waits for .go in its worktree first.
 caged=
-for d in $(cgroup_dirs "$B"); do
-	[ -s "$d/cgroup.procs" ] && caged=1
-done
-[ -n "$caged" ] && pass "B's pane runs inside B's cgroup (agentd-cage)"
-[ -z "$caged" ] && log "no agentd-cage yet (branch h22-cage): the test moves each hog's pane into" \
-	"its cgroup itself"
+if grep -q "sessions are caged" "$T"/logs/* "$T"/run/*.log 2>/dev/null; then
+	caged=1
+	b_pane=$(pane_pid "$B")
+	for d in $(cgroup_dirs "$B"); do
+		check "B's pane ($b_pane, agentd-cage) runs inside B's cgroup $d" \
+			grep -qx "$b_pane" "$d/cgroup.procs"
+	done
+else
+	log "sessions are not caged here (no agentd-cage or bwrap): the test moves each hog's pane" \
+		"into its cgroup itself"
+fi
 
-# start_hog ID: the pane inside its cgroup (unless agentd-cage put it there), then the hog.
+# start_hog ID: the pane inside its cgroup (agentd-cage put it there, or the test does where no
+# cage runs), then the hog. A caged pane outside its cgroup gets no .go: no hog runs uncaged.
 start_hog() {
 	local id=$1 pid d
 	wait_state "$id" running 30 || fail "$id runs" "last: ${BODY:0:300}"
 	pid=$(pane_pid "$id")
-	if [ -z "$caged" ]; then
-		for d in $(cgroup_dirs "$id"); do
+	for d in $(cgroup_dirs "$id"); do
+		if [ -n "$caged" ]; then
+			grep -qx "$pid" "$d/cgroup.procs" || {
+				fail "$id's caged pane is in $d: its hog is not started"
+				return 1
+			}
+		else
 			echo "$pid" >"$d/cgroup.procs" || fail "$id's pane joins $d"
-		done
-	fi
+		fi
+	done
 	touch "$T/code/widgets-issue-${id##*-}/.go"
 }
 

@@ -1566,3 +1566,25 @@ Test(session, exit_reason_of_a_record)
 	cr_assert_eq(b.exit_reason, SESSION_EXIT_EXIT);
 	json_object_put(o);
 }
+
+Test(session, cpus_print_as_given)
+{
+	static const struct {
+		uint32_t milli;
+		const char *text;
+	} cases[] = {{333, "0.333"}, {1500, "1.5"}, {2000, "2"}, {250, "0.25"}, {1001, "1.001"}};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct session s;
+		json_object *o, *l, *v;
+
+		full_session(&s);
+		s.limits.cpu_milli = cases[i].milli;
+		o = session_to_json(&s, false);
+		cr_assert(json_object_object_get_ex(o, "limits", &l));
+		cr_assert(json_object_object_get_ex(l, "cpus", &v));
+		cr_assert_str_eq(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN),
+				 cases[i].text, "%u thousandths", cases[i].milli);
+		json_object_put(o);
+	}
+}
