@@ -79,3 +79,50 @@ self.addEventListener("fetch", (event) => {
   }
   if (isShell(url)) event.respondWith(networkFirst(req, url.pathname));
 });
+
+// Web Push (docs/DESIGN.md, "Notifications"): a message is JSON {"session", "title", "body"}.
+// One notification a session: its tag replaces the session's earlier one. Whatever arrives is
+// shown as text only, cut to a size, and a click opens only a page of this origin.
+const SESSION_RE = /^[A-Za-z0-9._-]{1,200}$/;
+const TITLE_MAX = 120;
+const BODY_MAX = 400;
+
+self.addEventListener("push", (event) => {
+  let m = {};
+  try {
+    m = event.data ? event.data.json() : {};
+  } catch {
+    m = {};
+  }
+  if (!m || typeof m !== "object") m = {};
+  const session = typeof m.session === "string" && SESSION_RE.test(m.session) ? m.session : "";
+  const title = typeof m.title === "string" && m.title ? m.title.slice(0, TITLE_MAX) : "agent-daemon";
+  const body = typeof m.body === "string" ? m.body.slice(0, BODY_MAX) : "";
+  event.waitUntil(
+    self.registration.showNotification(title, {
+      body,
+      tag: session ? "session:" + session : "agentd",
+      renotify: true,
+      icon: "/assets/icons/icon-192.png",
+      data: { url: session ? "/#/s/" + encodeURIComponent(session) : "/" },
+    }),
+  );
+});
+
+self.addEventListener("notificationclick", (event) => {
+  event.notification.close();
+  const url = new URL((event.notification.data && event.notification.data.url) || "/", self.location.origin);
+  if (url.origin !== self.location.origin) return;
+  event.waitUntil(
+    (async () => {
+      // An open window of the app shows the session; otherwise a new one opens on it.
+      const wins = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+      for (const w of wins) {
+        if (new URL(w.url).origin !== self.location.origin) continue;
+        await w.focus();
+        return w.navigate(url.href);
+      }
+      return self.clients.openWindow(url.href);
+    })(),
+  );
+});

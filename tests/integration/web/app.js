@@ -83,6 +83,31 @@ async function online(page) {
     if (sizes !== want) throw new Error(sizes);
     return true;
   });
+  await check("a push message shows one notification per session, linked to the session (text only, cut to size)", async () => {
+    await page.browserContext().overridePermissions(BASE, ["notifications"]);
+    const regs = new Map();
+    cdp.on("ServiceWorker.workerRegistrationUpdated", (e) => {
+      for (const r of e.registrations) if (!r.isDeleted) regs.set(r.scopeURL, r.registrationId);
+    });
+    await cdp.send("ServiceWorker.enable");
+    const id = await until(() => regs.get(BASE + "/"), "the worker's registration id");
+    const push = (m) => cdp.send("ServiceWorker.deliverPushMessage", { origin: BASE, registrationId: id, data: JSON.stringify(m) });
+    await push({ session: "widgets-7", title: "widgets-7 waits", body: "Bash: make test" });
+    await push({ session: "widgets-7", title: "widgets-7 failed", body: "exit 1" });
+    await push({ session: "../evil", title: "x".repeat(500), body: "<b>text</b>" });
+    const got = await until(() => page.evaluate(async () => {
+      const r = await navigator.serviceWorker.getRegistration("/");
+      const ns = await r.getNotifications();
+      return ns.length === 2 ? ns.map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data.url })) : null;
+    }), "two notifications");
+    got.sort((a, b) => a.tag.localeCompare(b.tag));
+    const want = [
+      { title: "x".repeat(120), body: "<b>text</b>", tag: "agentd", url: "/" },
+      { title: "widgets-7 failed", body: "exit 1", tag: "session:widgets-7", url: "/#/s/widgets-7" },
+    ];
+    if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(JSON.stringify(got));
+    return true;
+  });
   await check("online: the offline note is hidden", () =>
     until(() => page.$eval("#offline", (e) => e.hidden && getComputedStyle(e).display === "none"), "a hidden note"));
 }
