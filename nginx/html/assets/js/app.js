@@ -373,6 +373,7 @@ async function health() {
   try {
     const r = await api("GET", "/healthz");
     if (mine !== health.asked) return;
+    $("offline").hidden = true;
     const up = r.status === "ok" && r.tmux;
     h.textContent = (live.connected ? "ok" : "api ok, live updates down") + " · tmux " + (r.tmux ? "up" : "down");
     h.className = up && live.connected ? "ok" : "warn";
@@ -381,6 +382,8 @@ async function health() {
     // A TypeError is the network: nothing answered at all.
     h.textContent = e instanceof ApiError ? e.message : "unreachable";
     h.className = "bad";
+    // Nothing answered: the page may be the copy the service worker keeps on the device.
+    $("offline").hidden = e instanceof ApiError;
   }
 }
 health.asked = 0;
@@ -421,6 +424,18 @@ function liveStatus() {
   health();
 }
 
+/**
+ * The service worker (/sw.js) keeps the app shell on the device, so the installed app opens
+ * without the server and says it is offline. Registered from the signed-in page only: it fetches
+ * the shell with the cookie. Without one (an insecure origin, an old browser) the page is as before.
+ */
+function registerWorker() {
+  if (!("serviceWorker" in navigator)) return;
+  navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch((e) => {
+    console.warn("service worker not registered: " + e.message);
+  });
+}
+
 async function main() {
   $("create").addEventListener("submit", create);
   $("repo-filter").addEventListener("change", renderList);
@@ -440,6 +455,7 @@ async function main() {
     });
   }
   buildKeybar();
+  registerWorker();
   // The role first, so that an admin's views are made with their controls from the start.
   await identify();
   live.addEventListener("change", render);

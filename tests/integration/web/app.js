@@ -1,0 +1,149 @@
+// The installable web app in Debian's chromium (headless, puppeteer-core), against the stack
+// test_web_app.sh started. PHASE=online: signs in, checks the manifest as chromium parses it (no
+// errors, no installability errors, the icons), the favicon, and that the service worker is
+// registered and controls the page after a reload. PHASE=offline (the stack stopped, the same
+// profile): the page still opens from the worker's copy and says it is offline.
+// Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_web_app.sh counts them).
+// Environment: BASE_URL, AGENTD_TEST_TOKEN, PROFILE (chromium's user data dir), PHASE, CHROMIUM.
+"use strict";
+const puppeteer = require("puppeteer-core");
+
+const BASE = process.env.BASE_URL;
+const TOKEN = process.env.AGENTD_TEST_TOKEN;
+const WAIT_MS = 30000;
+let failures = 0;
+
+async function check(name, fn) {
+  try {
+    const r = await fn();
+    if (r === false) throw new Error("condition false");
+    console.log("ok - " + name);
+  } catch (e) {
+    failures++;
+    console.log("not ok - " + name + "\t" + String(e.message).replace(/\s+/g, " ").slice(0, 600));
+  }
+}
+
+async function until(fn, what, ms = WAIT_MS) {
+  const end = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e.message;
+    }
+    if (Date.now() > end) throw new Error("timed out waiting for " + what + " (last: " + JSON.stringify(last) + ")");
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+async function online(page) {
+  await page.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
+  const cdp = await page.target().createCDPSession();
+  await check("chromium parses the manifest without errors", async () => {
+    const m = await until(async () => {
+      const r = await cdp.send("Page.getAppManifest");
+      return r.url ? r : null;
+    }, "the page's manifest");
+    if (!m.url.endsWith("/manifest.webmanifest")) throw new Error("manifest url " + m.url);
+    if (m.errors.length) throw new Error(JSON.stringify(m.errors));
+    const data = JSON.parse(m.data);
+    if (data.name !== "agent-daemon" || data.display !== "standalone") throw new Error(m.data);
+    return true;
+  });
+  await check("the service worker is registered and controls the page after a reload", async () => {
+    await until(() => page.evaluate(async () => {
+      const r = await navigator.serviceWorker.getRegistration("/");
+      return !!(r && r.active && r.active.state === "activated");
+    }), "an active worker");
+    await page.reload({ waitUntil: "networkidle2" });
+    return until(() => page.evaluate(() => !!navigator.serviceWorker.controller), "a controlled page");
+  });
+  await check("chromium finds the app installable (no installability errors)", async () => {
+    const r = await until(async () => {
+      const x = await cdp.send("Page.getInstallabilityErrors");
+      return x.installabilityErrors.length === 0 ? x : null;
+    }, "no installability errors");
+    return !!r;
+  });
+  await check("the manifest's icons and the favicon are PNG images the page can load", async () => {
+    const sizes = await page.evaluate(async () => {
+      const out = [];
+      for (const src of ["/assets/icons/icon-192.png", "/assets/icons/icon-512.png", "/assets/icons/maskable-512.png", "/favicon.ico"]) {
+        const img = new Image();
+        img.src = src;
+        await img.decode();
+        out.push(src + "=" + img.naturalWidth + "x" + img.naturalHeight);
+      }
+      return out.join(" ");
+    });
+    const want = "/assets/icons/icon-192.png=192x192 /assets/icons/icon-512.png=512x512 /assets/icons/maskable-512.png=512x512 /favicon.ico=32x32";
+    if (sizes !== want) throw new Error(sizes);
+    return true;
+  });
+  await check("a push message shows one notification per session, linked to the session (text only, cut to size)", async () => {
+    await page.browserContext().overridePermissions(BASE, ["notifications"]);
+    const regs = new Map();
+    cdp.on("ServiceWorker.workerRegistrationUpdated", (e) => {
+      for (const r of e.registrations) if (!r.isDeleted) regs.set(r.scopeURL, r.registrationId);
+    });
+    await cdp.send("ServiceWorker.enable");
+    const id = await until(() => regs.get(BASE + "/"), "the worker's registration id");
+    const push = (m) => cdp.send("ServiceWorker.deliverPushMessage", { origin: BASE, registrationId: id, data: JSON.stringify(m) });
+    await push({ session: "widgets-7", title: "widgets-7 waits", body: "Bash: make test" });
+    await push({ session: "widgets-7", title: "widgets-7 failed", body: "exit 1" });
+    await push({ session: "../evil", title: "x".repeat(500), body: "<b>text</b>" });
+    const got = await until(() => page.evaluate(async () => {
+      const r = await navigator.serviceWorker.getRegistration("/");
+      const ns = await r.getNotifications();
+      return ns.length === 2 ? ns.map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data.url })) : null;
+    }), "two notifications");
+    got.sort((a, b) => a.tag.localeCompare(b.tag));
+    const want = [
+      { title: "x".repeat(120), body: "<b>text</b>", tag: "agentd", url: "/" },
+      { title: "widgets-7 failed", body: "exit 1", tag: "session:widgets-7", url: "/#/s/widgets-7" },
+    ];
+    if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(JSON.stringify(got));
+    return true;
+  });
+  await check("online: the offline note is hidden", () =>
+    until(() => page.$eval("#offline", (e) => e.hidden && getComputedStyle(e).display === "none"), "a hidden note"));
+}
+
+async function offline(page) {
+  let resp;
+  await check("offline: the page opens from the device's copy", async () => {
+    resp = await page.goto(BASE + "/", { waitUntil: "load" });
+    if (!resp || !resp.fromServiceWorker()) throw new Error("not from the service worker: " + (resp && resp.status()));
+    return until(() => page.$("#sessions"), "the page's session list");
+  });
+  await check("offline: the page says it is offline", () =>
+    until(async () => (await page.$eval("#offline", (e) => !e.hidden && getComputedStyle(e).display !== "none" && e.textContent)) &&
+      (await page.$eval("#live", (e) => e.textContent)) === "offline", "the offline note and badge"));
+}
+
+async function main() {
+  const browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    userDataDir: process.env.PROFILE,
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
+      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+    if (process.env.PHASE === "offline") await offline(page);
+    else await online(page);
+  } catch (e) {
+    failures++;
+    console.log("not ok - the browser run ends cleanly\t" + String(e.stack || e.message).replace(/\s+/g, " ").slice(0, 600));
+  } finally {
+    await browser.close();
+  }
+  process.exit(failures ? 1 : 0);
+}
+
+main();
