@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CAGE_EXIT_FAIL 126
@@ -60,6 +61,22 @@ static int cage_drop(uid_t uid, gid_t gid)
 	return 0;
 }
 
+/*
+ * Keeps only the hidden paths that exist (looked at as root, before the drop): bwrap cannot make
+ * a mount point for a missing one under the read-only /, and what is not there needs no hiding
+ * (the secrets directory of a host that has none).
+ */
+static void cage_hide_existing(struct cage_opts *o)
+{
+	struct stat st;
+	size_t kept = 0;
+
+	for (size_t i = 0; i < o->nhide; i++)
+		if (lstat(o->hide[i], &st) == 0)
+			o->hide[kept++] = o->hide[i];
+	o->nhide = kept;
+}
+
 int main(int argc, char **argv)
 {
 	char *bargv[CAGE_FIXED_WORDS + 3 * 4 * CAGE_PATHS_MAX + 3 + CAGE_ARGV_MAX + 1];
@@ -87,6 +104,7 @@ int main(int argc, char **argv)
 	if (setenv("HOME", o.home, 1) < 0 || setenv("USER", o.user, 1) < 0 ||
 	    setenv("LOGNAME", o.user, 1) < 0)
 		return cage_fail("environment", strerror(errno));
+	cage_hide_existing(&o);
 	if ((r = cage_drop(o.uid, o.gid)) < 0)
 		return cage_fail("cannot drop to the session's uid", strerror(-r));
 	if ((r = cage_bwrap_argv(&o, bwrap, bargv, sizeof(bargv) / sizeof(bargv[0]) - 1)) < 0)

@@ -4,10 +4,12 @@
  */
 #include "fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -183,5 +185,142 @@ int fsutil_move(const char *from, const char *to)
 	unlink(tmp);
 	if (r == 0 && unlink(from) < 0)
 		r = -errno;
+	return r;
+}
+
+static bool fsutil_skipped(const char *rel, const char *const *skip, size_t nskip)
+{
+	for (size_t i = 0; i < nskip; i++)
+		if (strcmp(rel, skip[i]) == 0)
+			return true;
+	return false;
+}
+
+static int fsutil_copy_file(int sfd, int dfd, const char *name, mode_t mode)
+{
+	char buf[64 * 1024];
+	int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out = -1, r = 0;
+	ssize_t n;
+
+	if (in < 0)
+		return -errno;
+	out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
+	if (out < 0) {
+		r = -errno;
+		goto out;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			goto out;
+		}
+		if ((r = fsutil_write_all(out, buf, (size_t)n)) < 0)
+			goto out;
+	}
+	/* The umask took bits the template's file has. */
+	if (fchmod(out, mode & 0777) < 0)
+		r = -errno;
+out:
+	if (out >= 0)
+		close(out);
+	close(in);
+	return r;
+}
+
+/* Copies the entries of the open directory sfd into dfd; rel is sfd's path relative to the
+ * tree's top ("" at the top), in a buffer of FSUTIL_PATH_MAX. */
+static int fsutil_copy_dir(int sfd, int dfd, char *rel, const char *const *skip, size_t nskip,
+			   int depth)
+{
+	size_t base = strlen(rel);
+	int dup_fd = dup(sfd), r = 0;
+	DIR *d;
+	struct dirent *e;
+
+	if (depth > FSUTIL_COPY_DEPTH_MAX)
+		return -ELOOP;
+	if (dup_fd < 0 || (d = fdopendir(dup_fd)) == NULL) {
+		r = -errno;
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return r;
+	}
+	while (r == 0 && (errno = 0, e = readdir(d)) != NULL) {
+		struct stat st;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (snprintf(rel + base, FSUTIL_PATH_MAX - base, "%s%s", base ? "/" : "",
+			     e->d_name) >= (int)(FSUTIL_PATH_MAX - base)) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		if (fsutil_skipped(rel, skip, nskip))
+			continue;
+		if (fstatat(sfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = -errno;
+		} else if (S_ISDIR(st.st_mode)) {
+			int cs, cd;
+
+			if (mkdirat(dfd, e->d_name, 0700) < 0) {
+				r = -errno;
+				continue;
+			}
+			cs =
+			    openat(sfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			cd =
+			    openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (cs < 0 || cd < 0)
+				r = -errno;
+			else if ((r = fsutil_copy_dir(cs, cd, rel, skip, nskip, depth + 1)) == 0 &&
+				 fchmod(cd, st.st_mode & 0777) < 0)
+				r = -errno;
+			if (cs >= 0)
+				close(cs);
+			if (cd >= 0)
+				close(cd);
+		} else if (S_ISREG(st.st_mode)) {
+			r = fsutil_copy_file(sfd, dfd, e->d_name, st.st_mode);
+		} else if (S_ISLNK(st.st_mode)) {
+			char target[FSUTIL_PATH_MAX];
+			ssize_t n = readlinkat(sfd, e->d_name, target, sizeof(target));
+
+			if (n < 0)
+				r = -errno;
+			else if ((size_t)n >= sizeof(target))
+				r = -ENAMETOOLONG;
+			else if ((target[n] = '\0', symlinkat(target, dfd, e->d_name)) < 0)
+				r = -errno;
+		}
+		/* Sockets, FIFOs and devices are not a HOME's to copy. */
+		rel[base] = '\0';
+	}
+	if (r == 0 && errno != 0 && e == NULL)
+		r = -errno;
+	rel[base] = '\0';
+	closedir(d);
+	return r;
+}
+
+int fsutil_copy_tree(const char *src, const char *dst, const char *const *skip, size_t nskip)
+{
+	char *rel = calloc(1, FSUTIL_PATH_MAX);
+	int sfd = -1, dfd = -1, r;
+
+	if (rel == NULL)
+		return -ENOMEM;
+	sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0 || dfd < 0)
+		r = -errno;
+	else
+		r = fsutil_copy_dir(sfd, dfd, rel, skip, nskip, 0);
+	if (sfd >= 0)
+		close(sfd);
+	if (dfd >= 0)
+		close(dfd);
+	free(rel);
 	return r;
 }

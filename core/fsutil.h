@@ -19,6 +19,18 @@ int fsutil_mkdir_parent(const char *path);
 /* rm -r without following symlinks; a missing path is fine. Returns 0 or -errno. */
 int fsutil_rm_tree(const char *path);
 
+#define FSUTIL_COPY_DEPTH_MAX 64 /* directories deep in a copied tree (a HOME template) */
+
+/*
+ * Copies the tree under the directory src into the existing directory dst: directories, regular
+ * files (content and permission bits, no set-id bits) and symbolic links (as links: never
+ * followed); other kinds of file are left out, and so is every entry whose path relative to src
+ * is one of the nskip names in skip (with all below it). Every lookup is the calling thread's
+ * file identity's (agentuser_fs_enter: the agent's). Returns 0, -ELOOP past
+ * FSUTIL_COPY_DEPTH_MAX, -ENAMETOOLONG, or another -errno (what was copied stays).
+ */
+int fsutil_copy_tree(const char *src, const char *dst, const char *const *skip, size_t nskip);
+
 /* True when a and b name the same existing file (whatever symlinks or trailing slashes). */
 bool fsutil_same_file(const char *a, const char *b);
 

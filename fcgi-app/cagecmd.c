@@ -17,7 +17,7 @@
 
 #define CAGECMD_BIN        "agentd-cage"
 #define CAGECMD_BIN_REL    "../cage/agentd-cage" /* in a build tree, beside fcgi-app/ */
-#define CAGECMD_HOMES_MODE 0711                  /* root's: each HOME is 0700 and its own */
+#define CAGECMD_HOMES_MODE 0711                  /* the agent's: each HOME is 0700 in it */
 
 /* agentd-cage beside agentd-api (installed) or in the build tree's cage/. */
 static int cagecmd_bin(const struct app *app, char *out, size_t len)
@@ -67,20 +67,6 @@ static int cagecmd_home_path(const struct app *app, const char *id, char *out, s
 	return !session_id_valid(id) ? -EINVAL : n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* Runs argv, as root; 0 when it ran and exited 0. */
-static int cagecmd_run(char *const *argv, struct cause *cause)
-{
-	struct proc_opts opts = {.envp = NULL, .cwd = "/", .keep_fd = -1};
-	char out[512];
-	int st = 0, r = proc_run(argv, &opts, out, sizeof(out), &st);
-
-	if (r < 0)
-		return cause_fail(cause, -r, "cannot run %s: %s", argv[0], strerror(-r));
-	if (st != 0)
-		return cause_fail(cause, EIO, "%s failed: %s", argv[0], out);
-	return 0;
-}
-
 /*
  * What of the template a new HOME never gets: claude's transcripts and per-conversation state
  * (the template is often the agent user's shared HOME, where every earlier session's are), and
@@ -92,9 +78,32 @@ static const char *const cagecmd_home_skip[] = {
     ".claude/history.jsonl", ".local/share/claude",
 };
 
+/*
+ * AGENTD_HOMES_DIR: the agent's (mode 0711), so that the HOMEs in it are made and removed with
+ * the agent's file identity alone. The systemd units' tmpfiles.d makes it so; under deploy/up and
+ * in the tests agentd-api (root, with every capability) makes it or gives it to the agent here.
+ */
+static int cagecmd_homes_dir(const struct app *app, struct cause *cause)
+{
+	const char *dir = app->cfg->homes_dir;
+	struct stat st;
+	int r;
+
+	if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == app->agent.uid)
+		return 0;
+	if ((r = fsutil_mkdir_p(dir)) < 0 ||
+	    (app->agent.switch_user && lchown(dir, app->agent.uid, app->agent.gid) < 0) ||
+	    chmod(dir, CAGECMD_HOMES_MODE) < 0) {
+		r = r < 0 ? -r : errno;
+		return cause_fail(cause, r, "cannot make %s the agent's: %s", dir, strerror(r));
+	}
+	return 0;
+}
+
 int cagecmd_home(const struct app *app, const struct session *s, char *home, size_t len,
 		 struct cause *cause)
 {
+	struct agentuser_fs fs;
 	const char *tpl = app->cfg->agent_home_template[0] != '\0' ? app->cfg->agent_home_template
 								   : app->agent.home;
 	char tmp[CONFIG_PATH_MAX + 16];
@@ -107,62 +116,51 @@ int cagecmd_home(const struct app *app, const struct session *s, char *home, siz
 		return S_ISDIR(st.st_mode)
 			   ? 0
 			   : cause_fail(cause, EEXIST, "%s is not a directory", home);
-	if ((r = fsutil_mkdir_p(app->cfg->homes_dir)) < 0 ||
-	    chmod(app->cfg->homes_dir, CAGECMD_HOMES_MODE) < 0)
-		return cause_fail(cause, r < 0 ? -r : errno, "cannot make %s: %s",
-				  app->cfg->homes_dir, strerror(r < 0 ? -r : errno));
-	/* Made aside and renamed: a HOME that exists is a whole one. The agent's from the start,
-	 * and filled by cp run as the agent: root never reads or writes through the template's
-	 * links (the template may be the agent's own HOME). */
+	if ((r = cagecmd_homes_dir(app, cause)) < 0)
+		return r;
+	/* Made aside and renamed: a HOME that exists is a whole one. Everything here runs with the
+	 * agent's file identity (under the systemd unit agentd-api has no CAP_CHOWN, CAP_FOWNER or
+	 * CAP_DAC_OVERRIDE, and cannot run setpriv: root touches the agents' files only as the
+	 * agent), so the template is read as the agent reads it and its links are copied as links,
+	 * never followed (the template may be the agent's own HOME). */
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		return cause_fail(cause, -r, "cannot take the agent's file identity");
 	snprintf(tmp, sizeof(tmp), "%s.new", home);
 	fsutil_rm_tree(tmp);
-	if (mkdir(tmp, 0700) < 0 || lchown(tmp, app->agent.uid, app->agent.gid) < 0) {
+	if (mkdir(tmp, 0700) < 0) {
 		r = cause_fail(cause, errno, "cannot make %s: %s", tmp, strerror(errno));
 		goto fail;
 	}
-	if (stat(tpl, &st) == 0 && S_ISDIR(st.st_mode)) {
-		char *cp[] = {"cp", "-a", "-T", "--", (char *)tpl, tmp, NULL};
-		char *cmd[AGENTUSER_PREFIX_WORDS + sizeof(cp) / sizeof(cp[0])];
-
-		if ((r = agentuser_command(&app->agent, cp, cmd,
-					   sizeof(cmd) / sizeof(cmd[0]) - 1)) < 0 ||
-		    (r = cagecmd_run(cmd, cause)) < 0)
-			goto fail;
-	}
-	{
-		/* Removed as the agent too: a link the template put on the way (.claude -> /) leads
-		 * rm only where the agent may delete anyway. */
-		enum { NSKIP = sizeof(cagecmd_home_skip) / sizeof(cagecmd_home_skip[0]) };
-		char paths[NSKIP][CONFIG_PATH_MAX + 64];
-		char *rm[3 + NSKIP + 1] = {"rm", "-rf", "--"};
-		char *cmd[AGENTUSER_PREFIX_WORDS + 3 + NSKIP + 1];
-
-		for (size_t i = 0; i < NSKIP; i++) {
-			snprintf(paths[i], sizeof(paths[i]), "%s/%s", tmp, cagecmd_home_skip[i]);
-			rm[3 + i] = paths[i];
-		}
-		rm[3 + NSKIP] = NULL;
-		if ((r = agentuser_command(&app->agent, rm, cmd,
-					   sizeof(cmd) / sizeof(cmd[0]) - 1)) < 0 ||
-		    (r = cagecmd_run(cmd, cause)) < 0)
-			goto fail;
+	if (stat(tpl, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    (r = fsutil_copy_tree(tpl, tmp, cagecmd_home_skip,
+				  sizeof(cagecmd_home_skip) / sizeof(cagecmd_home_skip[0]))) < 0) {
+		r = cause_fail(cause, -r, "cannot copy the HOME template %s: %s", tpl,
+			       strerror(-r));
+		goto fail;
 	}
 	if (chmod(tmp, 0700) < 0 || rename(tmp, home) < 0) {
 		r = cause_fail(cause, errno, "cannot make %s: %s", home, strerror(errno));
 		goto fail;
 	}
+	agentuser_fs_leave(&fs);
 	return 0;
 fail:
 	fsutil_rm_tree(tmp);
+	agentuser_fs_leave(&fs);
 	return r;
 }
 
 int cagecmd_remove_home(const struct app *app, const char *id)
 {
 	char home[CONFIG_PATH_MAX];
+	struct agentuser_fs fs;
 	int r = cagecmd_home_path(app, id, home, sizeof(home));
 
-	return r < 0 ? r : fsutil_rm_tree(home);
+	if (r < 0 || (r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		return r;
+	r = fsutil_rm_tree(home);
+	agentuser_fs_leave(&fs);
+	return r;
 }
 
 /*
@@ -175,19 +173,22 @@ static int cagecmd_host_dir(const struct app *app, const char *id,
 					size_t),
 			    char *out, size_t len)
 {
+	struct agentuser_fs fs;
 	size_t n;
+	int r;
 
 	if (join(app->cfg, id, "", out, len) < 0)
 		return -ENAMETOOLONG;
 	n = strlen(out);
 	while (n > 1 && out[n - 1] == '/')
 		out[--n] = '\0';
-	if (mkdir(out, 0750) < 0) {
-		if (errno != EEXIST)
-			return -errno;
-		return 0;
-	}
-	return lchown(out, app->agent.uid, (gid_t)-1) < 0 ? -errno : 0;
+	/* With the agent's file identity: agents/ is the agent's (setgid, group root), and under
+	 * the systemd unit agentd-api may not write or chown there as root. */
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		return r;
+	r = mkdir(out, 0750) < 0 && errno != EEXIST ? -errno : 0;
+	agentuser_fs_leave(&fs);
+	return r;
 }
 
 /* Whether path lies in a directory the cage hides (c->words[0..n) hold "--hide DIR" pairs) or in

@@ -44,6 +44,19 @@ sctl() { cx systemctl --no-pager "$@"; }
 prop() { sctl show -p "$2" --value "$1.service" 2>/dev/null; }
 tmx() { cx tmux -S /run/agentd/tmux.sock "$@"; }
 
+# The kernel settings systemd as PID 1 raises at start (global, not the namespace's: /proc
+# stays whole so that the cages can mount their own), put back as they were once it runs.
+SYSCTLS=(fs/nr_open fs/file-max)
+declare -A SYSCTL_WAS=()
+for k in "${SYSCTLS[@]}"; do SYSCTL_WAS[$k]=$(cat "/proc/sys/$k"); done
+sysctl_restore() {
+	local k
+	for k in "${SYSCTLS[@]}"; do
+		[ "$(cat "/proc/sys/$k")" == "${SYSCTL_WAS[$k]}" ] ||
+			echo "${SYSCTL_WAS[$k]}" >"/proc/sys/$k"
+	done
+}
+
 sysd_start() {
 	mkdir -p "/sys/fs/cgroup/systemd/$CG" "/sys/fs/cgroup/unified/$CG" || return 1
 	(
@@ -59,6 +72,9 @@ sysd_start() {
 	CR=/proc/$P1/root
 	wait_for 60 bash -c "s=\$(nsenter -t $P1 -m -p -- systemctl is-system-running 2>/dev/null);
 		[ \"\$s\" == running ] || [ \"\$s\" == degraded ]"
+	local rc=$?
+	sysctl_restore
+	return $rc
 }
 
 # sysd_stop: poweroff inside (systemd stops every unit, then exits: the namespace ends), SIGKILL
@@ -86,7 +102,7 @@ sysd_journal() {
 	[ -n "$P1" ] && [ "$FAILURES" -gt 0 ] &&
 		cx journalctl --no-pager -o short-precise >"$T/logs/journal.log" 2>&1
 }
-trap 'rc=$?; kill_sse_clients; kill_clients; sysd_stop; (exit $rc); cleanup' EXIT
+trap 'rc=$?; kill_sse_clients; kill_clients; sysd_stop; sysctl_restore; (exit $rc); cleanup' EXIT
 
 # --- the installation and the namespace ---------------------------------------------------------
 out=$(meson install -C "$BUILD_DIR" --no-rebuild --destdir "$DEST" 2>&1) ||
@@ -116,6 +132,9 @@ EOC
 done
 if sysd_start; then
 	pass "systemd runs as PID 1 of its namespace"
+	for k in "${SYSCTLS[@]}"; do
+		assert_eq "the machine's $k is as it was" "${SYSCTL_WAS[$k]}" "$(cat "/proc/sys/$k")"
+	done
 else
 	fail "systemd runs as PID 1 of its namespace" "$(cat "$T/logs/container.log")"
 	exit 1

@@ -101,7 +101,8 @@ assert_eq "agentd-api may only take the agent's file identity (setfsuid, setfsgi
 	"$(grep '^CapabilityBoundingSet=' "$UNITDIR/agentd-api.service")"
 assert_eq "agentd-bridge has no capability" "CapabilityBoundingSet=" \
 	"$(grep '^CapabilityBoundingSet=' "$UNITDIR/agentd-bridge.service")"
-assert_eq "agentd-api may write /run/agentd and /code" "ReadWritePaths=/run/agentd /code" \
+assert_eq "agentd-api may write /run/agentd, /code and the caged sessions' HOMEs" \
+	"ReadWritePaths=/run/agentd /code /var/lib/agentd-homes" \
 	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-api.service")"
 assert_eq "agentd-api's state dir is AGENTD_STATE_DIR's default, /var/lib/agentd (tokens, records)" \
 	StateDirectory=agentd "$(grep '^StateDirectory=' "$UNITDIR/agentd-api.service")"

@@ -187,3 +187,55 @@ Test(fsutil, write_all_writes_past_a_pipe_buffer_and_reports_a_closed_peer)
 	cr_assert_eq(fsutil_write_all(sv[0], "x", 1), -EPIPE);
 	close(sv[0]);
 }
+
+Test(fsutil, copy_tree_copies_files_dirs_and_links_as_links_and_skips_what_it_is_told)
+{
+	static const char *const skip[] = {".claude/projects", "big"};
+	char src[T_MAX], dst[T_MAX], p[T_MAX + 64], link[T_MAX + 64];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	at(src, "tpl");
+	at(dst, "home");
+	cr_assert_eq(fsutil_mkdir_p(src), 0);
+	cr_assert_eq(fsutil_mkdir_p(dst), 0);
+	snprintf(p, sizeof(p), "%s/.claude/projects/x", src);
+	cr_assert_eq(fsutil_mkdir_p(p), 0);
+	snprintf(p, sizeof(p), "%s/big", src);
+	cr_assert_eq(fsutil_mkdir_p(p), 0);
+	snprintf(p, sizeof(p), "%s/.claude/settings.json", src);
+	cr_assert_eq(fsutil_write_new(p, "{}\n", 0640), 0);
+	cr_assert_eq(chmod(p, 0640), 0);
+	snprintf(p, sizeof(p), "%s/.gitconfig", src);
+	cr_assert_eq(fsutil_write_new(p, "[user]\n", 0600), 0);
+	snprintf(link, sizeof(link), "%s/root", src);
+	cr_assert_eq(symlink("/", link), 0, "a link to / is copied as a link, never followed");
+	snprintf(p, sizeof(p), "%s/fifo", src);
+	cr_assert_eq(mkfifo(p, 0600), 0);
+
+	cr_assert_eq(fsutil_copy_tree(src, dst, skip, 2), 0);
+	snprintf(p, sizeof(p), "%s/.claude/settings.json", dst);
+	cr_assert_eq(stat(p, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0640, "the mode is the template's");
+	cr_assert_eq(st.st_size, 3);
+	snprintf(p, sizeof(p), "%s/.gitconfig", dst);
+	cr_assert_eq(stat(p, &st), 0);
+	snprintf(p, sizeof(p), "%s/root", dst);
+	cr_assert_eq(lstat(p, &st), 0);
+	cr_assert(S_ISLNK(st.st_mode));
+	n = readlink(p, link, sizeof(link) - 1);
+	cr_assert_eq(n, 1);
+	snprintf(p, sizeof(p), "%s/.claude/projects", dst);
+	cr_assert_eq(lstat(p, &st), -1, "a skipped directory is not copied");
+	snprintf(p, sizeof(p), "%s/big", dst);
+	cr_assert_eq(lstat(p, &st), -1);
+	snprintf(p, sizeof(p), "%s/.claude", dst);
+	cr_assert_eq(lstat(p, &st), 0, "its parent is");
+	snprintf(p, sizeof(p), "%s/fifo", dst);
+	cr_assert_eq(lstat(p, &st), -1, "a FIFO is no HOME's");
+	fd = open(dst, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(fsutil_copy_tree(src, dst, skip, 2), -EEXIST, "never over what is there");
+}
