@@ -42,6 +42,10 @@ const char *worktree_sync_name(enum worktree_sync s);
  * origin/feat/issue-<N>. *out allocated (caller frees). Returns 0 or -errno. */
 int worktree_list_branches(const char *base, struct worktree_branch **out, size_t *n);
 
+/* As worktree_list_branches, for the stores <dir>/<owner>/<name>.git of the store layout
+ * (gitstore.h); none when dir is empty. */
+int worktree_list_store_branches(const char *dir, struct worktree_branch **out, size_t *n);
+
 /* Lists every <name>-issue-<N> worktree of every managed repository under base. *out allocated
  * (caller frees). Returns 0 or -errno. */
 int worktree_list(const char *base, struct worktree_entry **out, size_t *n);
