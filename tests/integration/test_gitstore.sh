@@ -190,3 +190,12 @@ assert_eq "the kept refs are untouched" "$KEPT" \
 	"$(git -C "$STORE" for-each-ref --format='%(refname) %(objectname)' refs/agentd/kept/)"
 api GET /branches
 assert_json "only B's branch is left, no session has it" '[.[] | [.issue, .session]]' '[[2,null]]'
+
+# The store's view of origin is only as fresh as its last fetch, and an agent's push goes from its
+# own repository: a refused DELETE fetches the store once before it answers.
+git -C "$REMOTE" fetch -q "$STORE" feat/issue-2:feat/issue-2 || fail "B's branch reaches the remote"
+api DELETE /branches/acme/widgets/feat/issue-2
+assert_status "DELETE of a branch pushed since the store's last fetch: 200" 200
+check_not "the store's feat/issue-2 is gone" git -C "$STORE" rev-parse -q --verify refs/heads/feat/issue-2
+assert_eq "the kept refs are still untouched" "$KEPT" \
+	"$(git -C "$STORE" for-each-ref --format='%(refname) %(objectname)' refs/agentd/kept/)"
