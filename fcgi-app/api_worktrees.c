@@ -406,6 +406,26 @@ static void api_branches_list(const struct app *app, struct request *req,
 	request_reply(req, 200, arr, NULL);
 }
 
+/* Fetches the store of owner/name, as the creation worker does (the caller holds its lock). An
+ * agent pushes from its own repository, never through the store, so the store's origin refs are
+ * as old as its last fetch: a branch pushed since would be refused. Returns 0 when fetched. */
+static int api_store_fetch(const struct app *app, const char *owner, const char *name,
+			   const char *branch)
+{
+	char url[WORKTREE_URL_MAX];
+	struct cause fetch = {{0}};
+	long issue;
+	int r;
+
+	if (!gitrepo_parse_issue(branch + sizeof(GITREPO_BRANCH_PREFIX) - 1, &issue) ||
+	    session_render_prompt(app->cfg->repo_url, owner, name, issue, url, sizeof(url)) < 0)
+		return -EINVAL;
+	r = gitstore_ensure(app->cfg->git_store_dir, owner, name, url, &fetch);
+	if (r != 0)
+		log_warn("cannot fetch the store of %s/%s: %s", owner, name, fetch.msg);
+	return r == 0 ? 0 : -EIO;
+}
+
 /* The store layout's delete, as the daemon under the store's lock (the store is root's): refused
  * while the session repository of the issue has the branch checked out (read as the agent). */
 static int api_branches_delete_stored(const struct app *app, const char *owner, const char *name,
@@ -435,6 +455,10 @@ static int api_branches_delete_stored(const struct app *app, const char *owner, 
 			       branch, strerror(-r));
 	else
 		r = gitstore_branch_delete(dir, owner, name, branch, cause);
+	if (r == -ENOTEMPTY && api_store_fetch(app, owner, name, branch) == 0) {
+		memset(cause, 0, sizeof(*cause));
+		r = gitstore_branch_delete(dir, owner, name, branch, cause);
+	}
 	store_unlock(lock);
 	return r;
 }
