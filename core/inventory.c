@@ -1,7 +1,8 @@
 /*
  * The inventory of what the bare clones hold: every <name>-issue-<N> worktree and every
  * feat/issue-<N> branch (compared with origin's, from local refs only) of every managed
- * repository, sorted by owner, name and issue. Reads only; each call opens and frees its own
+ * repository, and the same branches of the stores of the store layout (gitstore.h), sorted by
+ * owner, name and issue. Reads only; each call opens and frees its own
  * repository objects.
  */
 #include "inventory.h"

@@ -1,6 +1,7 @@
 /*
  * The inventory of the bare clones under <base>/.repos: every <name>-issue-<N> worktree and every
- * feat/issue-<N> branch, compared with origin's branch of that name without network access.
+ * feat/issue-<N> branch, compared with origin's branch of that name without network access (and
+ * the branches of the stores <store dir>/<owner>/<name>.git, worktree_list_store_branches).
  * Sorted by owner, name and issue; at most WORKTREE_LIST_MAX items (more is not a real server).
  */
 #ifndef AGENTD_INVENTORY_H
