@@ -778,3 +778,65 @@ int gitstore_find(const char *base, const char *dir, const char *name, struct wo
 	free(list);
 	return r;
 }
+
+int gitstore_parse_head(const char *text, char *out, size_t outlen)
+{
+	static const char prefix[] = "ref: refs/heads/";
+	size_t len;
+
+	if (strncmp(text, prefix, sizeof(prefix) - 1) != 0)
+		return -EINVAL; /* detached (an object id) or not a HEAD at all */
+	text += sizeof(prefix) - 1;
+	len = strcspn(text, "\n");
+	/* One line and nothing after it, as git writes it; anything else is not trusted. */
+	if (len == 0 || len >= outlen || (text[len] == '\n' && text[len + 1] != '\0'))
+		return -EINVAL;
+	memcpy(out, text, len);
+	out[len] = '\0';
+	return 0;
+}
+
+int gitstore_checked_out(const char *base, const char *dir, const char *owner, const char *name,
+			 const char *branch, char *where, size_t wherelen)
+{
+	/* "ref: refs/heads/" and a ref name: a longer HEAD is not on any branch agentd names. */
+	char store[WORKTREE_PATH_MAX], file[WORKTREE_PATH_MAX + 16], text[GITREPO_REF_MAX + 32],
+	    head[GITREPO_REF_MAX];
+	long issue;
+	ssize_t n;
+	int fd, r;
+
+	if (!worktree_branch_name_valid(branch))
+		return -EINVAL;
+	gitrepo_parse_issue(branch + sizeof(GITREPO_BRANCH_PREFIX) - 1, &issue);
+	if ((r = gitstore_path(dir, owner, name, store, sizeof(store))) < 0)
+		return r;
+	r = snprintf(where, wherelen, "%s/%s-issue-%ld", base, name, issue);
+	if (r < 0 || (size_t)r >= wherelen)
+		return -ENAMETOOLONG;
+	if (!gitstore_borrows(store, where))
+		return 0;
+	snprintf(file, sizeof(file), "%s/.git/HEAD", where);
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	text[n] = '\0';
+	return gitstore_parse_head(text, head, sizeof(head)) == 0 && strcmp(head, branch) == 0;
+}
+
+int gitstore_branch_delete(const char *dir, const char *owner, const char *name, const char *branch,
+			   struct cause *cause)
+{
+	struct gitrepo r;
+	int rc;
+
+	if (!worktree_branch_name_valid(branch))
+		return cause_fail(cause, EINVAL, "only feat/issue-<N> branches can be deleted");
+	if ((rc = gitstore_repo(&r, dir, owner, name, cause)) < 0)
+		return rc;
+	return worktree_branch_delete_in(&r, branch, cause);
+}

@@ -88,4 +88,22 @@ int gitstore_list(const char *base, const char *dir, struct worktree_entry **out
  * *out filled, -ENOENT, or -errno. */
 int gitstore_find(const char *base, const char *dir, const char *name, struct worktree_entry *out);
 
+/* Reads the text of a HEAD file: 0 with the branch of "ref: refs/heads/<branch>\n" in out, or
+ * -EINVAL (a detached HEAD, anything else, or a branch longer than outlen). */
+int gitstore_parse_head(const char *text, char *out, size_t outlen);
+
+/*
+ * Tells whether a session repository has the store's branch ("feat/issue-<N>") checked out: the
+ * repository <base>/<name>-issue-<N> borrows the store of owner/name and its HEAD is on branch.
+ * Reads the agent's files: called as the agent. Returns 1 (where = the repository's path), 0, or
+ * -errno (-EINVAL for a branch that is not feat/issue-<N>).
+ */
+int gitstore_checked_out(const char *base, const char *dir, const char *owner, const char *name,
+			 const char *branch, char *where, size_t wherelen);
+
+/* worktree_branch_delete for the store of owner/name under dir, as the daemon, under
+ * gitstore_lock, once gitstore_checked_out said no session has branch. Same returns. */
+int gitstore_branch_delete(const char *dir, const char *owner, const char *name, const char *branch,
+			   struct cause *cause);
+
 #endif

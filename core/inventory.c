@@ -1,7 +1,8 @@
 /*
  * The inventory of what the bare clones hold: every <name>-issue-<N> worktree and every
  * feat/issue-<N> branch (compared with origin's, from local refs only) of every managed
- * repository, sorted by owner, name and issue. Reads only; each call opens and frees its own
+ * repository, and the same branches of the stores of the store layout (gitstore.h), sorted by
+ * owner, name and issue. Reads only; each call opens and frees its own
  * repository objects.
  */
 #include "inventory.h"
@@ -90,16 +91,15 @@ static int inventory_foreach_in_owner(const char *owner_dir, const char *owner,
 	return r;
 }
 
-/* Calls cb for every managed repository <base>/.repos/<owner>/<name>.git. */
-static int inventory_foreach_repo(const char *base, inventory_repo_cb cb, struct inventory_vec *v)
+/* Calls cb for every repository <repos>/<owner>/<name>.git: the bare clones under
+ * <base>/.repos, or the stores under the store dir. */
+static int inventory_foreach_repo(const char *repos, inventory_repo_cb cb, struct inventory_vec *v)
 {
-	char repos[WORKTREE_PATH_MAX], owner_dir[WORKTREE_PATH_MAX];
+	char owner_dir[WORKTREE_PATH_MAX];
 	struct dirent *e;
 	DIR *d;
 	int r = 0;
 
-	if (snprintf(repos, sizeof(repos), "%s/.repos", base) >= (int)sizeof(repos))
-		return -ENAMETOOLONG;
 	d = opendir(repos);
 	if (d == NULL)
 		return errno == ENOENT ? 0 : -errno;
@@ -182,18 +182,25 @@ static int inventory_cmp_branch(const void *a, const void *b)
 	return inventory_cmp_key(x->owner, x->name, x->issue, y->owner, y->name, y->issue);
 }
 
-/* Runs cb over every managed repository and hands back the sorted items. */
-static int inventory_collect(const char *base, inventory_repo_cb cb, size_t size,
+/* Runs cb over every repository under repos (NULL: base's .repos) and hands back the sorted
+ * items. */
+static int inventory_collect(const char *base, const char *repos, inventory_repo_cb cb, size_t size,
 			     int (*cmp)(const void *, const void *), void **out, size_t *n)
 {
+	char clones[WORKTREE_PATH_MAX];
 	struct inventory_vec v = {NULL, 0, 0, size};
 	int r;
 
 	*out = NULL;
 	*n = 0;
-	if (base == NULL)
-		return -EINVAL;
-	r = inventory_foreach_repo(base, cb, &v);
+	if (repos == NULL) {
+		if (base == NULL)
+			return -EINVAL;
+		if (snprintf(clones, sizeof(clones), "%s/.repos", base) >= (int)sizeof(clones))
+			return -ENAMETOOLONG;
+		repos = clones;
+	}
+	r = inventory_foreach_repo(repos, cb, &v);
 	if (r < 0) {
 		free(v.items);
 		return r;
@@ -208,7 +215,7 @@ static int inventory_collect(const char *base, inventory_repo_cb cb, size_t size
 int worktree_list(const char *base, struct worktree_entry **out, size_t *n)
 {
 	void *items;
-	int r = inventory_collect(base, inventory_list_cb, sizeof(**out), inventory_cmp_entry,
+	int r = inventory_collect(base, NULL, inventory_list_cb, sizeof(**out), inventory_cmp_entry,
 				  &items, n);
 
 	*out = items;
@@ -310,9 +317,25 @@ static int inventory_branches_cb(git_repository *git, const char *owner, const c
 int worktree_list_branches(const char *base, struct worktree_branch **out, size_t *n)
 {
 	void *items;
-	int r = inventory_collect(base, inventory_branches_cb, sizeof(**out), inventory_cmp_branch,
-				  &items, n);
+	int r = inventory_collect(base, NULL, inventory_branches_cb, sizeof(**out),
+				  inventory_cmp_branch, &items, n);
 
+	*out = items;
+	return r;
+}
+
+int worktree_list_store_branches(const char *dir, struct worktree_branch **out, size_t *n)
+{
+	void *items;
+	int r;
+
+	if (dir == NULL || dir[0] == '\0') {
+		*out = NULL;
+		*n = 0;
+		return 0;
+	}
+	r = inventory_collect(NULL, dir, inventory_branches_cb, sizeof(**out), inventory_cmp_branch,
+			      &items, n);
 	*out = items;
 	return r;
 }

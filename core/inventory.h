@@ -1,6 +1,7 @@
 /*
  * The inventory of the bare clones under <base>/.repos: every <name>-issue-<N> worktree and every
- * feat/issue-<N> branch, compared with origin's branch of that name without network access.
+ * feat/issue-<N> branch, compared with origin's branch of that name without network access (and
+ * the branches of the stores <store dir>/<owner>/<name>.git, worktree_list_store_branches).
  * Sorted by owner, name and issue; at most WORKTREE_LIST_MAX items (more is not a real server).
  */
 #ifndef AGENTD_INVENTORY_H
@@ -41,6 +42,10 @@ const char *worktree_sync_name(enum worktree_sync s);
 /* Lists the feat/issue-<N> branches of every managed repository under base, compared with
  * origin/feat/issue-<N>. *out allocated (caller frees). Returns 0 or -errno. */
 int worktree_list_branches(const char *base, struct worktree_branch **out, size_t *n);
+
+/* As worktree_list_branches, for the stores <dir>/<owner>/<name>.git of the store layout
+ * (gitstore.h); none when dir is empty. */
+int worktree_list_store_branches(const char *dir, struct worktree_branch **out, size_t *n);
 
 /* Lists every <name>-issue-<N> worktree of every managed repository under base. *out allocated
  * (caller frees). Returns 0 or -errno. */

@@ -1127,51 +1127,66 @@ static int wt_hide_origin(git_repository *git, git_revwalk *walk, const char *br
 	return rc;
 }
 
+bool worktree_branch_name_valid(const char *branch)
+{
+	long issue;
+
+	return branch != NULL &&
+	       strncmp(branch, GITREPO_BRANCH_PREFIX, sizeof(GITREPO_BRANCH_PREFIX) - 1) == 0 &&
+	       gitrepo_parse_issue(branch + sizeof(GITREPO_BRANCH_PREFIX) - 1, &issue);
+}
+
 int worktree_branch_delete(const char *base, const char *owner, const char *name,
 			   const char *branch, struct cause *cause)
 {
-	char ref[GITREPO_REF_MAX], where[WORKTREE_PATH_MAX], def[GITREPO_REF_MAX];
-	git_reference *br = NULL;
-	git_revwalk *walk = NULL;
 	struct gitrepo r = {0};
-	size_t n = 0;
-	long issue;
 	int rc;
 
-	if (branch == NULL ||
-	    strncmp(branch, GITREPO_BRANCH_PREFIX, sizeof(GITREPO_BRANCH_PREFIX) - 1) != 0 ||
-	    !gitrepo_parse_issue(branch + sizeof(GITREPO_BRANCH_PREFIX) - 1, &issue))
+	if (!worktree_branch_name_valid(branch))
 		return cause_fail(cause, EINVAL, "only feat/issue-<N> branches can be deleted");
 	rc = gitrepo_init(&r, base, owner, name, cause);
 	if (rc < 0)
 		return rc;
-	rc = git_repository_open_bare(&r.git, r.bare);
+	return worktree_branch_delete_in(&r, branch, cause);
+}
+
+int worktree_branch_delete_in(struct gitrepo *r, const char *branch, struct cause *cause)
+{
+	char ref[GITREPO_REF_MAX], where[WORKTREE_PATH_MAX], def[GITREPO_REF_MAX];
+	git_reference *br = NULL;
+	git_revwalk *walk = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!worktree_branch_name_valid(branch))
+		return cause_fail(cause, EINVAL, "only feat/issue-<N> branches can be deleted");
+	rc = git_repository_open_bare(&r->git, r->bare);
 	if (rc < 0) {
 		rc = cause_fail(cause, rc == GIT_ENOTFOUND ? ENOENT : gitrepo_errno(rc),
-				"no clone of %s: %s", r.label, gitrepo_msg());
+				"no clone of %s: %s", r->label, gitrepo_msg());
 		goto out;
 	}
-	rc = git_branch_lookup(&br, r.git, branch, GIT_BRANCH_LOCAL);
+	rc = git_branch_lookup(&br, r->git, branch, GIT_BRANCH_LOCAL);
 	if (rc < 0) {
-		rc = cause_fail(cause, gitrepo_errno(rc), "no branch %s in %s", branch, r.label);
+		rc = cause_fail(cause, gitrepo_errno(rc), "no branch %s in %s", branch, r->label);
 		goto out;
 	}
 	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
-	if (wt_prune_and_find(r.git, ref, where, sizeof(where))) {
+	if (wt_prune_and_find(r->git, ref, where, sizeof(where))) {
 		rc = cause_fail(cause, EBUSY, "branch %s is checked out in the worktree %s", branch,
 				where);
 		goto out;
 	}
-	rc = git_revwalk_new(&walk, r.git);
+	rc = git_revwalk_new(&walk, r->git);
 	if (rc == 0 && git_reference_target(br) != NULL)
 		rc = git_revwalk_push(walk, git_reference_target(br));
 	if (rc == 0)
-		rc = wt_hide_origin(r.git, walk, branch, def, sizeof(def));
+		rc = wt_hide_origin(r->git, walk, branch, def, sizeof(def));
 	if (rc == 0)
 		rc = wt_walk_count(walk, &n);
 	if (rc < 0) {
 		rc = cause_fail(cause, gitrepo_errno(rc), "cannot read the history of %s in %s: %s",
-				branch, r.label, gitrepo_msg());
+				branch, r->label, gitrepo_msg());
 		goto out;
 	}
 	if (n > 0) {
@@ -1185,10 +1200,11 @@ int worktree_branch_delete(const char *base, const char *owner, const char *name
 	rc = git_branch_delete(br);
 	if (rc < 0)
 		rc = cause_fail(cause, gitrepo_errno(rc), "cannot delete branch %s of %s: %s",
-				branch, r.label, gitrepo_msg());
+				branch, r->label, gitrepo_msg());
 out:
 	git_revwalk_free(walk);
 	git_reference_free(br);
-	git_repository_free(r.git);
+	git_repository_free(r->git);
+	r->git = NULL;
 	return rc;
 }

@@ -77,4 +77,13 @@ int worktree_delete(const char *base, const char *owner, const char *name, const
 int worktree_branch_delete(const char *base, const char *owner, const char *name,
 			   const char *branch, struct cause *cause);
 
+struct gitrepo;
+
+/* As worktree_branch_delete, in the bare repository r names (r->bare and r->label set, r->git
+ * NULL, and NULL again on return): the worktree layout's clone or the store layout's store. */
+int worktree_branch_delete_in(struct gitrepo *r, const char *branch, struct cause *cause);
+
+/* True when branch is "feat/issue-<N>", the only branches agentd deletes. */
+bool worktree_branch_name_valid(const char *branch);
+
 #endif

@@ -1,8 +1,9 @@
 /*
  * The git resources: GET and DELETE /worktrees, GET and DELETE /branches. Every change holds the
- * repository's lock (worktree_lock), as the creation worker does. Clones and worktrees are the
- * agent user's files: every git call runs with its filesystem identity (agentuser_fs_enter), the
- * session records are read with ours.
+ * repository's lock (worktree_lock, or the store's gitstore_lock), as the creation worker does.
+ * Clones, worktrees and session repositories are the agent user's files: every git call on them
+ * runs with its filesystem identity (agentuser_fs_enter); the stores are the daemon's and are
+ * written as we are, as are the session records read.
  */
 #include "api_worktrees.h"
 
@@ -304,42 +305,177 @@ static void api_worktrees_delete(const struct app *app, struct request *req,
 	store_unlock(lock);
 }
 
+/* Reads the record of the session <name>-<issue>, if any, into s (as api_session_of). */
+static int api_session_of_issue(const struct app *app, const char *name, long issue,
+				struct session *s)
+{
+	char id[SESSION_ID_MAX + 1];
+
+	if (snprintf(id, sizeof(id), "%s-%ld", name, issue) >= (int)sizeof(id))
+		return -ENOENT;
+	return store_read(&app->store, id, s, NULL);
+}
+
+static json_object *api_branch_json(const struct worktree_branch *b, const char *layout)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "repo", api_repo_json(b->owner, b->name));
+	json_object_object_add(o, "issue", json_object_new_int64(b->issue));
+	json_object_object_add(o, "name", json_object_new_string(b->branch));
+	json_object_object_add(o, "sync", json_object_new_string(worktree_sync_name(b->sync)));
+	json_object_object_add(o, "ahead", json_object_new_int64((int64_t)b->ahead));
+	json_object_object_add(o, "behind", json_object_new_int64((int64_t)b->behind));
+	json_object_object_add(o, "layout", json_object_new_string(layout));
+	return o;
+}
+
+/* The branches of the bare clones and of the stores, and for each store branch whether its
+ * session repository has it checked out (read as the agent: its files; *checked allocated). */
+static int api_branches_collect(const struct app *app, struct worktree_branch **list, size_t *n,
+				struct worktree_branch **slist, size_t *sn, bool **checked)
+{
+	char where[WORKTREE_PATH_MAX];
+	struct agentuser_fs fs;
+	int r = agentuser_fs_enter(&app->agent, &fs);
+
+	*list = *slist = NULL;
+	*checked = NULL;
+	*n = *sn = 0;
+	if (r < 0)
+		return r;
+	r = worktree_list_branches(app->cfg->base_dir, list, n);
+	if (r == 0)
+		r = worktree_list_store_branches(app->cfg->git_store_dir, slist, sn);
+	if (r == 0 && *sn > 0 && (*checked = calloc(*sn, sizeof(**checked))) == NULL)
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < *sn; i++) {
+		const struct worktree_branch *b = &(*slist)[i];
+
+		/* A repository that cannot be read is not known to have it: listed as free. */
+		(*checked)[i] =
+		    gitstore_checked_out(app->cfg->base_dir, app->cfg->git_store_dir, b->owner,
+					 b->name, b->branch, where, sizeof(where)) == 1;
+	}
+	agentuser_fs_leave(&fs);
+	return r;
+}
+
 static void api_branches_list(const struct app *app, struct request *req,
 			      const char *const args[ROUTER_MAX_ARGS])
 {
-	struct worktree_branch *list;
-	struct agentuser_fs fs;
+	struct worktree_branch *list, *slist;
+	struct session *s = malloc(sizeof(*s));
+	size_t n, sn;
+	bool *checked;
 	json_object *arr;
-	size_t n;
-	int r = agentuser_fs_enter(&app->agent, &fs);
-
-	if (r == 0) {
-		r = worktree_list_branches(app->cfg->base_dir, &list, &n);
-		agentuser_fs_leave(&fs);
-	}
+	int r = s != NULL ? api_branches_collect(app, &list, &n, &slist, &sn, &checked) : -ENOMEM;
 
 	if (r < 0) {
+		free(s);
+		free(list);
+		free(slist);
+		free(checked);
 		request_error(req, 500, "git_error", "cannot list branches: %s", strerror(-r));
 		return;
 	}
-	arr = json_object_new_array_ext((int)n);
-	for (size_t i = 0; i < n; i++) {
-		json_object *o = json_object_new_object();
+	arr = json_object_new_array_ext((int)(n + sn));
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(arr, api_branch_json(&list[i], "worktree"));
+	for (size_t i = 0; i < sn; i++) {
+		json_object *o = api_branch_json(&slist[i], "store");
+		char where[WORKTREE_PATH_MAX];
 
-		json_object_object_add(o, "repo", api_repo_json(list[i].owner, list[i].name));
-		json_object_object_add(o, "issue", json_object_new_int64(list[i].issue));
-		json_object_object_add(o, "name", json_object_new_string(list[i].branch));
-		json_object_object_add(o, "sync",
-				       json_object_new_string(worktree_sync_name(list[i].sync)));
-		json_object_object_add(o, "ahead", json_object_new_int64((int64_t)list[i].ahead));
-		json_object_object_add(o, "behind", json_object_new_int64((int64_t)list[i].behind));
+		snprintf(where, sizeof(where), "%s/%s-issue-%ld", app->cfg->base_dir, slist[i].name,
+			 slist[i].issue);
+		/* Which session has the branch checked out in its own repository: null when none
+		 * has (a repository kept by a DELETE has no session, and says so in checkedOut). */
+		json_object_object_add(o, "checkedOut",
+				       checked[i] ? json_object_new_string(where) : NULL);
+		json_object_object_add(
+		    o, "session",
+		    checked[i] && api_session_of_issue(app, slist[i].name, slist[i].issue, s) == 0
+			? json_object_new_string(s->id)
+			: NULL);
 		json_object_array_add(arr, o);
 	}
 	free(list);
+	free(slist);
+	free(checked);
+	free(s);
 	request_reply(req, 200, arr, NULL);
 }
 
-/* DELETE /branches/<owner>/<name>/<branch>: args[2] is the rest of the path ("feat/issue-7"). */
+/* Fetches the store of owner/name, as the creation worker does (the caller holds its lock). An
+ * agent pushes from its own repository, never through the store, so the store's origin refs are
+ * as old as its last fetch: a branch pushed since would be refused. Returns 0 when fetched. */
+static int api_store_fetch(const struct app *app, const char *owner, const char *name,
+			   const char *branch)
+{
+	char url[WORKTREE_URL_MAX];
+	struct cause fetch = {{0}};
+	long issue;
+	int r;
+
+	if (!gitrepo_parse_issue(branch + sizeof(GITREPO_BRANCH_PREFIX) - 1, &issue) ||
+	    session_render_prompt(app->cfg->repo_url, owner, name, issue, url, sizeof(url)) < 0)
+		return -EINVAL;
+	r = gitstore_ensure(app->cfg->git_store_dir, owner, name, url, &fetch);
+	if (r != 0)
+		log_warn("cannot fetch the store of %s/%s: %s", owner, name, fetch.msg);
+	return r == 0 ? 0 : -EIO;
+}
+
+/* The store layout's delete, as the daemon under the store's lock (the store is root's): refused
+ * while the session repository of the issue has the branch checked out (read as the agent). */
+static int api_branches_delete_stored(const struct app *app, const char *owner, const char *name,
+				      const char *branch, struct cause *cause)
+{
+	const char *dir = app->cfg->git_store_dir;
+	char where[WORKTREE_PATH_MAX];
+	struct agentuser_fs fs;
+	int lock, r;
+
+	if (!worktree_branch_name_valid(branch))
+		return cause_fail(cause, EINVAL, "only feat/issue-<N> branches can be deleted");
+	if ((lock = gitstore_lock(dir, owner, name)) < 0)
+		return cause_fail(cause, -lock, "cannot lock the store of %s/%s: %s", owner, name,
+				  strerror(-lock));
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) == 0) {
+		r = gitstore_checked_out(app->cfg->base_dir, dir, owner, name, branch, where,
+					 sizeof(where));
+		agentuser_fs_leave(&fs);
+	}
+	if (r == 1)
+		r = cause_fail(cause, EBUSY,
+			       "branch %s is checked out in the session repository %s", branch,
+			       where);
+	else if (r < 0)
+		r = cause_fail(cause, -r, "cannot tell whether a session has %s checked out: %s",
+			       branch, strerror(-r));
+	else
+		r = gitstore_branch_delete(dir, owner, name, branch, cause);
+	if (r == -ENOTEMPTY && api_store_fetch(app, owner, name, branch) == 0) {
+		memset(cause, 0, sizeof(*cause));
+		r = gitstore_branch_delete(dir, owner, name, branch, cause);
+	}
+	store_unlock(lock);
+	return r;
+}
+
+/* Whether owner/name has a store (stat as the daemon: nothing is made for one that has not). */
+static bool api_has_store(const struct app *app, const char *owner, const char *name)
+{
+	char store[WORKTREE_PATH_MAX];
+	struct stat st;
+
+	return app->cfg->git_store_dir[0] != '\0' &&
+	       gitstore_path(app->cfg->git_store_dir, owner, name, store, sizeof(store)) == 0 &&
+	       stat(store, &st) == 0;
+}
+
+/* DELETE /branches/<owner>/<name>/<branch>: args[2] is the rest of the path ("feat/issue-7").
+ * The worktree layout's clone first; a branch it does not have is looked for in the store. */
 static void api_branches_delete(const struct app *app, struct request *req,
 				const char *const args[ROUTER_MAX_ARGS])
 {
@@ -349,6 +485,7 @@ static void api_branches_delete(const struct app *app, struct request *req,
 	struct agentuser_fs fs;
 	json_object *o;
 	struct stat st;
+	bool has_clone;
 	int lock, r;
 
 	if (!session_owner_valid(owner) || !session_name_valid(name)) {
@@ -362,23 +499,29 @@ static void api_branches_delete(const struct app *app, struct request *req,
 		return;
 	}
 	/* Nothing is made on disk for a repository that is not managed (worktree_lock would). */
-	if (worktree_bare_path(app->cfg->base_dir, owner, name, bare, sizeof(bare)) < 0 ||
-	    stat(bare, &st) < 0) {
-		agentuser_fs_leave(&fs);
+	has_clone = worktree_bare_path(app->cfg->base_dir, owner, name, bare, sizeof(bare)) == 0 &&
+		    stat(bare, &st) == 0;
+	r = -ENOENT;
+	if (has_clone) {
+		lock = worktree_lock(app->cfg->base_dir, owner, name);
+		if (lock < 0) {
+			agentuser_fs_leave(&fs);
+			request_error(req, 500, "git_error", "cannot lock the repository %s/%s: %s",
+				      owner, name, strerror(-lock));
+			return;
+		}
+		r = worktree_branch_delete(app->cfg->base_dir, owner, name, branch, &cause);
+		store_unlock(lock);
+	}
+	agentuser_fs_leave(&fs);
+	if (r == -ENOENT && api_has_store(app, owner, name)) {
+		memset(&cause, 0, sizeof(cause));
+		r = api_branches_delete_stored(app, owner, name, branch, &cause);
+	} else if (!has_clone) {
 		request_error(req, 404, "not_found", "no repository %s/%s is managed here", owner,
 			      name);
 		return;
 	}
-	lock = worktree_lock(app->cfg->base_dir, owner, name);
-	if (lock < 0) {
-		agentuser_fs_leave(&fs);
-		request_error(req, 500, "git_error", "cannot lock the repository %s/%s: %s", owner,
-			      name, strerror(-lock));
-		return;
-	}
-	r = worktree_branch_delete(app->cfg->base_dir, owner, name, branch, &cause);
-	store_unlock(lock);
-	agentuser_fs_leave(&fs);
 	switch (r) {
 	case 0:
 		log_info("branch %s of %s/%s deleted", branch, owner, name);

@@ -142,5 +142,60 @@ assert_jq "the removed repository is no longer listed" 'map(select(.issue == 1))
 start 2
 assert_eq "B again starts from its kept branch" "$B_TIP" \
 	"$(as_agent git -C "$WT2" rev-parse HEAD 2>&1)"
+
+# --- the store's branches: listed, and deleted only when no commit is lost ---------------------
+# Recreating B fetched the store: origin's feat/issue-1 is A's pushed commit, issue 3's branch is
+# still origin's default tip, B's has a commit only B made.
+KEPT=$(git -C "$STORE" for-each-ref --format='%(refname) %(objectname)' refs/agentd/kept/)
+api GET /branches
+assert_status "GET /branches: 200" 200
+assert_json "the store's branches are listed with their state against origin" \
+	'[.[] | [.repo.owner, .repo.name, .issue, .name, .sync, .ahead, .behind, .layout]]' \
+	'[["acme","widgets",1,"feat/issue-1","synced",0,0,"store"],["acme","widgets",2,"feat/issue-2","local-only",0,0,"store"],["acme","widgets",3,"feat/issue-3","local-only",0,0,"store"]]'
+assert_json "each says which session has it checked out in its own repository" \
+	'[.[] | [.issue, .session, .checkedOut]]' "[[1,null,null],[2,\"widgets-2\",\"$WT2\"],[3,null,null]]"
+api DELETE /branches/acme/widgets/feat/issue-2
+assert_status "DELETE of a branch a session has checked out: 409" 409
+assert_json "409 branch_checked_out names the repository" '[.code, (.error | contains("'"$WT2"'"))]' \
+	'["branch_checked_out",true]'
+assert_eq "the refused branch is unchanged" "$B_TIP" \
+	"$(git -C "$STORE" rev-parse refs/heads/feat/issue-2 2>&1)"
+api DELETE /branches/acme/widgets/feat/issue-1
+assert_status "DELETE of a branch origin has: 200" 200
+assert_json "200 says deleted" '.' \
+	'{"repo":{"owner":"acme","name":"widgets"},"name":"feat/issue-1","deleted":true}'
+check_not "the store's feat/issue-1 is gone" git -C "$STORE" rev-parse -q --verify refs/heads/feat/issue-1
+api DELETE /branches/acme/widgets/feat/issue-3
+assert_status "DELETE of a branch the default branch has: 200" 200
+api DELETE /branches/acme/widgets/feat/issue-1
+assert_status "DELETE of a branch the store no longer has: 404" 404
+assert_json "404 not_found" '.code' '"not_found"'
+api DELETE /branches/acme/widgets/main
+assert_status "DELETE of a branch that is not feat/issue-<N>: 400" 400
+assert_json "400 invalid_branch" '.code' '"invalid_branch"'
+api DELETE /branches/acme/gadgets/feat/issue-1
+assert_status "DELETE in a repository that is not managed: 404" 404
+check_not "nothing is made for it in the store" test -e "$STORE_DIR/acme/gadgets.git.lock"
+
 api DELETE '/sessions/widgets-2?force=true'
 assert_json "B without new work: removed" '.worktree' '"removed"'
+
+api DELETE /branches/acme/widgets/feat/issue-2
+assert_status "DELETE of a branch with a commit origin lacks: 409" 409
+assert_json "409 branch_not_merged counts the commit" '[.code, (.error | contains("1 commit "))]' \
+	'["branch_not_merged",true]'
+assert_eq "the refused branch is unchanged" "$B_TIP" \
+	"$(git -C "$STORE" rev-parse refs/heads/feat/issue-2 2>&1)"
+assert_eq "the kept refs are untouched" "$KEPT" \
+	"$(git -C "$STORE" for-each-ref --format='%(refname) %(objectname)' refs/agentd/kept/)"
+api GET /branches
+assert_json "only B's branch is left, no session has it" '[.[] | [.issue, .session]]' '[[2,null]]'
+
+# The store's view of origin is only as fresh as its last fetch, and an agent's push goes from its
+# own repository: a refused DELETE fetches the store once before it answers.
+git -C "$REMOTE" fetch -q "$STORE" feat/issue-2:feat/issue-2 || fail "B's branch reaches the remote"
+api DELETE /branches/acme/widgets/feat/issue-2
+assert_status "DELETE of a branch pushed since the store's last fetch: 200" 200
+check_not "the store's feat/issue-2 is gone" git -C "$STORE" rev-parse -q --verify refs/heads/feat/issue-2
+assert_eq "the kept refs are still untouched" "$KEPT" \
+	"$(git -C "$STORE" for-each-ref --format='%(refname) %(objectname)' refs/agentd/kept/)"

@@ -261,3 +261,95 @@ Test(gitstore, too_many_branches_keep_the_directory)
 	cr_assert_eq(rm.fate, WORKTREE_KEPT);
 	cr_assert(exists(path));
 }
+
+Test(gitstore, parse_head)
+{
+	char out[32];
+
+	cr_assert_eq(gitstore_parse_head("ref: refs/heads/feat/issue-1\n", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "feat/issue-1");
+	cr_assert_eq(gitstore_parse_head("ref: refs/heads/main", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "main");
+	cr_assert_eq(
+	    gitstore_parse_head("0123456789abcdef0123456789abcdef01234567\n", out, sizeof(out)),
+	    -EINVAL, "a detached HEAD is on no branch");
+	cr_assert_eq(gitstore_parse_head("ref: refs/heads/\n", out, sizeof(out)), -EINVAL);
+	cr_assert_eq(
+	    gitstore_parse_head("ref: refs/heads/a\nref: refs/heads/b\n", out, sizeof(out)),
+	    -EINVAL, "one line only");
+	cr_assert_eq(gitstore_parse_head("ref: refs/tags/v1\n", out, sizeof(out)), -EINVAL);
+	cr_assert_eq(gitstore_parse_head("ref: refs/heads/feat/issue-1234567890123456789012345\n",
+					 out, sizeof(out)),
+		     -EINVAL, "longer than out");
+	cr_assert_eq(gitstore_parse_head("", out, sizeof(out)), -EINVAL);
+}
+
+Test(gitstore, store_branches_listed_and_deleted_only_when_nothing_is_lost)
+{
+	char p1[P_MAX], p2[P_MAX], where[P_MAX];
+	struct worktree_branch *bl;
+	struct cause c = {{0}};
+	git_oid tip;
+	size_t n;
+
+	store_ensure();
+	session_add(1, p1);
+	commit_file(p1, "a.txt", "a\n");
+	tip = ref_oid(p1, "refs/heads/feat/issue-1");
+	cr_assert_eq(session_delete(p1, 1, false).fate, WORKTREE_REMOVED);
+	session_add(2, p2);
+	cr_assert_eq(session_delete(p2, 2, false).fate, WORKTREE_REMOVED);
+	session_add(1, p1); /* issue 1 again: its repository has the store's branch checked out */
+	GIT(store, "update-ref", "refs/agentd/kept/widgets-9-1", "refs/heads/feat/issue-1");
+
+	cr_assert_eq(worktree_list_store_branches("", &bl, &n), 0);
+	cr_assert_eq(n, 0, "no store dir: nothing");
+	free(bl);
+	cr_assert_eq(worktree_list_store_branches(store_dir, &bl, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_expect_str_eq(bl[0].owner, "acme");
+	cr_expect_str_eq(bl[0].name, "widgets");
+	cr_expect_eq(bl[0].issue, 1);
+	cr_expect_str_eq(bl[0].branch, "feat/issue-1");
+	cr_expect_eq(bl[0].sync, WORKTREE_LOCAL_ONLY);
+	cr_expect_eq(bl[1].issue, 2);
+	free(bl);
+
+	cr_assert_eq(gitstore_checked_out(fx.base, store_dir, "acme", "widgets", "feat/issue-1",
+					  where, sizeof(where)),
+		     1);
+	cr_assert_str_eq(where, p1);
+	cr_assert_eq(gitstore_checked_out(fx.base, store_dir, "acme", "widgets", "feat/issue-2",
+					  where, sizeof(where)),
+		     0, "issue 2's repository is gone");
+	cr_assert_eq(gitstore_checked_out(fx.base, store_dir, "acme", "widgets", "main", where,
+					  sizeof(where)),
+		     -EINVAL);
+	GIT(p1, "checkout", "-q", "--detach");
+	cr_assert_eq(gitstore_checked_out(fx.base, store_dir, "acme", "widgets", "feat/issue-1",
+					  where, sizeof(where)),
+		     0, "a detached HEAD has no branch checked out");
+
+	cr_assert_eq(gitstore_branch_delete(store_dir, "acme", "widgets", "feat/issue-1", &c),
+		     -ENOTEMPTY, "%s", c.msg);
+	cr_assert(strstr(c.msg, "1 commit ") != NULL, "%s", c.msg);
+	{
+		git_oid now = ref_oid(store, "refs/heads/feat/issue-1");
+
+		cr_assert(git_oid_equal(&now, &tip), "a refused branch is unchanged");
+	}
+	cr_assert_eq(gitstore_branch_delete(store_dir, "acme", "widgets", "feat/issue-2", &c), 0,
+		     "merged into the default branch: %s", c.msg);
+	cr_assert_not(has_ref(store, "refs/heads/feat/issue-2"));
+	cr_assert_eq(gitstore_branch_delete(store_dir, "acme", "widgets", "feat/issue-2", &c),
+		     -ENOENT);
+	cr_assert_eq(gitstore_branch_delete(store_dir, "acme", "widgets", "feat/issue-x", &c),
+		     -EINVAL);
+	cr_assert_eq(gitstore_branch_delete(store_dir, "acme", "gadgets", "feat/issue-1", &c),
+		     -ENOENT, "no such store");
+	{
+		git_oid still = ref_oid(store, "refs/agentd/kept/widgets-9-1");
+
+		cr_assert(git_oid_equal(&still, &tip), "kept refs are untouched");
+	}
+}
