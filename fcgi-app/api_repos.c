@@ -99,6 +99,7 @@ static void api_repos_scan(struct api_repos *rs, const char *dir)
 			continue;
 		while ((e = readdir(names)) != NULL) {
 			char name[SESSION_NAME_MAX + 1], bare[WORKTREE_PATH_MAX];
+			char mark[WORKTREE_PATH_MAX + sizeof(GITREPO_FETCHED_FILE) + 1];
 			size_t len = strlen(e->d_name);
 			struct api_repo *r;
 			struct stat st;
@@ -117,9 +118,9 @@ static void api_repos_scan(struct api_repos *rs, const char *dir)
 			if (r->default_branch[0] == '\0')
 				api_repo_default_branch(bare, r->default_branch,
 							sizeof(r->default_branch));
-			if (snprintf(bare + strlen(bare), sizeof(bare) - strlen(bare), "/%s",
-				     GITREPO_FETCHED_FILE) < (int)(sizeof(bare) - strlen(bare)) &&
-			    stat(bare, &st) == 0 && (int64_t)st.st_mtime > r->fetched_at)
+			if (snprintf(mark, sizeof(mark), "%s/%s", bare, GITREPO_FETCHED_FILE) <
+				(int)sizeof(mark) &&
+			    stat(mark, &st) == 0 && (int64_t)st.st_mtime > r->fetched_at)
 				r->fetched_at = (int64_t)st.st_mtime;
 		}
 		closedir(names);
