@@ -211,6 +211,17 @@ int claude_env(const struct config *cfg, char *const *from, struct claude_env *o
 	return 0;
 }
 
+int claude_env_put(struct claude_env *env, const char *name, const char *value)
+{
+	size_t n = 0, used = 0;
+
+	while (env->words[n] != NULL)
+		n++;
+	if (n > 0)
+		used = (size_t)(env->words[n - 1] - env->buf) + strlen(env->words[n - 1]) + 1;
+	return claude_env_add(env, &n, &used, name, strlen(name), value);
+}
+
 /* The hook events of the settings, and whether each is a PermissionRequest (which waits). */
 static const enum hook_event claude_hook_events[] = {
     HOOK_SESSION_START, HOOK_USER_PROMPT_SUBMIT,    HOOK_PRE_TOOL_USE, HOOK_PERMISSION_REQUEST,

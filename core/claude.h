@@ -39,6 +39,10 @@ struct claude_env {
  */
 int claude_env(const struct config *cfg, char *const *from, struct claude_env *out);
 
+/* Appends name=value to env (built by claude_env) unless name is there already. Returns 0,
+ * -E2BIG or -ENAMETOOLONG as claude_env. */
+int claude_env_put(struct claude_env *env, const char *name, const char *value);
+
 /*
  * Builds the terminal-mode argv for s into out: --session-id on first launch (s->launched false,
  * with s->prompt as the last word when non-empty), --resume afterwards; --settings=<settings>

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #define CONFIG_KEY_MAX 128
+/* Below 1024 a port needs privileges the agents do not have. */
+#define CONFIG_PORT_BASE_MIN 1024
 
 #define CONFIG_DEFAULT_PROMPT                                                                      \
 	"Work on {owner}/{name}#{issue}. Start by running: gh issue view {issue} -R "              \
@@ -124,6 +126,24 @@ static const char *config_check_dir(const char *v)
 	return NULL;
 }
 
+static const char *config_check_port(const char *v)
+{
+	char *end;
+	long p;
+
+	if (v[0] == '\0')
+		return NULL;
+	p = strtol(v, &end, 10);
+	return *end != '\0' || p < CONFIG_PORT_BASE_MIN || p > 65535
+		   ? "must be empty (off) or a port in 1024..65535"
+		   : NULL;
+}
+
+int config_port_base(const struct config *cfg)
+{
+	return config_check_port(cfg->port_base) == NULL ? atoi(cfg->port_base) : 0;
+}
+
 static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_LISTEN", listen),
     STR_KEY("AGENTD_RUNTIME_DIR", runtime_dir),
@@ -167,6 +187,9 @@ static const struct config_key config_keys[] = {
     /* pid_max's ceiling (PID_MAX_LIMIT, 2^22): no cgroup holds more tasks. */
     INT_KEY("AGENTD_SESSION_TASKS_MAX", session_tasks_max, 1, 4194304),
     STR_KEY_CHECKED("AGENTD_CGROUP_PARENT", cgroup_parent, config_check_cgroup),
+    STR_KEY_CHECKED("AGENTD_PORT_BASE", port_base, config_check_port),
+    /* A dev server, its tests and a debugger fit in a few; 1000 keeps 60 sessions apart. */
+    INT_KEY("AGENTD_PORT_SPAN", port_span, 1, 1000),
 };
 
 void config_defaults(struct config *cfg)
@@ -181,6 +204,7 @@ void config_defaults(struct config *cfg)
 	snprintf(cfg->prompt, sizeof(cfg->prompt), "%s", CONFIG_DEFAULT_PROMPT);
 	snprintf(cfg->agent_env, sizeof(cfg->agent_env), "%s", CONFIG_DEFAULT_AGENT_ENV);
 	cfg->max_sessions = 16;
+	cfg->port_span = 10;
 	cfg->permission_timeout = 600;
 	cfg->terminal_permission_wait = 600;
 	snprintf(cfg->tmux, sizeof(cfg->tmux), "tmux");

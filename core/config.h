@@ -75,7 +75,15 @@ struct config {
 	uint32_t session_cpu_milli;              /* AGENTD_SESSION_CPUS: thousandths of a CPU */
 	int session_tasks_max;                   /* AGENTD_SESSION_TASKS_MAX */
 	char cgroup_parent[CGROUP_NAME_MAX + 1]; /* AGENTD_CGROUP_PARENT: sessions' cgroup parent */
+
+	/* Each session's own TCP ports, so dev servers of parallel agents never collide:
+	 * AGENTD_PORT_SPAN ports from AGENTD_PORT_BASE on, one range per session. */
+	char port_base[8]; /* AGENTD_PORT_BASE: a port, "" = off */
+	int port_span;     /* AGENTD_PORT_SPAN */
 };
+
+/* AGENTD_PORT_BASE as a number, 0 when off. */
+int config_port_base(const struct config *cfg);
 
 /*
  * Fills cfg. Returns 0, or a negative errno with cause set: -EINVAL for a malformed line or value

@@ -297,6 +297,22 @@ static int gitrepo_fetch(struct gitrepo *r, const char *url, struct cause *cause
 	return rc;
 }
 
+/* Notes a good clone or fetch of r (GITREPO_FETCHED_FILE); a failure only loses the note. */
+static void gitrepo_mark_fetched(const struct gitrepo *r)
+{
+	char path[WORKTREE_PATH_MAX];
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", r->bare, GITREPO_FETCHED_FILE) >=
+	    (int)sizeof(path))
+		return;
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return;
+	futimens(fd, NULL);
+	close(fd);
+}
+
 int gitrepo_ensure(struct gitrepo *r, const char *url, struct cause *cause)
 {
 	struct stat st;
@@ -308,11 +324,14 @@ int gitrepo_ensure(struct gitrepo *r, const char *url, struct cause *cause)
 		rc = -errno;
 		if (rc != -ENOENT)
 			return cause_fail(cause, rc, "cannot use %s: %s", r->bare, strerror(-rc));
-		return gitrepo_clone(r, url, cause);
+		rc = gitrepo_clone(r, url, cause);
+	} else {
+		rc = gitrepo_fetch(r, url, cause);
+		git_repository_free(r->git);
+		r->git = NULL;
 	}
-	rc = gitrepo_fetch(r, url, cause);
-	git_repository_free(r->git);
-	r->git = NULL;
+	if (rc == 0)
+		gitrepo_mark_fetched(r);
 	return rc;
 }
 

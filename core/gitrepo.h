@@ -62,6 +62,9 @@ int worktree_parse_url(const char *url, char *owner, size_t owner_len, char *nam
 #define GITREPO_REF_MAX       256
 #define GITREPO_LABEL_MAX     (SESSION_OWNER_MAX + 1 + SESSION_NAME_MAX + 1)
 #define GITREPO_BRANCH_PREFIX "feat/issue-"
+/* A file in a clone whose mtime is its last good clone or fetch (GET /repos' lastFetched): the
+ * fetch writes no FETCH_HEAD, and a fetch that brings nothing changes no ref file. */
+#define GITREPO_FETCHED_FILE "agentd-fetched"
 
 /* One managed bare repository, opened for the length of one call. */
 struct gitrepo {

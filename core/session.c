@@ -502,6 +502,13 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	}
 	if (s->limits.memory_max != 0 || s->limits.cpu_milli != 0 || s->limits.tasks_max != 0)
 		json_object_object_add(o, "limits", session_limits_json(&s->limits));
+	if (s->port_first != 0) {
+		json_object *ports = json_object_new_object();
+
+		json_object_object_add(ports, "first", json_object_new_int(s->port_first));
+		json_object_object_add(ports, "last", json_object_new_int(s->port_last));
+		json_object_object_add(o, "ports", ports);
+	}
 	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
 		json_object_object_add(o, "launch", json_object_new_int64(s->launch));
@@ -638,6 +645,23 @@ static int session_limits_from_json(struct session *s, json_object *obj, struct 
 			return cause_fail(cause, EINVAL, "field limits.cpus is not a CPU count");
 		s->limits.cpu_milli = (uint32_t)(cpus * 1000 + 0.5);
 	}
+	return 0;
+}
+
+/* The record's ports: optional (none when AGENTD_PORT_BASE was off), checked when present. */
+static int session_ports_from_json(struct session *s, json_object *obj, struct cause *cause)
+{
+	json_object *p;
+	uint64_t first, last;
+
+	if (!json_object_object_get_ex(obj, "ports", &p))
+		return 0;
+	if (!json_object_is_type(p, json_type_object) ||
+	    !session_count_from_json(p, "first", UINT16_MAX, &first) ||
+	    !session_count_from_json(p, "last", UINT16_MAX, &last) || first == 0 || last < first)
+		return cause_fail(cause, EINVAL, "field ports is not {first, last}");
+	s->port_first = (uint16_t)first;
+	s->port_last = (uint16_t)last;
 	return 0;
 }
 
@@ -808,7 +832,8 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	    (r = session_get_time(obj, "lastActivity", &s->last_activity, cause)) < 0)
 		return r;
 	if ((r = session_exit_from_json(s, obj, cause)) < 0 ||
-	    (r = session_limits_from_json(s, obj, cause)) < 0)
+	    (r = session_limits_from_json(s, obj, cause)) < 0 ||
+	    (r = session_ports_from_json(s, obj, cause)) < 0)
 		return r;
 	return session_attention_from_json(s, obj, cause);
 }

@@ -104,6 +104,9 @@ struct session {
 	/* The session's share of the machine, fixed at creation (each at most the configured
 	 * maximum); all 0 in a record made before limits existed: the configured ones apply. */
 	struct cgroup_limits limits;
+	/* The session's own TCP ports (AGENTD_PORT_BASE): PORT and AGENTD_PORT_RANGE in its
+	 * agent's environment, fixed at creation so they survive restarts; 0: none. */
+	uint16_t port_first, port_last;
 	/* Written by the bridge's attention hub only: */
 	enum session_activity activity;
 	int64_t activity_at; /* unix milliseconds of the last activity change */

@@ -33,6 +33,43 @@ static int api_count_active(const struct app *app, size_t *count)
 	return 0;
 }
 
+/*
+ * Gives s the lowest range of AGENTD_PORT_SPAN ports from AGENTD_PORT_BASE on that no other
+ * record holds (the caller holds the store-wide lock, so two creations never pick the same; a
+ * deleted session's range is free again). Nothing when AGENTD_PORT_BASE is off. Returns 0,
+ * -ENOSPC when every range up to port 65535 is taken, or -errno.
+ */
+static int api_pick_ports(const struct app *app, struct session *s)
+{
+	long base = config_port_base(app->cfg), span = app->cfg->port_span;
+	struct session *list;
+	size_t n;
+	int r;
+
+	s->port_first = s->port_last = 0;
+	if (base == 0)
+		return 0;
+	if ((r = store_list(&app->store, &list, &n)) < 0)
+		return r;
+	r = -ENOSPC;
+	for (long first = base; first + span - 1 <= UINT16_MAX; first += span) {
+		bool taken = false;
+
+		for (size_t i = 0; i < n && !taken; i++)
+			taken = list[i].port_first != 0 && strcmp(list[i].id, s->id) != 0 &&
+				list[i].port_first <= first + span - 1 &&
+				list[i].port_last >= first;
+		if (!taken) {
+			s->port_first = (uint16_t)first;
+			s->port_last = (uint16_t)(first + span - 1);
+			r = 0;
+			break;
+		}
+	}
+	free(list);
+	return r;
+}
+
 static void api_reply_session(struct request *req, int status, const struct session *s)
 {
 	char loc[SESSION_ID_MAX + 64];
@@ -93,6 +130,9 @@ static void api_create_locked(const struct app *app, struct request *req,
 			s->launched = true;
 		}
 		s->launch = old.launch; /* requests of an earlier claude stay known as gone */
+		/* Its dev servers' ports stay what they were. */
+		s->port_first = old.port_first;
+		s->port_last = old.port_last;
 		s->created_at = old.created_at;
 	}
 	snprintf(s->by, sizeof(s->by), "%s", req->by);
@@ -104,6 +144,18 @@ static void api_create_locked(const struct app *app, struct request *req,
 		request_error(req, 429, "too_many_sessions",
 			      "%zu sessions are active; the limit is %d (AGENTD_MAX_SESSIONS)",
 			      active, app->cfg->max_sessions);
+		return;
+	}
+	if (s->port_first == 0 && (r = api_pick_ports(app, s)) < 0) {
+		if (r == -ENOSPC)
+			request_error(
+			    req, 429, "no_free_ports",
+			    "every range of %d ports from AGENTD_PORT_BASE %s to 65535 is "
+			    "taken",
+			    app->cfg->port_span, app->cfg->port_base);
+		else
+			request_error(req, 500, "store_error", "cannot list sessions: %s",
+				      strerror(-r));
 		return;
 	}
 	/* A bootstrap prompt is on its way (claude gets it at its first launch): the agent works

@@ -202,22 +202,31 @@ static int create_check_programs(const struct app *app, enum session_mode mode, 
 	return r;
 }
 
-/* The agent's environment (claude_env) from ours, with HOME the agent user's home. */
-static int create_agent_env(const struct app *app, struct claude_env *env, struct cause *cause)
+/* The agent's environment (claude_env) from ours, with HOME the agent user's home, and s's
+ * ports when it has some (ours never: they are the session's alone). */
+static int create_agent_env(const struct app *app, const struct session *s, struct claude_env *env,
+			    struct cause *cause)
 {
 	extern char **environ;
-	static const char *const drop[] = {"HOME="};
+	static const char *const drop[] = {"HOME=", "PORT=", "AGENTD_PORT_RANGE="};
+	char port[8], range[16];
 	char home[CONFIG_PATH_MAX + 8];
 	char **from;
 	int r;
 
 	if (agentuser_home_word(&app->agent, home, sizeof(home)) < 0)
 		return cause_fail(cause, ENAMETOOLONG, "the agent's home directory is too long");
-	from = proc_env_edit(environ, drop, 1, home);
+	from = proc_env_edit(environ, drop, sizeof(drop) / sizeof(drop[0]), home);
 	if (from == NULL)
 		return cause_fail(cause, ENOMEM, "out of memory");
 	r = claude_env(app->cfg, from, env);
 	free(from);
+	if (r == 0 && s->port_first != 0) {
+		snprintf(port, sizeof(port), "%u", s->port_first);
+		snprintf(range, sizeof(range), "%u-%u", s->port_first, s->port_last);
+		if ((r = claude_env_put(env, "PORT", port)) == 0)
+			r = claude_env_put(env, "AGENTD_PORT_RANGE", range);
+	}
 	if (r < 0)
 		cause_set(cause, "the variables of AGENTD_AGENT_ENV are too many or too long: %s",
 			  strerror(-r));
@@ -309,7 +318,7 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	snprintf(meta->agent_session, sizeof(meta->agent_session), "%s", s->agent_session_id);
 	isotime_format(s->created_at, meta->created, sizeof(meta->created));
 	snprintf(meta->prompt, sizeof(meta->prompt), "%s", s->prompt);
-	if ((r = create_agent_env(app, env, cause)) < 0)
+	if ((r = create_agent_env(app, s, env, cause)) < 0)
 		goto out;
 	req = (struct tmux_new){s->tmux_name, s->worktree, env->words, cmd, meta};
 	/* new-session starts the server (with our -f config) when none runs, unless it is another
@@ -388,7 +397,7 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 				     sizeof(cmd) / sizeof(cmd[0]) - 1, cause)) < 0)
 		goto out;
 	/* Today's values of the agent's variables (the session keeps those of its creation too). */
-	if ((r = create_agent_env(app, env, cause)) < 0)
+	if ((r = create_agent_env(app, s, env, cause)) < 0)
 		goto out;
 	/* A live agent is waited for after respawn-pane -k, so two never run for one session; a
 	 * dead pane's process is gone already. Each call checks that the tmux session is this

@@ -22,10 +22,13 @@
 /* Bytes of diff text asked for (GET /sessions/<id>/diff?maxBytes=): JSON-escaped it stays under
  * AGENTC_ANSWER_MAX, and a phone opens the document at once. */
 #define COMMANDS_DIFF_TEXT_MAX (384 * 1024)
+/* Repositories /new lists: a phone's screen of them, the most recently active first. */
+#define COMMANDS_REPOS_MAX 20
 
 #define COMMANDS_HELP                                                                              \
 	"/sessions: every session, those waiting for you first\n"                                  \
-	"/new owner/name issue [structured]: create a session; it becomes this chat's\n"           \
+	"/new owner/name issue [structured]: create a session; it becomes this chat's (/new "      \
+	"alone lists the repositories here)\n"                                                     \
 	"/use <id>: make a session this chat's (its permission requests come here)\n"              \
 	"/mode terminal|structured: switch this chat's session\n"                                  \
 	"/stop [<id>] [force]: delete a session (this chat's by default); force also removes a "   \
@@ -203,6 +206,53 @@ static void cmd_new_answer(struct cmd_call *c, const struct agentc_answer *a, ch
 	}
 }
 
+/* /new alone: GET /repos as lines to copy, "/new owner/name " and the repository's sessions. */
+static void cmd_repos_answer(struct cmd_call *c, const struct agentc_answer *a, char *msg,
+			     size_t msglen)
+{
+	size_t n, shown;
+	struct buf out;
+
+	if (a->status != 200 || a->body == NULL || !json_object_is_type(a->body, json_type_array)) {
+		snprintf(msg, msglen, "The repositories could not be listed: %s", a->err);
+		return;
+	}
+	n = json_object_array_length(a->body);
+	if (n == 0) {
+		snprintf(msg, msglen,
+			 "This server has no repository yet: /new owner/name issue clones one.");
+		return;
+	}
+	buf_init(&out, 0);
+	buf_adds(&out, "Repositories here, most recent first (/new owner/name issue):");
+	shown = n < COMMANDS_REPOS_MAX ? n : COMMANDS_REPOS_MAX;
+	for (size_t i = 0; i < shown; i++) {
+		json_object *r = json_object_array_get_idx(a->body, i), *repo, *sessions;
+		const char *owner, *name;
+		size_t ns;
+
+		if (!json_object_object_get_ex(r, "repo", &repo) ||
+		    (owner = jsontext_str(repo, "owner")) == NULL ||
+		    (name = jsontext_str(repo, "name")) == NULL)
+			continue;
+		buf_addf(&out, "\n/new %s/%s", owner, name);
+		if (!json_object_object_get_ex(r, "sessions", &sessions) ||
+		    (ns = json_object_array_length(sessions)) == 0)
+			continue;
+		buf_adds(&out, " —");
+		for (size_t j = 0; j < ns; j++) {
+			json_object *s = json_object_array_get_idx(sessions, j);
+			const char *id = jsontext_str(s, "id"), *act = jsontext_str(s, "activity");
+
+			buf_addf(&out, " %s (%s)", id ? id : "?", act ? act : "?");
+		}
+	}
+	if (shown < n)
+		buf_addf(&out, "\n… and %zu more", n - shown);
+	bot_say(c->b, c->chat, buf_str(&out));
+	buf_free(&out);
+}
+
 static void cmd_new(struct bot *b, const struct botapi_update *u)
 {
 	char args[COMMANDS_ARGS_MAX][COMMANDS_ARG_MAX], owner[COMMANDS_ARG_MAX];
@@ -213,6 +263,11 @@ static void cmd_new(struct bot *b, const struct botapi_update *u)
 	json_object *body, *repo;
 	struct cmd_call *c;
 
+	if (n == 0) {
+		if ((c = cmd_call(b, u, NULL)) != NULL)
+			cmd_send(c, "GET", "/repos", NULL, false, cmd_repos_answer);
+		return;
+	}
 	if (n < 2 || n > 3 || (slash = strchr(args[0], '/')) == NULL) {
 		bot_say(b, u->chat, "Usage: /new owner/name issue [structured|terminal]");
 		return;

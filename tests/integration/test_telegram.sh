@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # agentd-telegram with the fake claude and the fake Bot API, the whole stack between
 # them (deploy/up starts the bot once a token is configured): a user not in
-# AGENTD_TELEGRAM_USERS gets one refusal and is then ignored; /help, /sessions, /new, /use, /mode,
+# AGENTD_TELEGRAM_USERS gets one refusal and is then ignored; /help, /sessions, /new (alone: the
+# repositories here), /use, /mode,
 # /stop (the kept worktree's reason, then force) and /interrupt do what README says; a prompt's
 # answer streams into one message that ends with the result; a permission request arrives with
 # buttons, a press answers it once (answerCallbackQuery always sent) and the message says who
@@ -34,6 +35,8 @@ assert_json "the stranger created nothing" 'length' 0
 # --- /sessions, /new -----------------------------------------------------------------------------
 tg_write "$U" "/sessions"
 assert_tg "/sessions with none says how to start one" "$U" 'select(.text | test("^No sessions"))'
+tg_write "$U" "/new"
+assert_tg "/new alone on a new server: no repository yet" "$U" 'select(.text | test("no repository yet"))'
 tg_write "$U" "/new acme/widgets 1 structured"
 assert_tg "/new creates the session and makes it the chat's" "$U" \
 	'select(.text | test("^widgets-1 is starting .*structured mode.*this chat.s session"))'
@@ -43,6 +46,9 @@ tg_write "$U" "/new acme/widgets"
 assert_tg "/new without an issue: usage" "$U" 'select(.text | test("^Usage: /new"))'
 tg_write "$U" "/new acme/../x 1"
 assert_tg "/new with a bad name is refused before agent-daemon" "$U" 'select(.text | test("not owner/name issue"))'
+tg_write "$U" "/new"
+assert_tg "/new alone lists the repositories here, with their sessions" "$U" \
+	'select(.text | test("^Repositories here") and test("\n/new acme/widgets — widgets-1 \\("))'
 tg_write "$U" "/sessions"
 assert_tg "/sessions marks the chat's session" "$U" 'select(.text | test("▶ .* widgets-1 · idle · structured"))'
 

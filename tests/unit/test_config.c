@@ -689,6 +689,29 @@ Test(config, session_limits_default_and_parse)
 	cr_assert_str_eq(cfg.cgroup_parent, "agentd-test-1/x");
 }
 
+Test(config, port_keys_default_off_and_refuse_bad_values)
+{
+	struct config cfg;
+	struct cause c = {{0}};
+
+	config_defaults(&cfg);
+	cr_assert_str_eq(cfg.port_base, "");
+	cr_assert_eq(config_port_base(&cfg), 0, "off by default");
+	cr_assert_eq(cfg.port_span, 10);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PORT_BASE", "41000", &c), 0, "%s", c.msg);
+	cr_assert_eq(config_port_base(&cfg), 41000);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PORT_BASE", "", &c), 0, "%s", c.msg);
+	cr_assert_eq(config_port_base(&cfg), 0);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PORT_BASE", "80", &c), -EINVAL);
+	cr_assert(strstr(c.msg, "AGENTD_PORT_BASE") != NULL, "%s", c.msg);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PORT_BASE", "65536", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PORT_BASE", "4x", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PORT_SPAN", "0", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PORT_SPAN", "1001", NULL), -EINVAL);
+	cr_assert_eq(config_set(&cfg, "AGENTD_PORT_SPAN", "100", &c), 0, "%s", c.msg);
+	cr_assert_eq(cfg.port_span, 100);
+}
+
 Test(config, session_limits_refuse_bad_values)
 {
 	struct config cfg;

@@ -425,6 +425,8 @@ static void full_session(struct session *s)
 	s->pending_launch = 3;
 	s->limits =
 	    (struct cgroup_limits){.memory_max = 2ULL << 30, .cpu_milli = 1500, .tasks_max = 1024};
+	s->port_first = 65526;
+	s->port_last = 65535;
 }
 
 static void assert_same_session(const struct session *a, const struct session *b)
@@ -460,6 +462,8 @@ static void assert_same_session(const struct session *a, const struct session *b
 	cr_assert_eq(a->limits.memory_max, b->limits.memory_max);
 	cr_assert_eq(a->limits.cpu_milli, b->limits.cpu_milli);
 	cr_assert_eq(a->limits.tasks_max, b->limits.tasks_max);
+	cr_assert_eq(a->port_first, b->port_first);
+	cr_assert_eq(a->port_last, b->port_last);
 	cr_assert_eq(a->state == SESSION_EXITED ? a->exit_reason : 0,
 		     b->state == SESSION_EXITED ? b->exit_reason : 0);
 	cr_assert_eq(a->state == SESSION_EXITED ? a->exit_status : 0,
@@ -503,6 +507,33 @@ Test(session, json_round_trip_every_field)
 	assert_same_session(&a, &b);
 	json_object_put(o);
 	json_object_put(back);
+}
+
+Test(session, ports_in_the_api_form_and_refused_when_malformed)
+{
+	struct session a, b;
+	struct cause c = {{0}};
+	json_object *o, *p, *v;
+
+	cr_assert_eq(session_init(&a, "/code", "o", "n", 1), 0);
+	o = session_to_json(&a, false);
+	cr_assert(!json_object_object_get_ex(o, "ports", &p), "no ports when none are given");
+	json_object_put(o);
+	a.port_first = 41010;
+	a.port_last = 41019;
+	o = session_to_json(&a, false);
+	cr_assert(json_object_object_get_ex(o, "ports", &p));
+	cr_assert(json_object_object_get_ex(p, "first", &v) && json_object_get_int(v) == 41010);
+	cr_assert(json_object_object_get_ex(p, "last", &v) && json_object_get_int(v) == 41019);
+	json_object_put(o);
+	o = session_to_json(&a, true);
+	json_object_object_get_ex(o, "ports", &p);
+	json_object_object_add(p, "last", json_object_new_int(41000)); /* before first */
+	cr_assert_eq(session_from_json(&b, o, &c), -EINVAL);
+	cr_assert(strstr(c.msg, "ports") != NULL, "%s", c.msg);
+	json_object_object_add(p, "last", json_object_new_int(70000));
+	cr_assert_eq(session_from_json(&b, o, NULL), -EINVAL);
+	json_object_put(o);
 }
 
 Test(session, json_round_trip_every_state_and_mode)
@@ -578,7 +609,7 @@ Test(session, api_form_fields_and_types)
 	cr_assert_str_eq(
 	    keys, "id,repo,issue,worktree,branch,tmuxName,state,mode,agentSessionId,"
 		  "clients,prompt,createdAt,updatedAt,rev,lastActivity,activity,activityAt,pending,"
-		  "limits,");
+		  "limits,ports,");
 	cr_assert(json_object_object_get_ex(o, "issue", &v));
 	cr_assert(json_object_is_type(v, json_type_int));
 	cr_assert_eq(json_object_get_int64(v), 2147483647);

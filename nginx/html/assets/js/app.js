@@ -310,6 +310,39 @@ function reportDelete(id, s, r) {
   $("message").append(" ", b);
 }
 
+/**
+ * The repositories the server already has (GET /repos, most recent activity first) as chips in
+ * the create form: a tap fills owner and name, so a phone starts a task in a known project
+ * with its issue number alone. Asked again each time the form opens.
+ */
+async function knownRepos() {
+  const box = $("known-repos");
+  let repos;
+  try {
+    repos = await api("GET", "/repos");
+  } catch (e) {
+    box.hidden = true; // the form works without them
+    return;
+  }
+  box.replaceChildren();
+  for (const r of repos) {
+    const open = (r.sessions || []).length;
+    const b = el("button", "small chip", r.repo.owner + "/" + r.repo.name);
+    b.type = "button";
+    b.dataset.owner = r.repo.owner;
+    b.dataset.name = r.repo.name;
+    b.title = open + " session" + (open === 1 ? "" : "s") + (r.defaultBranch ? ", default branch " + r.defaultBranch : "");
+    b.addEventListener("click", () => {
+      const f = $("create").elements;
+      f.namedItem("owner").value = r.repo.owner;
+      f.namedItem("name").value = r.repo.name;
+      f.namedItem("issue").focus();
+    });
+    box.append(b);
+  }
+  box.hidden = repos.length === 0;
+}
+
 async function create(ev) {
   ev.preventDefault();
   if (!isAdmin()) return;
@@ -438,6 +471,7 @@ function registerWorker() {
 
 async function main() {
   $("create").addEventListener("submit", create);
+  $("new-session").addEventListener("toggle", () => $("new-session").open && knownRepos());
   $("repo-filter").addEventListener("change", renderList);
   $("d-mode").addEventListener("click", switchMode);
   $("d-delete").addEventListener("click", removeSession);

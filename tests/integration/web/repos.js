@@ -1,0 +1,62 @@
+// The create form's known repositories in Debian's chromium (headless, puppeteer-core), against
+// the stack test_repos.sh started: opening "New session" shows GET /repos as chips, the most
+// recently active first, and a tap fills owner and name.
+// Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_repos.sh counts them).
+// Environment: BASE_URL, AGENTD_TEST_TOKEN, CHROMIUM.
+"use strict";
+const puppeteer = require("puppeteer-core");
+
+const BASE = process.env.BASE_URL;
+const TOKEN = process.env.AGENTD_TEST_TOKEN;
+const WAIT_MS = 30000;
+let failures = 0;
+
+async function check(name, fn) {
+  try {
+    const r = await fn();
+    if (r === false) throw new Error("condition false");
+    console.log("ok - " + name);
+  } catch (e) {
+    failures++;
+    console.log("not ok - " + name + "\t" + String(e.message).replace(/\s+/g, " ").slice(0, 600));
+  }
+}
+
+async function main() {
+  const browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
+      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+    await page.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
+    await page.waitForSelector("#new-session:not([hidden]) summary", { visible: true, timeout: WAIT_MS });
+    await page.click("#new-session summary");
+    await check("the create form offers the server's repositories, most recent first", async () => {
+      await page.waitForSelector("#known-repos button", { visible: true, timeout: WAIT_MS });
+      const names = await page.$$eval("#known-repos button", (bs) => bs.map((b) => b.textContent));
+      if (JSON.stringify(names) !== JSON.stringify(["acme/gadgets", "acme/widgets"])) throw new Error(JSON.stringify(names));
+      return true;
+    });
+    await check("a tap on one fills owner and name", async () => {
+      await page.click('#known-repos button[data-name="widgets"]');
+      const v = await page.evaluate(() => {
+        const f = document.getElementById("create").elements;
+        return f.namedItem("owner").value + "/" + f.namedItem("name").value;
+      });
+      if (v !== "acme/widgets") throw new Error("the form holds " + v);
+      return true;
+    });
+  } catch (e) {
+    failures++;
+    console.log("not ok - the browser run ends cleanly\t" + String(e.stack || e.message).replace(/\s+/g, " ").slice(0, 600));
+  } finally {
+    await browser.close();
+  }
+  process.exit(failures ? 1 : 0);
+}
+
+main();
