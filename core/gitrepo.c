@@ -21,6 +21,29 @@
 
 #define GITREPO_ISSUE_DIGITS 10
 
+int gitrepo_head_on(const struct gitrepo *r, git_repository *w, const char *path, const char *what,
+		    const char *branch, struct cause *cause)
+{
+	char ref[GITREPO_REF_MAX];
+	git_reference *head = NULL;
+	const char *on;
+	int rc;
+
+	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
+	rc = git_reference_lookup(&head, w, "HEAD");
+	on = rc == 0 && git_reference_type(head) == GIT_REFERENCE_SYMBOLIC
+		 ? git_reference_symbolic_target(head)
+		 : "a detached HEAD";
+	if (strcmp(on, ref) != 0)
+		rc = cause_fail(cause, EEXIST, "path %s is a %s of %s on %s, not on %s", path, what,
+				r->label, strncmp(on, "refs/heads/", 11) == 0 ? on + 11 : on,
+				branch);
+	else
+		rc = 0;
+	git_reference_free(head);
+	return rc;
+}
+
 /* Maps a libgit2 return code to a negative errno. */
 int gitrepo_errno(int rc)
 {

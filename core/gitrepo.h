@@ -79,6 +79,14 @@ int gitrepo_errno(int rc);
 /* libgit2's message for the last failure of this thread (never NULL). */
 const char *gitrepo_msg(void);
 
+/*
+ * Whether the repository w (at path, a "worktree" or "repository" of r: what) has HEAD on
+ * refs/heads/<branch>. 0 when it has; -EEXIST with cause naming the branch (or "a detached
+ * HEAD") it is on instead.
+ */
+int gitrepo_head_on(const struct gitrepo *r, git_repository *w, const char *path, const char *what,
+		    const char *branch, struct cause *cause);
+
 /* Parses a canonical issue number (digits, no leading zero) in 1..SESSION_ISSUE_MAX. */
 bool gitrepo_parse_issue(const char *s, long *out);
 

@@ -216,13 +216,9 @@ bool gitstore_is_session(const char *dir, const char *owner, const char *name, c
 static int gitstore_reuse(const struct gitrepo *r, const char *path, const char *branch,
 			  struct cause *cause)
 {
-	char ref[GITREPO_REF_MAX];
 	git_repository *w = NULL;
-	git_reference *head = NULL;
-	const char *on;
 	int rc;
 
-	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
 	if (!gitstore_borrows(r->bare, path) ||
 	    git_repository_open_ext(&w, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0) {
 		rc = cause_fail(cause, EEXIST,
@@ -231,18 +227,8 @@ static int gitstore_reuse(const struct gitrepo *r, const char *path, const char 
 				path, r->label);
 		goto out;
 	}
-	rc = git_reference_lookup(&head, w, "HEAD");
-	on = rc == 0 && git_reference_type(head) == GIT_REFERENCE_SYMBOLIC
-		 ? git_reference_symbolic_target(head)
-		 : "a detached HEAD";
-	if (strcmp(on, ref) != 0)
-		rc = cause_fail(cause, EEXIST, "path %s is a repository of %s on %s, not on %s",
-				path, r->label, strncmp(on, "refs/heads/", 11) == 0 ? on + 11 : on,
-				branch);
-	else
-		rc = 0;
+	rc = gitrepo_head_on(r, w, path, "repository", branch, cause);
 out:
-	git_reference_free(head);
 	git_repository_free(w);
 	return rc;
 }

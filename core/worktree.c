@@ -150,13 +150,9 @@ static int wt_prune_and_find(git_repository *repo, const char *refname, char *ou
 static int wt_reuse(const struct gitrepo *r, const char *path, const char *branch,
 		    struct cause *cause)
 {
-	char ref[GITREPO_REF_MAX];
 	git_repository *w = NULL;
-	git_reference *head = NULL;
-	const char *on;
 	int rc;
 
-	snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
 	if (git_repository_open_ext(&w, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
 	    !git_repository_is_worktree(w) ||
 	    !fsutil_same_file(git_repository_commondir(w), r->bare)) {
@@ -167,18 +163,8 @@ static int wt_reuse(const struct gitrepo *r, const char *path, const char *branc
 			       path, r->label);
 		goto out;
 	}
-	rc = git_reference_lookup(&head, w, "HEAD");
-	on = rc == 0 && git_reference_type(head) == GIT_REFERENCE_SYMBOLIC
-		 ? git_reference_symbolic_target(head)
-		 : "a detached HEAD";
-	if (strcmp(on, ref) != 0)
-		rc = cause_fail(cause, EEXIST, "path %s is a worktree of %s on %s, not on %s", path,
-				r->label, strncmp(on, "refs/heads/", 11) == 0 ? on + 11 : on,
-				branch);
-	else
-		rc = 0;
+	rc = gitrepo_head_on(r, w, path, "worktree", branch, cause);
 out:
-	git_reference_free(head);
 	git_repository_free(w);
 	return rc;
 }
