@@ -10,34 +10,7 @@ const puppeteer = require("puppeteer-core");
 
 const BASE = process.env.BASE_URL;
 const TOKEN = process.env.AGENTD_TEST_TOKEN;
-const WAIT_MS = 30000;
-let failures = 0;
-
-async function check(name, fn) {
-  try {
-    const r = await fn();
-    if (r === false) throw new Error("condition false");
-    console.log("ok - " + name);
-  } catch (e) {
-    failures++;
-    console.log("not ok - " + name + "\t" + String(e.message).replace(/\s+/g, " ").slice(0, 600));
-  }
-}
-
-async function until(fn, what, ms = WAIT_MS) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e.message;
-    }
-    if (Date.now() > end) throw new Error("timed out waiting for " + what + " (last: " + JSON.stringify(last) + ")");
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
+const { WAIT_MS, ok, notOk, shot, check, until, finish } = require("./tap");
 
 async function online(page) {
   await page.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
@@ -138,12 +111,11 @@ async function main() {
     if (process.env.PHASE === "offline") await offline(page);
     else await online(page);
   } catch (e) {
-    failures++;
-    console.log("not ok - the browser run ends cleanly\t" + String(e.stack || e.message).replace(/\s+/g, " ").slice(0, 600));
+    notOk("the browser run ends cleanly", e.stack || e.message);
   } finally {
     await browser.close();
   }
-  process.exit(failures ? 1 : 0);
+  finish();
 }
 
 main();

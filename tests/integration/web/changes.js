@@ -18,53 +18,7 @@ const TOKEN = process.env.AGENTD_TEST_TOKEN;
 const AUTH = { Authorization: "Bearer " + TOKEN };
 const SHOTS = process.env.SHOTS;
 const WT = path.join(process.env.CODE_DIR, "widgets-issue-1");
-const WAIT_MS = 30000;
-
-let failures = 0;
-const ok = (name) => console.log("ok - " + name);
-function notOk(name, why) {
-  failures++;
-  console.log("not ok - " + name.replace(/\s+/g, " ") + "\t" + String(why).replace(/\s+/g, " ").slice(0, 600));
-}
-
-let shotNo = 0;
-async function shot(page, name) {
-  const file = path.join(SHOTS, String(++shotNo).padStart(2, "0") + "-" + name + ".png");
-  try {
-    await page.screenshot({ path: file });
-    console.log("# screenshot " + file);
-  } catch (e) {
-    console.log("# screenshot " + name + " failed: " + e.message);
-  }
-}
-
-async function check(name, page, fn) {
-  try {
-    const r = await fn();
-    if (r === false) throw new Error("condition false");
-    ok(name);
-    return true;
-  } catch (e) {
-    notOk(name, e.message);
-    if (page) await shot(page, "FAILED-" + name.replace(/[^A-Za-z0-9]+/g, "_").slice(0, 60));
-    return false;
-  }
-}
-
-async function until(fn, what, ms = WAIT_MS) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e.message;
-    }
-    if (Date.now() > end) throw new Error("timed out waiting for " + what + " (last: " + JSON.stringify(last) + ")");
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
+const { WAIT_MS, ok, notOk, shot, check, until, finish } = require("./tap");
 
 const agentSh = (script) => execFileSync(process.env.AGENT_SH, [WT, script], { encoding: "utf8" });
 
@@ -178,7 +132,7 @@ async function main() {
   } finally {
     await browser.close();
   }
-  process.exit(failures ? 1 : 0);
+  finish();
 }
 
 main();

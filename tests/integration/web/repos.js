@@ -8,19 +8,7 @@ const puppeteer = require("puppeteer-core");
 
 const BASE = process.env.BASE_URL;
 const TOKEN = process.env.AGENTD_TEST_TOKEN;
-const WAIT_MS = 30000;
-let failures = 0;
-
-async function check(name, fn) {
-  try {
-    const r = await fn();
-    if (r === false) throw new Error("condition false");
-    console.log("ok - " + name);
-  } catch (e) {
-    failures++;
-    console.log("not ok - " + name + "\t" + String(e.message).replace(/\s+/g, " ").slice(0, 600));
-  }
-}
+const { WAIT_MS, ok, notOk, shot, check, until, finish } = require("./tap");
 
 async function main() {
   const browser = await puppeteer.launch({
@@ -51,12 +39,11 @@ async function main() {
       return true;
     });
   } catch (e) {
-    failures++;
-    console.log("not ok - the browser run ends cleanly\t" + String(e.stack || e.message).replace(/\s+/g, " ").slice(0, 600));
+    notOk("the browser run ends cleanly", e.stack || e.message);
   } finally {
     await browser.close();
   }
-  process.exit(failures ? 1 : 0);
+  finish();
 }
 
 main();

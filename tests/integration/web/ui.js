@@ -22,58 +22,7 @@ const AUTH = { Authorization: "Bearer " + TOKEN };
 const VIEWER_TOKEN = process.env.VIEWER_TOKEN;
 const ORIGIN = new URL(BASE).origin;
 const SHOTS = process.env.SHOTS;
-const WAIT_MS = 30000;
-
-let failures = 0;
-function ok(name) {
-  console.log("ok - " + name);
-}
-function notOk(name, why) {
-  failures++;
-  // A tab between the check's name and why it failed (names may hold ": ").
-  console.log("not ok - " + name.replace(/\s+/g, " ") + "\t" + String(why).replace(/\s+/g, " ").slice(0, 600));
-}
-
-let shotNo = 0;
-async function shot(page, name) {
-  const file = path.join(SHOTS, String(++shotNo).padStart(2, "0") + "-" + name + ".png");
-  try {
-    await page.screenshot({ path: file });
-    console.log("# screenshot " + file);
-  } catch (e) {
-    console.log("# screenshot " + name + " failed: " + e.message);
-  }
-  return file;
-}
-
-/** check NAME: runs fn; a throw or a false answer fails it, with a screenshot of page. */
-async function check(name, page, fn) {
-  try {
-    const r = await fn();
-    if (r === false) throw new Error("condition false");
-    ok(name);
-    return true;
-  } catch (e) {
-    notOk(name, e.message);
-    if (page) await shot(page, "FAILED-" + name.replace(/[^A-Za-z0-9]+/g, "_").slice(0, 60));
-    return false;
-  }
-}
-
-async function until(fn, what, ms = WAIT_MS) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e.message;
-    }
-    if (Date.now() > end) throw new Error("timed out waiting for " + what + " (last: " + JSON.stringify(last) + ")");
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
+const { WAIT_MS, ok, notOk, shot, check, until, finish } = require("./tap");
 
 function tmux(...args) {
   return execFileSync("tmux", ["-S", process.env.TMUX_SOCK, ...args], { encoding: "utf8" });
@@ -760,7 +709,7 @@ async function main() {
   }))];
   if (requests.length && !foreign.length) ok("every request of the page went to its own origin (" + requests.length + " requests)");
   else notOk("every request of the page went to its own origin", foreign.join(" ") || "no requests recorded");
-  process.exit(failures ? 1 : 0);
+  finish();
 }
 
 main();
