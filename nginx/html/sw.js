@@ -5,21 +5,26 @@
 "use strict";
 
 // A new name whenever the list below changes: the old cache is dropped on activate.
-const CACHE = "agentd-shell-v1";
+const CACHE = "agentd-shell-v2";
 const SHELL = [
   "/index.html",
   "/assets/app.css",
   "/assets/js/api.js",
   "/assets/js/app.js",
+  "/assets/js/changes.js",
   "/assets/js/conversation.js",
   "/assets/js/live.js",
+  "/assets/js/markdown.js",
   "/assets/js/notify.js",
   "/assets/js/terminal.js",
+  "/assets/js/toolcard.js",
   "/assets/js/xterm-styles.js",
   "/assets/vendor/xterm.css",
   "/assets/vendor/xterm.esm.js",
   "/assets/vendor/addon-fit.esm.js",
   "/assets/vendor/addon-webgl.esm.js",
+  "/assets/vendor/marked.esm.js",
+  "/assets/vendor/purify.esm.js",
   "/manifest.webmanifest",
   "/assets/icons/icon-192.png",
   "/assets/icons/favicon-32.png",

@@ -8,6 +8,8 @@ deny / deny+interrupt, interrupt, EOF exit codes). Prompts choose the scenario:
   contains TWOTOOLS  -> two tool uses needing permission at once
   contains SLOW      -> a turn that takes 30 s unless interrupted
   contains BIGLINE   -> an assistant text of 1 MB
+  contains MARKDOWN  -> tool uses that need no permission (Edit, Write, Read, Grep, Bash) with
+                        their results, then an answer in Markdown with hostile HTML in it
   contains MANY N [P] -> a turn of N assistant lines, each "line <i>" and P dots (default 40:
                         about 425 bytes a line)
   contains DRIP N MS -> a turn of N assistant lines "drip <i>", one every MS milliseconds (an
@@ -180,6 +182,28 @@ class Fake:
         self.assistant([{"type": "text", "text": text}])
         self.result(text, denials, turns=2)
 
+    def markdown_turn(self):
+        tools = [
+            ("toolu_e1", "Edit", {"file_path": "src/app.py", "old_string": "x = 1\ny = 2",
+                                   "new_string": "x = 10\ny = 2"}),
+            ("toolu_w1", "Write", {"file_path": "NOTES.md", "content": "first\nsecond"}),
+            ("toolu_r1", "Read", {"file_path": "README.md", "offset": 10, "limit": 20}),
+            ("toolu_g1", "Grep", {"pattern": "TODO", "path": "src", "glob": "*.py"}),
+            ("toolu_b1", "Bash", {"command": "make test", "description": "Run the tests"}),
+        ]
+        self.assistant([{"type": "tool_use", "id": t, "name": n, "input": i} for t, n, i in tools],
+                       stop="tool_use")
+        for t, n, _ in tools:
+            self.tool_result(t, "ok " + n, False, {})
+        md = ("## Summary\n\nI changed **two** files:\n\n- `src/app.py`\n- NOTES.md\n\n"
+              "```python\nx = 10  # a long line that must scroll sideways on a phone rather than wrap "
+              "or widen the page ....................................................\n```\n\n"
+              "See [the docs](https://example.com/docs) and [bad](javascript:alert(1)).\n\n"
+              "<img src=x onerror=\"window.__pwned=1\"><script>window.__pwned=2</script>"
+              "<b onclick=\"window.__pwned=3\">bold</b>\n")
+        self.assistant([{"type": "text", "text": md}])
+        self.result(md, turns=2)
+
     def turn(self, line):
         content = line["message"].get("content")
         if isinstance(content, list):
@@ -227,6 +251,8 @@ class Fake:
                 self.interrupted_result(False)
             else:
                 self.result("dripped")
+        elif "MARKDOWN" in text:
+            self.markdown_turn()
         elif "BIGLINE" in text:
             big = "x" * (1024 * 1024)
             self.assistant([{"type": "text", "text": big}])

@@ -170,6 +170,26 @@ fail() {
 	for d in "$@"; do printf '%s\n' "$d" | sed 's/^/#     /' | head -c 4000; done
 }
 
+# tap_report OUTFILE RC ERRFILE: counts a node test client's "ok - NAME" and
+# "not ok - NAME<TAB>WHY" lines (web/tap.js) as checks, shows its "# " notes, and fails once
+# when the client exited non-zero without a failed check (it crashed).
+tap_report() {
+	local line name
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) pass "${line#ok - }" ;;
+		"not ok - "*)
+			name=${line#not ok - }
+			fail "${name%%$'\t'*}" "${name#*$'\t'}"
+			;;
+		"# "*) echo "$line" ;;
+		esac
+	done <"$1"
+	if [ "$2" -ne 0 ] && ! grep -q '^not ok' "$1"; then
+		fail "the browser run ends cleanly" "node exited $2: $(tail -n 20 "$3")"
+	fi
+}
+
 # assert_eq DESC EXPECTED ACTUAL
 assert_eq() {
 	if [ "$2" == "$3" ]; then pass "$1"; else fail "$1" "expected: $2" "got:      $3"; fi

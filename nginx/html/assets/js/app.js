@@ -80,9 +80,12 @@ function renderList() {
 
   const ul = $("sessions");
   ul.replaceChildren();
-  const list = sortSessions([...live.sessions.values()].filter((s) => !filter.value || repoOf(s) === filter.value));
+  const words = $("search").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  const list = sortSessions([...live.sessions.values()].filter((s) => (!filter.value || repoOf(s) === filter.value) &&
+    words.every((w) => searchText(s).includes(w))));
   if (!list.length) {
-    ul.appendChild(el("li", "muted", live.sessions.size ? "no session of this repository" : "no sessions"));
+    ul.appendChild(el("li", "muted empty", !live.sessions.size ? emptyText()
+      : words.length ? "no session matches “" + $("search").value.trim() + "”" : "no session of this repository"));
     return;
   }
   for (const s of list) {
@@ -105,6 +108,70 @@ function renderList() {
     li.appendChild(a);
     ul.appendChild(li);
   }
+}
+
+/** What the search box matches in a session: its id, repository, issue, state, activity, mode
+ * and agent, in lower case. */
+function searchText(s) {
+  return [s.id, repoOf(s), repoOf(s) + "#" + s.issue, "#" + s.issue, s.state, s.activity, s.mode, s.agent]
+    .filter(Boolean).join(" ").toLowerCase();
+}
+
+/** The empty list says what to do next. */
+function emptyText() {
+  if (!live.loaded) return "loading…";
+  return isAdmin()
+    ? "No sessions yet. Open “New session” above: a repository (owner and name) and an issue number " +
+      "start an agent in its own worktree on the branch feat/issue-<number>."
+    : "No sessions yet. An admin starts them; they show here as they do.";
+}
+
+/** Sessions waiting for a person, in the list's order. */
+function waitingSessions() {
+  return sortSessions([...live.sessions.values()].filter((s) => s.activity === "waiting"));
+}
+
+/** Opens the next session that waits for a person after the one shown (the first one from the
+ * list). The "w" key and the header's button. */
+function nextWaiting() {
+  const w = waitingSessions();
+  if (!w.length) {
+    say("no session is waiting", true);
+    return;
+  }
+  const i = w.findIndex((s) => s.id === selected);
+  location.hash = "#/s/" + encodeURIComponent(w[(i + 1) % w.length].id);
+}
+
+/** The header's "next waiting" button, with how many wait. */
+function renderWaiting() {
+  const n = waitingSessions().length;
+  const b = $("next-waiting");
+  b.hidden = n === 0;
+  b.textContent = "Next waiting (" + n + ")";
+}
+
+/** A failed session's error in words a person can act on; the raw error stays beside it. */
+function explain(s) {
+  const e = String(s.error || "");
+  const repo = repoOf(s);
+  if (/clone of .* failed|cannot fetch|fetch of .* failed/i.test(e)) {
+    if (/404|not found|could not find repository|does not exist|no such file/i.test(e))
+      return "The repository " + repo + " was not found where the server fetches it (or it is private and the " +
+        "server has no access). Check the owner and name, then delete this session and create it again.";
+    if (/401|403|auth|credential|permission denied/i.test(e))
+      return "The server may not read " + repo + ": give the agent user credentials for it (README: credentials), " +
+        "then start it again.";
+    if (/resolve|connect|timed out|network|unreachable/i.test(e))
+      return "The server cannot reach the host of " + repo + " (network or DNS). Start it again once it is back.";
+    return "Fetching " + repo + " failed. Start it again; if it fails again, the details below say why.";
+  }
+  if (/checked out in another worktree|is taken by/i.test(e))
+    return "Another worktree already holds this issue's branch or directory: delete that session or worktree, then " +
+      "start this one again.";
+  if (/tmux/i.test(e)) return "The terminal server (tmux) could not start the agent. Start it again.";
+  if (/claude|agent/i.test(e)) return "The agent could not be started. Start it again; the details below say why.";
+  return "Creating the session failed. Start it again or delete it; the details below say why.";
 }
 
 // ---- the selected session ----------------------------------------------------------------
@@ -176,13 +243,27 @@ function renderDetail() {
   if (!kind) {
     unmount();
     gone.hidden = false;
-    gone.replaceChildren(el("p", "", "The agent is not running (" + s.state + (s.error ? ": " + s.error : "") +
-      (s.exitStatus !== undefined ? ", exit status " + s.exitStatus : "") + ")."));
+    if (s.state === "failed") {
+      gone.replaceChildren(el("p", "explain", explain(s)));
+      if (s.error) {
+        const det = el("details", "raw-error");
+        det.append(el("summary", "muted", "details"), el("pre", "", s.error));
+        gone.appendChild(det);
+      }
+    } else {
+      gone.replaceChildren(el("p", "", "The agent is not running (" + s.state + (s.error ? ": " + s.error : "") +
+        (s.exitStatus !== undefined ? ", exit status " + s.exitStatus : "") + ")."));
+    }
     if (s.state === "exited" || s.state === "failed" || s.state === "lost") {
+      const actions = el("div", "gone-actions");
       const b = el("button", "primary needs-admin", "Start it again");
       b.type = "button";
       b.addEventListener("click", () => restart(s, b));
-      gone.appendChild(b);
+      const d = el("button", "danger needs-admin", "Delete");
+      d.type = "button";
+      d.addEventListener("click", removeSession);
+      actions.append(b, d);
+      gone.appendChild(actions);
     }
     return;
   }
@@ -213,6 +294,7 @@ function render() {
   const n = live.sessions.size;
   $("count").textContent = n + " session" + (n === 1 ? "" : "s");
   renderList();
+  renderWaiting();
   renderDetail();
   // The first whole list is the baseline: sessions already waiting then are not announced.
   if (live.loaded) notifier.update(live.sessions, (id) => (location.hash = "#/s/" + encodeURIComponent(id)));
@@ -361,6 +443,7 @@ async function create(ev) {
     const s = await api("POST", "/sessions", body);
     live.upsert(s);
     say("");
+    ev.target.reset(); // the next task starts from an empty form
     location.hash = "#/s/" + encodeURIComponent(s.id);
   } catch (e) {
     say(e instanceof ApiError ? e.message + (e.code ? " (" + e.code + ")" : "") : e.message, false);
@@ -386,14 +469,18 @@ function buildKeybar() {
     bar.appendChild(b);
     return b;
   };
-  const names = { Esc: "Escape", Tab: "Tab", "←": "Left", "↑": "Up", "↓": "Down", "→": "Right", "^C": "Control-C", Enter: "Enter" };
-  add("Esc", "esc", (t) => t.send(KEYS.Esc), names.Esc);
-  add("Tab", "tab", (t) => t.send(KEYS.Tab), names.Tab);
+  const names = { Esc: "Escape", Tab: "Tab", "⇧Tab": "Shift-Tab", "←": "Left", "↑": "Up", "↓": "Down", "→": "Right",
+    PgUp: "Page-Up", PgDn: "Page-Down", "^C": "Control-C", Enter: "Enter" };
+  const key = (k) => add(k, "k-" + names[k].toLowerCase(), (t) => t.send(KEYS[k]), names[k]);
+  key("Esc");
+  key("Tab");
+  key("⇧Tab");
   const ctrl = add("Ctrl", "ctrl", (t) => t.setCtrl(!t.ctrl), "Control (applies to the next key)");
   ctrl.setAttribute("aria-pressed", "false");
-  for (const k of ["←", "↑", "↓", "→", "^C", "Enter"]) {
-    add(k, "k-" + names[k].toLowerCase(), (t) => t.send(KEYS[k]), names[k]);
-  }
+  for (const k of ["←", "↑", "↓", "→", "PgUp", "PgDn", "^C", "Enter"]) key(k);
+  add("Paste", "paste", (t) => t.paste().catch((e) => say("paste: " + e.message, false)), "Paste the clipboard");
+  add("A−", "font-down", (t) => say("font size " + t.zoom(-1) + " px", true), "Smaller text");
+  add("A+", "font-up", (t) => say("font size " + t.zoom(1) + " px", true), "Larger text");
 }
 
 /**
@@ -473,6 +560,18 @@ async function main() {
   $("create").addEventListener("submit", create);
   $("new-session").addEventListener("toggle", () => $("new-session").open && knownRepos());
   $("repo-filter").addEventListener("change", renderList);
+  $("search").addEventListener("input", renderList);
+  $("next-waiting").addEventListener("click", nextWaiting);
+  document.addEventListener("keydown", (ev) => {
+    // "w": the next waiting session, unless the key is someone's text (a field, the terminal).
+    const t = ev.target;
+    if (ev.key !== "w" || ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat) return;
+    if (t instanceof HTMLElement && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName) || t.closest(".term"))) return;
+    ev.preventDefault();
+    nextWaiting();
+  });
+  // Ctrl+Enter sends a prompt: not said on a touch screen, which has no Ctrl key to press.
+  $("prompt-text").placeholder = matchMedia("(pointer: coarse)").matches ? "Message the agent" : "Message the agent (Ctrl+Enter sends)";
   $("d-mode").addEventListener("click", switchMode);
   $("d-delete").addEventListener("click", removeSession);
   $("back").addEventListener("click", () => (location.hash = "#/"));

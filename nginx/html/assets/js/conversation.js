@@ -6,6 +6,8 @@
 // Structured mode), so a reload shows them too; the one this page sends is shown at once and
 // taken as its own replay when that arrives.
 import { api, post_stream, eventSource, sessionPath } from "./api.js";
+import { renderMarkdown } from "./markdown.js";
+import { toolView } from "./toolcard.js";
 
 // Event names of the stream (API.md: Structured mode); an EventSource hears only named ones.
 const EVENTS = ["system", "assistant", "user", "stream_event", "result", "permission",
@@ -295,7 +297,7 @@ export class ConversationView {
     }
     this.turnStarts();
     for (const c of content) {
-      if (c.type === "text" && c.text) this.bubble("assistant", c.text);
+      if (c.type === "text" && c.text) this.item("assistant md").append(renderMarkdown(c.text));
       else if (c.type === "tool_use") this.toolUse(c);
     }
   }
@@ -305,10 +307,9 @@ export class ConversationView {
     const det = document.createElement("details");
     const sum = document.createElement("summary");
     const name = el("span", "tool-name", c.name || "tool");
-    sum.append(name, " " + summarize(c.input));
-    const input = document.createElement("pre");
-    input.textContent = JSON.stringify(c.input, null, 2);
-    det.append(sum, input);
+    const shown = toolView(c.name, c.input);
+    sum.append(name, " " + shown.summary);
+    det.append(sum, shown.body);
     li.appendChild(det);
     if (c.id) this.tools.set(c.id, det);
   }
@@ -402,8 +403,11 @@ export class ConversationView {
     const h = document.createElement("div");
     h.className = "perm-title";
     h.textContent = "Allow " + (d.toolName || "this tool") + "?";
-    const desc = document.createElement("pre");
-    desc.textContent = d.description || JSON.stringify(d.input || {}, null, 2);
+    // What the tool would do (the command, the diff), with claude's description of it.
+    const desc = document.createElement("div");
+    desc.className = "perm-what";
+    if (d.description) desc.append(el("div", "perm-desc", d.description));
+    if (d.input && typeof d.input === "object") desc.append(toolView(d.toolName, d.input).body);
     const actions = document.createElement("div");
     actions.className = "perm-actions";
     const allow = button("Allow", "allow primary");
@@ -482,11 +486,4 @@ function button(text, cls) {
   b.textContent = text;
   b.className = cls;
   return b;
-}
-
-function summarize(input) {
-  if (!input || typeof input !== "object") return "";
-  const v = input.command || input.file_path || input.path || input.url || input.pattern || input.description || "";
-  const s = String(v);
-  return s.length > 80 ? s.slice(0, 80) + "…" : s;
 }

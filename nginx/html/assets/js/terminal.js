@@ -12,6 +12,16 @@ import { adoptStyles } from "./xterm-styles.js";
 const BACKOFF_MIN_MS = 500;
 const BACKOFF_MAX_MS = 15000;
 const RESIZE = "\x01";
+const FONT_KEY = "agentd.fontSize"; // localStorage: the font size the user chose, per device
+const FONT_DEFAULT = 14;
+const FONT_MIN = 8;
+const FONT_MAX = 28;
+
+/** The font size this device's user chose last (px), or the default. */
+function savedFontSize() {
+  const n = Number(localStorage.getItem(FONT_KEY));
+  return Number.isInteger(n) && n >= FONT_MIN && n <= FONT_MAX ? n : FONT_DEFAULT;
+}
 const encoder = new TextEncoder();
 
 /** Close reasons after which reconnecting cannot help (API.md: Terminal). */
@@ -41,7 +51,7 @@ export class TerminalView {
       cursorBlink: !readOnly,
       disableStdin: readOnly,
       fontFamily: "ui-monospace, 'DejaVu Sans Mono', Menlo, Consolas, monospace",
-      fontSize: 14,
+      fontSize: savedFontSize(),
       scrollback: 5000,
       theme: { background: "#111418", foreground: "#e6e6e6" },
     });
@@ -157,6 +167,24 @@ export class TerminalView {
     this.send(d);
   }
 
+  /** Makes the font step px larger (or smaller), within bounds, remembered for the next views;
+   * the pane follows with a resize. Answers the new size. */
+  zoom(step) {
+    const size = Math.min(FONT_MAX, Math.max(FONT_MIN, this.term.options.fontSize + step));
+    this.term.options.fontSize = size;
+    localStorage.setItem(FONT_KEY, String(size));
+    this.refit();
+    return size;
+  }
+
+  /** The clipboard's text typed into the pane (a phone has no Ctrl+V). */
+  async paste() {
+    if (this.readOnly || !navigator.clipboard || !navigator.clipboard.readText) return;
+    const text = await navigator.clipboard.readText();
+    // As xterm's own paste: bracketed when the program asked for it.
+    if (text) this.term.paste(text);
+  }
+
   setCtrl(on) {
     this.ctrl = on;
     if (this.onCtrlChange) this.onCtrlChange(on);
@@ -188,6 +216,9 @@ export class TerminalView {
 export const KEYS = {
   Esc: "\x1b",
   Tab: "\t",
+  "⇧Tab": "\x1b[Z", // claude's mode toggle (back-tab)
+  PgUp: "\x1b[5~",
+  PgDn: "\x1b[6~",
   "←": "\x1b[D",
   "↑": "\x1b[A",
   "↓": "\x1b[B",

@@ -1,0 +1,263 @@
+// The web UI made for a thumb, in Debian's chromium (headless, puppeteer-core), against the stack
+// test_web_thumb.sh started: an answer rendered as Markdown with the agent's HTML made inert,
+// tool cards (Edit and Write as a diff, Bash as its command, Read and Grep as their target),
+// search over sessions, the next waiting session by key and button, a failed session explained
+// with its actions, the form reset after Create, the empty list's words, the dark theme; on a
+// 390x844 phone the key bar's keys (44 px, Shift+Tab, PgUp, PgDn reach the pane), the font size
+// remembered, no Ctrl+Enter hint; at 844x390 the phone layout kept. No page overflows sideways.
+// Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_web_thumb.sh counts them).
+// Environment: BASE_URL, AGENTD_TEST_TOKEN, SHOTS, TMUX_SOCK, CHROMIUM.
+"use strict";
+const { execFileSync } = require("child_process");
+const puppeteer = require("puppeteer-core");
+const { shot, check, until, notOk, finish } = require("./tap");
+
+const BASE = process.env.BASE_URL;
+const TOKEN = process.env.AGENTD_TEST_TOKEN;
+const AUTH = { Authorization: "Bearer " + TOKEN, "Content-Type": "application/json" };
+
+const paneText = (t) => execFileSync("tmux", ["-S", process.env.TMUX_SOCK, "capture-pane", "-p", "-S", "-500", "-t", "=" + t + ":"],
+  { encoding: "utf8" });
+const text = (page, sel) => page.$eval(sel, (e) => e.textContent).catch(() => "");
+const count = (page, sel) => page.$$eval(sel, (l) => l.length);
+const visible = (page, sel) => page.$eval(sel, (e) => !!(e.offsetWidth || e.offsetHeight)).catch(() => false);
+const noOverflow = (page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+
+async function rest(method, path, body) {
+  const r = await fetch(BASE + path, { method, headers: AUTH, body: body ? JSON.stringify(body) : undefined });
+  return { status: r.status, body: await r.json().catch(() => null) };
+}
+
+async function session(id) {
+  return (await rest("GET", "/sessions/" + encodeURIComponent(id))).body || {};
+}
+
+async function signIn(page) {
+  page.on("dialog", (d) => d.accept()); // the delete's confirm
+  await page.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
+  await until(async () => (await text(page, "#live")) === "live", "the live badge");
+}
+
+async function create(page, owner, name, issue, mode, prompt) {
+  await page.$eval("#new-session", (d) => (d.open = true));
+  for (const [field, v] of [["owner", owner], ["name", name], ["issue", String(issue)]]) {
+    await page.$eval(`#create input[name=${field}]`, (e) => (e.value = ""));
+    await page.type(`#create input[name=${field}]`, v);
+  }
+  await page.select("#create select[name=mode]", mode);
+  if (prompt) await page.type("#create textarea[name=prompt]", prompt);
+  await page.click("#create button[type=submit]");
+}
+
+async function laptop(browser) {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  await signIn(page);
+  await check("the empty list says how to start a session", page, () =>
+    until(async () => /No sessions yet.*New session.*issue number/.test(await text(page, "#sessions")), "the empty list's words"));
+  await check("the prompt's Ctrl+Enter hint is shown where there is a keyboard", page, async () =>
+    /Ctrl\+Enter/.test(await page.$eval("#prompt-text", (e) => e.placeholder)));
+
+  await create(page, "acme", "widgets", 1, "structured", "MARKDOWN please");
+  await check("the create form is empty again after Create", page, () =>
+    until(async () => (await page.$$eval("#create input, #create textarea", (l) => l.map((e) => e.value).join(""))) === "",
+      "an empty form"));
+  const md = "#conv-view .msg.assistant.md";
+  await check("the answer renders as Markdown (heading, bold, list, code block)", page, () =>
+    until(async () => (await text(page, md + " h2")) === "Summary" && (await text(page, md + " strong")) === "two" &&
+      (await count(page, md + " li")) === 2 && /x = 10/.test(await text(page, md + " pre code")), "the rendered answer"));
+  await shot(page, "laptop-markdown");
+  await check("the agent's HTML is inert: no image, script or handler, nothing ran", page, async () => {
+    const r = await page.evaluate((sel) => {
+      const m = document.querySelector(sel);
+      return {
+        img: m.querySelectorAll("img, script, style, iframe").length,
+        handlers: [...m.querySelectorAll("*")].filter((e) => [...e.attributes].some((a) => /^on/i.test(a.name))).length,
+        pwned: window.__pwned === undefined ? "no" : String(window.__pwned),
+        bold: (m.querySelector("b") || {}).textContent,
+      };
+    }, md);
+    if (r.img || r.handlers || r.pwned !== "no" || r.bold !== "bold") throw new Error(JSON.stringify(r));
+  });
+  await check("links open outside the app and only to http(s): a javascript: link has no target", page, async () => {
+    const links = await page.$$eval(md + " a", (l) => l.map((a) => [a.textContent, a.getAttribute("href"), a.target, a.rel]));
+    const docs = links.find((x) => x[0] === "the docs");
+    const bad = links.find((x) => x[0] === "bad");
+    if (!docs || docs[1] !== "https://example.com/docs" || docs[2] !== "_blank" || !/noopener/.test(docs[3]))
+      throw new Error(JSON.stringify(links));
+    if (bad && bad[1] !== null) throw new Error("javascript: link kept: " + JSON.stringify(bad));
+  });
+  await check("a long code line scrolls inside its block, the page does not widen", page, async () => {
+    const r = await page.$eval(md + " pre", (p) => [p.scrollWidth, p.clientWidth]);
+    if (!(r[0] > r[1])) throw new Error("pre " + r.join(" <= "));
+    return noOverflow(page);
+  });
+  await check("tool cards: Edit as a diff, Write as added lines, Bash as its command, Read and Grep as their target", page, async () => {
+    const cards = await until(async () => {
+      const c = await page.$$eval("#conv-view .msg.tool", (l) => l.map((li) => ({
+        summary: li.querySelector("summary").textContent,
+        del: [...li.querySelectorAll(".tool-diff .del")].map((e) => e.textContent.trimEnd()),
+        add: [...li.querySelectorAll(".tool-diff .add")].map((e) => e.textContent.trimEnd()),
+        cmd: (li.querySelector(".tool-cmd") || {}).textContent || "",
+        json: li.querySelectorAll(".tool-json").length,
+      })));
+      return c.length === 5 ? c : null;
+    }, "five tool cards");
+    const [edit, write, read, grep, bash] = cards;
+    const want = [
+      [edit.summary, "Edit src/app.py"],
+      [edit.del.join("|"), "- x = 1|- y = 2"],
+      [edit.add.join("|"), "+ x = 10|+ y = 2"],
+      [write.summary, "Write NOTES.md (new content)"],
+      [write.add.join("|") + "/" + write.del.length, "+ first|+ second/0"],
+      [read.summary, "Read README.md from line 10 (20 lines)"],
+      [grep.summary, "Grep TODO in src files *.py"],
+      [bash.summary, "Bash Run the tests"],
+      [bash.cmd, "$ make test"],
+      [String(cards.reduce((n, c) => n + c.json, 0)), "0"],
+    ];
+    const wrong = want.filter(([got, exp]) => got !== exp);
+    if (wrong.length) throw new Error(JSON.stringify(wrong));
+  });
+
+  // A second session that waits for a person, and a third in another repository.
+  await rest("POST", "/sessions", { repo: { owner: "acme", name: "widgets" }, issue: 2, mode: "structured", prompt: "RUNBASH true" });
+  await rest("POST", "/sessions", { repo: { owner: "acme", name: "gadgets" }, issue: 3 });
+  await check("the header offers the next waiting session", page, () =>
+    until(async () => (await visible(page, "#next-waiting")) && /\(1\)/.test(await text(page, "#next-waiting")), "Next waiting (1)"));
+  await page.goto(BASE + "/#/", { waitUntil: "networkidle2" });
+  await until(async () => (await count(page, "#sessions li.session")) === 3, "three sessions");
+  await check("the key w opens the session that waits", page, async () => {
+    await page.keyboard.press("w");
+    return until(() => page.evaluate(() => location.hash === "#/s/widgets-2"), "#/s/widgets-2");
+  });
+  await check("search narrows the list: by repository and issue, by state words, and says when nothing matches", page, async () => {
+    const shown = () => page.$$eval("#sessions li.session", (l) => l.map((e) => e.dataset.id).sort().join(" "));
+    await page.type("#search", "widgets#2");
+    await until(async () => (await shown()) === "widgets-2", "widgets-2 alone");
+    await page.$eval("#search", (e) => (e.value = ""));
+    await page.type("#search", "gadgets");
+    await until(async () => (await shown()) === "gadgets-3", "gadgets-3 alone");
+    await page.$eval("#search", (e) => (e.value = ""));
+    await page.type("#search", "waiting");
+    await until(async () => (await shown()) === "widgets-2", "the waiting one");
+    await page.$eval("#search", (e) => (e.value = ""));
+    await page.type("#search", "nothing-like-this");
+    await until(async () => /no session matches/.test(await text(page, "#sessions")), "no match");
+    await page.$eval("#search", (e) => (e.value = ""));
+    await page.type("#search", " ");
+    return until(async () => (await count(page, "#sessions li.session")) === 3, "all three again");
+  });
+
+  // A repository that does not exist: the session fails, and the page says what to do.
+  await create(page, "acme", "nope", 4, "terminal");
+  await check("a failed session says what failed in words, with its raw error and Start again / Delete", page, () =>
+    until(async () => /was not found/.test(await text(page, "#gone-view .explain")) &&
+      (await count(page, "#gone-view .raw-error pre")) === 1 &&
+      (await count(page, "#gone-view .gone-actions button")) === 2, "the explained failure"));
+  await shot(page, "laptop-failed");
+  await check("its Delete removes it", page, async () => {
+    await page.click("#gone-view .gone-actions .danger");
+    await until(async () => (await session("nope-4")).error === "no such session" || (await rest("GET", "/sessions/nope-4")).status === 404,
+      "nope-4 gone");
+  });
+
+  await check("the dark theme follows the device (prefers-color-scheme)", page, async () => {
+    const lum = () => page.evaluate(() => {
+      const m = getComputedStyle(document.body).backgroundColor.match(/\d+/g).map(Number);
+      return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255;
+    });
+    await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
+    const dark = await lum();
+    await page.goto(BASE + "/#/s/widgets-1", { waitUntil: "networkidle2" });
+    await until(async () => (await count(page, "#conv-view .msg.assistant.md")) === 1, "the conversation");
+    await shot(page, "laptop-dark");
+    await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
+    const light = await lum();
+    if (!(dark < 0.2 && light > 0.8)) throw new Error("background luminance dark " + dark + ", light " + light);
+  });
+  await check("the laptop page does not overflow", page, () => noOverflow(page));
+  await page.close();
+}
+
+async function phone(browser) {
+  const ctx = await browser.createBrowserContext();
+  const page = await ctx.newPage();
+  await page.evaluateOnNewDocument(() => {
+    try {
+      localStorage.setItem("agentd.renderer", "dom");
+    } catch {
+      /* about:blank has no storage */
+    }
+  });
+  await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await signIn(page);
+  await check("phone: no Ctrl+Enter hint where there is no Ctrl key", page, async () =>
+    !/Ctrl/.test(await page.$eval("#prompt-text", (e) => e.placeholder)));
+  await page.goto(BASE + "/#/s/gadgets-3", { waitUntil: "networkidle2" });
+  await until(() => page.$eval("#term-view .term", (e) => e.dataset.connected === "1"), "the terminal", 30000);
+  await until(() => /fake claude ready/.test(paneText("gadgets-3")), "the fake claude");
+  await shot(page, "phone-terminal");
+  await check("phone: every key of the key bar is at least 44 px each way", page, async () => {
+    const small = await page.$$eval("#term-view .keybar .key", (l) => l.map((b) => {
+      const r = b.getBoundingClientRect();
+      return [b.textContent, Math.round(r.width), Math.round(r.height)];
+    }).filter(([, w, h]) => w < 44 || h < 44));
+    if (small.length) throw new Error(JSON.stringify(small));
+  });
+  await check("phone: Shift+Tab, PgUp and PgDn from the key bar reach the pane", page, async () => {
+    for (const k of ["k-shift-tab", "k-page-up", "k-page-down", "k-enter"]) await page.tap("#term-view .keybar ." + k);
+    // The pane's tty echoes control bytes as ^[ (echoctl): the exact sequences arrived.
+    return until(() => /\^\[\[Z\^\[\[5~\^\[\[6~/.test(paneText("gadgets-3")), "^[[Z^[[5~^[[6~ in the pane");
+  });
+  await check("phone: A+ makes the terminal's text larger, and the size is kept after a reload", page, async () => {
+    const size = () => page.$eval("#term-view .term", (e) => e.xterm.options.fontSize);
+    const before = await size();
+    await page.tap("#term-view .keybar .font-up");
+    await page.tap("#term-view .keybar .font-up");
+    await until(async () => (await size()) === before + 2, "font size " + (before + 2));
+    await page.reload({ waitUntil: "networkidle2" });
+    await until(async () => (await size().catch(() => 0)) === before + 2, "font size " + (before + 2) + " after the reload");
+    await page.tap("#term-view .keybar .font-down");
+    await page.tap("#term-view .keybar .font-down");
+    return until(async () => (await size()) === before, "font size back to " + before);
+  });
+  await check("phone: the terminal page does not overflow 390 px", page, () => noOverflow(page));
+  await page.goto(BASE + "/#/", { waitUntil: "networkidle2" });
+  await check("phone: the list's search and rows fit; nothing overflows", page, async () => {
+    await until(async () => (await count(page, "#sessions li.session")) === 3, "three sessions");
+    await shot(page, "phone-list");
+    const h = await page.$eval("#search", (e) => e.getBoundingClientRect().height);
+    if (h < 44) throw new Error("search field " + h + " px high");
+    return noOverflow(page);
+  });
+  await page.setViewport({ width: 844, height: 390, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await page.goto(BASE + "/#/s/gadgets-3", { waitUntil: "networkidle2" });
+  await check("landscape phone (844x390): the phone layout is kept (one pane, the key bar)", page, async () => {
+    await until(() => visible(page, "#term-view .keybar"), "the key bar");
+    await shot(page, "phone-landscape");
+    if (await visible(page, "#list-pane")) throw new Error("the list is shown beside the terminal");
+    return noOverflow(page);
+  });
+  await ctx.close();
+}
+
+async function main() {
+  const browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
+      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--enable-unsafe-swiftshader"],
+  });
+  try {
+    await laptop(browser);
+    await phone(browser);
+  } catch (e) {
+    notOk("the browser scenario runs to its end", e.stack || e.message);
+  } finally {
+    await browser.close();
+  }
+  finish();
+}
+
+main();
