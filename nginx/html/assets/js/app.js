@@ -247,7 +247,7 @@ function renderDetail() {
       gone.replaceChildren(el("p", "explain", explain(s)));
       if (s.error) {
         const det = el("details", "raw-error");
-        det.append(el("summary", "muted", "details"), el("pre", "", s.error));
+        det.append(el("summary", "muted", "details"), el("pre", "", "The agent is not running (failed: " + s.error + ")."));
         gone.appendChild(det);
       }
     } else {
