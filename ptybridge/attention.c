@@ -1,8 +1,8 @@
 #include "attention.h"
 
 #include "events.h"
+#include "hostsock.h"
 #include "log.h"
-#include "relay.h"
 #include "roster.h"
 #include "session.h"
 
@@ -473,7 +473,7 @@ static void att_host_open(struct att_session *s)
 	int fd;
 
 	s->retry_at = 0;
-	fd = relay_connect_host(a->b, s->id);
+	fd = hostsock_connect(a->b, s->id);
 	if (fd < 0) {
 		s->retry_at = uv_now(a->b->loop) + ATT_TICK_MS;
 		return;

@@ -1,6 +1,5 @@
 #include "events.h"
 
-#include "attention.h"
 #include "conn.h"
 #include "evlog.h"
 #include "fsutil.h"
@@ -39,7 +38,9 @@ struct events {
 	uint64_t first;   /* the first id of log (0: none yet) */
 	uint64_t old_first;
 	char path[CONFIG_PATH_MAX], old_path[CONFIG_PATH_MAX];
-	json_object *known; /* session id -> the last session object seen (API form) */
+	json_object *known;         /* session id -> the last session object seen (API form) */
+	events_record_fn on_record; /* the hub's view of the records (events_open) */
+	void *on_record_ctx;
 	struct evclient_list clients;
 	uv_fs_event_t watch;
 	uv_timer_t rescan;
@@ -265,8 +266,8 @@ static void events_record_seen(struct events *ev, const struct session *s)
 	json_object_object_add(ev->known, s->id, obj);
 	/* This watch is also the hub's view of the records (it subscribes to structured hosts,
 	 * withdraws on a mode switch); it takes a record seen again as no change. */
-	if (ev->b->attention != NULL)
-		attention_session_changed(ev->b->attention, s->id, s);
+	if (ev->on_record != NULL)
+		ev->on_record(ev->on_record_ctx, s->id, s);
 }
 
 /* Session id has no record any more: publishes its deletion with the last object seen. */
@@ -274,8 +275,8 @@ static void events_record_gone(struct events *ev, const char *id)
 {
 	json_object *last;
 
-	if (ev->b->attention != NULL)
-		attention_session_changed(ev->b->attention, id, NULL);
+	if (ev->on_record != NULL)
+		ev->on_record(ev->on_record_ctx, id, NULL);
 	struct cause cause = {{0}};
 	struct session gone;
 	json_object *obj;
@@ -430,7 +431,7 @@ static void events_migrate(struct bridge *b, const struct events *ev)
 	}
 }
 
-int events_open(struct bridge *b, struct cause *cause)
+int events_open(struct bridge *b, events_record_fn on_record, void *ctx, struct cause *cause)
 {
 	struct events *ev = calloc(1, sizeof(*ev));
 	int r;
@@ -438,6 +439,8 @@ int events_open(struct bridge *b, struct cause *cause)
 	if (ev == NULL)
 		return cause_fail(cause, ENOMEM, "out of memory");
 	ev->b = b;
+	ev->on_record = on_record;
+	ev->on_record_ctx = ctx;
 	ev->log.fd = ev->old.fd = -1;
 	LIST_INIT(&ev->clients);
 	ev->known = json_object_new_object();

@@ -58,10 +58,16 @@ struct events;
 extern const struct bridge_service events_service;
 extern const struct bridge_route events_routes[];
 
+/* Told each record the watch reads (rec: as it is now) or loses (rec NULL: deleted), seen again
+ * or not: the attention hub's view of the records, handed in by whoever opens both so that
+ * this module does not depend on the hub. */
+typedef void (*events_record_fn)(void *ctx, const char *id, const struct session *rec);
+
 /* Opens the log (finding the last id; rotated at b->opt.events_log_max bytes), publishes what
- * changed in the records while no bridge watched them, and starts watching. Returns 0 (b->events
- * set) or -errno with cause. */
-int events_open(struct bridge *b, struct cause *cause);
+ * changed in the records while no bridge watched them, and starts watching; on_record (NULL:
+ * none) is told every record seen, from this first pass on. Returns 0 (b->events set) or -errno
+ * with cause. */
+int events_open(struct bridge *b, events_record_fn on_record, void *ctx, struct cause *cause);
 
 /* Stops watching and closes the log (after the last /events client is gone); b->events is NULL
  * after, the memory goes when the handles are closed (uv_run). */

@@ -365,6 +365,15 @@ static void server_hook_expired(void *arg, const char *id, const char *request_i
 		attention_hook_expired(b->attention, id, request_id);
 }
 
+/* The records as the /events watch reads them: the attention hub's view of the sessions. */
+static void server_record_seen(void *arg, const char *id, const struct session *rec)
+{
+	struct bridge *b = arg;
+
+	if (b->attention != NULL)
+		attention_session_changed(b->attention, id, rec);
+}
+
 static int server_hooks_open(struct server *s, struct cause *cause)
 {
 	struct bridge *b = &s->b;
@@ -592,7 +601,7 @@ static int server_setup(struct server *s, const struct config *cfg,
 	r = server_hooks_open(s, cause);
 	if (r < 0)
 		return r;
-	r = events_open(b, cause);
+	r = events_open(b, server_record_seen, b, cause);
 	if (r < 0)
 		return r;
 	if ((r = server_signal(s, &s->sigterm, server_on_sigterm, SIGTERM)) < 0 ||

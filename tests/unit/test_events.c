@@ -111,7 +111,7 @@ static void rig_open(struct rig *r, unsigned log_max)
 	    .stall_timeout_ms = 60 * 1000, .max_clients = 8, .events_log_max = log_max};
 	LIST_INIT(&r->b.conns.head);
 	cr_assert_eq(store_init(&r->b.store, r->dir, r->dir, &cause), 0, "%s", cause.msg);
-	cr_assert_eq(events_open(&r->b, &cause), 0, "%s", cause.msg);
+	cr_assert_eq(events_open(&r->b, NULL, NULL, &cause), 0, "%s", cause.msg);
 	cr_assert_not_null(r->b.events);
 }
 
@@ -228,7 +228,7 @@ Test(events, publish_numbers_and_keeps_ids_across_a_reopen)
 	cr_assert_eq(events_publish(r.b.events, "result", payload(EVENTS_DATA_MAX)), -EMSGSIZE);
 	events_close(&r.b);
 	uv_run(&r.loop, UV_RUN_DEFAULT);
-	cr_assert_eq(events_open(&r.b, &cause), 0);
+	cr_assert_eq(events_open(&r.b, NULL, NULL, &cause), 0);
 	cr_assert_eq(events_publish(r.b.events, "result", payload(10)), 3, "ids go on");
 	rig_close(&r);
 }
