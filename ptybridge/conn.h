@@ -30,6 +30,8 @@
 /* A watched record is re-read this often even without a notification: inotify drops events when
  * its queue overflows (many records written at once), and libuv does not report that. */
 #define CONN_RECORD_FALLBACK_MS (5 * 1000)
+/* The connection a libuv handle that is a member of struct conn belongs to. */
+#define CONN_OF(handle, member) ((struct conn *)((char *)(handle)-offsetof(struct conn, member)))
 
 struct conn_chunk;
 struct http_request;
