@@ -1,6 +1,7 @@
 #include "cmds.h"
 
 #include "agentc.h"
+#include "eventnames.h"
 #include "isotime.h"
 #include "xfer.h"
 
@@ -472,17 +473,17 @@ static void ctl_prompt_event(struct ctl_stream *st, const struct sseread_event *
 
 	if (strcmp(ev->name, "assistant") == 0) {
 		ctl_print_assistant(data);
-	} else if (strcmp(ev->name, "permission") == 0) {
+	} else if (strcmp(ev->name, EV_PERMISSION) == 0) {
 		fprintf(stderr, "[permission %s: %s %s] agentctl approve|deny %s %s\n",
 			ctl_str(data, "requestId", "?"), ctl_str(data, "toolName", "?"),
 			ctl_str(data, "description", ""), id, ctl_str(data, "requestId", "?"));
-	} else if (strcmp(ev->name, "permission_resolved") == 0) {
+	} else if (strcmp(ev->name, EV_PERMISSION_RESOLVED) == 0) {
 		fprintf(stderr, "[permission %s: %s by %s]\n", ctl_str(data, "requestId", "?"),
 			ctl_str(data, "behavior", "?"), ctl_str(data, "by", "?"));
-	} else if (strcmp(ev->name, "queued") == 0) {
+	} else if (strcmp(ev->name, EV_QUEUED) == 0) {
 		json_object_object_get_ex(data, "position", &v);
 		fprintf(stderr, "[queued: %d turns ahead]\n", json_object_get_int(v));
-	} else if (strcmp(ev->name, "result") == 0) {
+	} else if (strcmp(ev->name, EV_RESULT) == 0) {
 		bool err =
 		    json_object_object_get_ex(data, "is_error", &v) && json_object_get_boolean(v);
 
@@ -494,7 +495,7 @@ static void ctl_prompt_event(struct ctl_stream *st, const struct sseread_event *
 		if (json_object_object_get_ex(data, "total_cost_usd", &v))
 			fprintf(stderr, ", $%.4f", json_object_get_double(v));
 		fprintf(stderr, "]\n");
-	} else if (strcmp(ev->name, "error") == 0) {
+	} else if (strcmp(ev->name, EV_ERROR) == 0) {
 		fprintf(stderr, "agentctl: %s: %s (%s)\n", id, ctl_str(data, "error", "?"),
 			ctl_str(data, "code", "?"));
 		st->rc = CTL_EXIT_FAILURE;
@@ -511,9 +512,9 @@ static void ctl_stream_event(void *arg, const struct sseread_event *ev, json_obj
 		return;
 	}
 	ctl_print_event(ev, data);
-	if (strcmp(ev->name, "snapshot") == 0)
+	if (strcmp(ev->name, EV_SNAPSHOT) == 0)
 		st->snapshot = true;
-	if (strcmp(ev->name, "error") == 0) {
+	if (strcmp(ev->name, EV_ERROR) == 0) {
 		const char *code = ctl_str(data, "code", "");
 
 		/* The end of a session's history is the normal end of its log. */

@@ -1,5 +1,6 @@
 #include "host.h"
 
+#include "eventnames.h"
 #include "jsontext.h"
 
 #include "fsutil.h"
@@ -145,7 +146,7 @@ static bool host_claude_plain(struct host *h, const struct linecheck *lc, const 
 	}
 	hostproto_event_name(lc->type != NULL ? type : NULL, name);
 	if (strcmp(name, "control_request") == 0 || strcmp(name, "control_cancel_request") == 0 ||
-	    strcmp(name, "result") == 0)
+	    strcmp(name, EV_RESULT) == 0)
 		return false; /* permissions, a turn's end: the whole object */
 	host_emit(h, name, line, len, NULL, NULL);
 	if (transcript_wants(&h->transcript, name)) {
@@ -174,7 +175,7 @@ void host_claude_line(struct host *h, const char *line, size_t len)
 		 * claude says is lost. */
 		char *text = utf8 ? NULL : jsontext_utf8_scrub(line, len);
 
-		host_emit_json(h, "raw",
+		host_emit_json(h, EV_RAW,
 			       text != NULL ? json_object_new_string(text)
 					    : json_object_new_string_len(line, (int)len));
 		free(text);
@@ -195,7 +196,7 @@ void host_claude_line(struct host *h, const char *line, size_t len)
 		if (strcmp(name, "control_cancel_request") == 0)
 			perms_cancel(h, json_object_get_string(host_get(obj, "request_id")));
 		id = host_emit(h, name, line, len, NULL, NULL);
-		if (strcmp(name, "result") == 0)
+		if (strcmp(name, EV_RESULT) == 0)
 			host_turn_ended(h, id, obj);
 	}
 	transcript_event(&h->transcript, name, obj);
@@ -211,7 +212,7 @@ void host_claude_exited(struct host *h, int64_t status, int term_signal)
 	h->exit_code = term_signal ? 128 + term_signal : (int)status;
 	json_object_object_add(ev, "code", json_object_new_int64(status));
 	json_object_object_add(ev, "signal", json_object_new_int(term_signal));
-	host_emit_json(h, "exit", ev);
+	host_emit_json(h, EV_EXIT, ev);
 	transcript_note(&h->transcript, "-- claude exited (status %lld, signal %d)",
 			(long long)status, term_signal);
 	transcript_close(&h->transcript); /* everything written: the pane shows the end */

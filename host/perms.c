@@ -1,5 +1,6 @@
 #include "perms.h"
 
+#include "eventnames.h"
 #include "host.h"
 #include "log.h"
 
@@ -89,7 +90,7 @@ static void perms_decide(struct host *h, struct pending *p, bool allow, const ch
 	if (message != NULL)
 		json_object_object_add(ev, "message", json_object_new_string(message));
 	perms_drop(&h->perms, p, allow ? "allow" : "deny", by);
-	host_emit_json(h, "permission_resolved", ev);
+	host_emit_json(h, EV_PERMISSION_RESOLVED, ev);
 }
 
 static void perms_timeout(uv_timer_t *t)
@@ -154,7 +155,7 @@ void perms_cancel(struct host *h, const char *request_id)
 	json_object_object_add(ev, "behavior", json_object_new_string("withdrawn"));
 	json_object_object_add(ev, "by", json_object_new_string("claude"));
 	perms_drop(&h->perms, p, "withdrawn", "claude");
-	host_emit_json(h, "permission_resolved", ev);
+	host_emit_json(h, EV_PERMISSION_RESOLVED, ev);
 }
 
 int perms_answer(struct host *h, const struct hostproto_request *req, const struct answered **how)

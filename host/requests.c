@@ -1,5 +1,6 @@
 #include "requests.h"
 
+#include "eventnames.h"
 #include "host.h"
 
 #include "isotime.h"
@@ -52,7 +53,7 @@ static void requests_prompt(struct host *h, struct sub *s, const struct hostprot
 	json_object_object_add(ev, "position", json_object_new_uint64(ahead));
 	if (req->by != NULL)
 		json_object_object_add(ev, "by", json_object_new_string(req->by));
-	host_emit_json(h, "queued", ev);
+	host_emit_json(h, EV_QUEUED, ev);
 	/* Its stream has the queued event; the running turn's events are not its. */
 	sub_hold(s);
 }

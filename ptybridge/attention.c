@@ -1,5 +1,6 @@
 #include "attention.h"
 
+#include "eventnames.h"
 #include "events.h"
 #include "hostsock.h"
 #include "log.h"
@@ -235,7 +236,7 @@ static void att_withdraw(struct att_session *s, struct att_request *q, const cha
 	s->answered[(s->answered_next + ATT_ANSWERED_MAX - 1) % ATT_ANSWERED_MAX].withdrawn = true;
 	if (fn != NULL)
 		fn(arg, NULL);
-	att_publish(s, "permission_resolved", ev);
+	att_publish(s, EV_PERMISSION_RESOLVED, ev);
 }
 
 static void att_withdraw_all(struct att_session *s, const char *why)
@@ -270,7 +271,7 @@ static void att_host_permission(struct att_session *s, json_object *data)
 	if (att_add(s, rid, att_str(data, "toolName"), att_str(data, "description")) == NULL)
 		return;
 	att_set(s, SESSION_WAITING, true);
-	att_publish(s, "permission", json_object_get(data));
+	att_publish(s, EV_PERMISSION, json_object_get(data));
 }
 
 static void att_host_resolved(struct att_session *s, json_object *data)
@@ -282,7 +283,7 @@ static void att_host_resolved(struct att_session *s, json_object *data)
 		return;
 	att_drop(s, q, by != NULL ? by : "client");
 	att_set(s, SESSION_WORKING, true);
-	att_publish(s, "permission_resolved", json_object_get(data));
+	att_publish(s, EV_PERMISSION_RESOLVED, json_object_get(data));
 }
 
 /* A turn's result on /events: its text cut to ATT_RESULT_TEXT_MAX, usage and cost. */
@@ -314,7 +315,7 @@ static void att_host_result(struct att_session *s, json_object *data)
 		    ? SESSION_WORKING
 		    : SESSION_IDLE,
 		true);
-	att_publish(s, "result", ev);
+	att_publish(s, EV_RESULT, ev);
 }
 
 /* The JSON text of len bytes (not NUL-terminated), or NULL. */
@@ -339,8 +340,8 @@ static json_object *att_parse(const char *text, size_t len)
 /* One event of the host (id, name, data). Only what changes attention is looked at. */
 static void att_host_event(struct att_session *s, const struct hostproto_event *ev)
 {
-	static const char *const names[] = {"permission", "permission_resolved", "result", "exit",
-					    "queued"};
+	static const char *const names[] = {EV_PERMISSION, EV_PERMISSION_RESOLVED, EV_RESULT,
+					    EV_EXIT, EV_QUEUED};
 	json_object *data = NULL;
 	size_t k;
 
@@ -382,7 +383,7 @@ static void att_host_event(struct att_session *s, const struct hostproto_event *
 		/* A prompt claude queued behind the running turn: /events says so, in order. */
 		json_object_object_del(data, "prompt");
 		att_set(s, SESSION_WORKING, false);
-		att_publish(s, "queued", json_object_get(data));
+		att_publish(s, EV_QUEUED, json_object_get(data));
 		break;
 	default:
 		att_withdraw_all(s, "exit");
@@ -701,7 +702,7 @@ static void att_answered_in_terminal(struct att_session *s, struct att_request *
 	att_drop(s, q, "terminal");
 	if (fn != NULL)
 		fn(arg, NULL);
-	att_publish(s, "permission_resolved", ev);
+	att_publish(s, EV_PERMISSION_RESOLVED, ev);
 }
 
 /* Every request of s still pending (claude's turn went on or ended: each was answered in the
@@ -864,7 +865,7 @@ int attention_hook_ask(struct attention *a, const char *id, json_object *payload
 			json_object_object_add(ev, "suggestions", json_object_get(v));
 		json_object_object_add(ev, "mode", json_object_new_string("terminal"));
 	}
-	att_publish(s, "permission", ev);
+	att_publish(s, EV_PERMISSION, ev);
 	return 0;
 }
 
@@ -901,7 +902,7 @@ void attention_hook_expired(struct attention *a, const char *id, const char *req
 	/* The dialog still shows: a person at the terminal answers it now. */
 	s->tui_asks = true;
 	att_set(s, SESSION_WAITING, true);
-	att_publish(s, "permission_resolved", ev);
+	att_publish(s, EV_PERMISSION_RESOLVED, ev);
 }
 
 int attention_answer(struct attention *a, const char *id, const char *request_id,
@@ -947,13 +948,13 @@ int attention_answer(struct attention *a, const char *id, const char *request_id
 		q->decision = json_object_get(decision);
 		session_copy_cut(q->decided_by, sizeof(q->decided_by), by);
 		att_set(s, SESSION_WORKING, true);
-		att_publish(s, "permission_resolved", ev);
+		att_publish(s, EV_PERMISSION_RESOLVED, ev);
 		return 0;
 	}
 	att_drop(s, q, by);
 	att_set(s, SESSION_WORKING, true);
 	fn(arg, decision);
-	att_publish(s, "permission_resolved", ev);
+	att_publish(s, EV_PERMISSION_RESOLVED, ev);
 	return 0;
 }
 

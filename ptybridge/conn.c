@@ -1,5 +1,6 @@
 #include "conn.h"
 
+#include "eventnames.h"
 #include "http.h"
 #include "log.h"
 #include "origin.h"
@@ -628,7 +629,7 @@ void conn_end(struct conn *c, const char *code, const char *message)
 	o = json_object_new_object();
 	json_object_object_add(o, "error", json_object_new_string(message));
 	json_object_object_add(o, "code", json_object_new_string(code));
-	n = asprintf(&frame, "event: error\ndata: %s\n\n",
+	n = asprintf(&frame, "event: " EV_ERROR "\ndata: %s\n\n",
 		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	if (n < 0 || conn_queue(c, frame, (size_t)n) < 0) {

@@ -1,6 +1,7 @@
 #include "events.h"
 
 #include "conn.h"
+#include "eventnames.h"
 #include "evlog.h"
 #include "fsutil.h"
 #include "hostproto.h"
@@ -224,7 +225,8 @@ static int events_replay_file(struct events *ev, const struct evlog *file)
 
 			if (en->id != 0 &&
 			    hostproto_event_parse(bt->data + en->off, en->len - 1, &e) == 0 &&
-			    e.name_len == strlen("session") && memcmp(e.name, "session", 7) == 0)
+			    e.name_len == strlen(EV_SESSION) &&
+			    memcmp(e.name, EV_SESSION, e.name_len) == 0)
 				events_replay_session(ev, &e);
 		}
 		at += (off_t)bt->len;
@@ -247,7 +249,7 @@ static void events_publish_session(struct events *ev, const char *change, json_o
 	}
 	json_object_object_add(data, "change", json_object_new_string(change));
 	json_object_object_add(data, "session", obj);
-	events_publish(ev, "session", data);
+	events_publish(ev, EV_SESSION, data);
 }
 
 /* The record of session s was read: publishes what changed since the last one seen. */
@@ -556,7 +558,7 @@ static void evclient_end(struct evclient *cl, const char *code, const char *erro
 	json_object_object_add(data, "error", json_object_new_string(error));
 	json_object_object_add(data, "code", json_object_new_string(code));
 	if (cl->c.phase == CONN_WS) {
-		json_object_object_add(frame, "event", json_object_new_string("error"));
+		json_object_object_add(frame, "event", json_object_new_string(EV_ERROR));
 		json_object_object_add(frame, "data", json_object_get(data));
 		n = snprintf(text, sizeof(text), "%s",
 			     json_object_to_json_string_ext(frame, EVENTS_JSON_OUT));
@@ -564,7 +566,7 @@ static void evclient_end(struct evclient *cl, const char *code, const char *erro
 			conn_ws_queue(&cl->c, true, text, (size_t)n);
 		conn_ws_close(&cl->c, WS_CLOSE_GOING_AWAY, code);
 	} else {
-		n = snprintf(text, sizeof(text), "event: error\ndata: %s\n\n",
+		n = snprintf(text, sizeof(text), "event: " EV_ERROR "\ndata: %s\n\n",
 			     json_object_to_json_string_ext(data, EVENTS_JSON_OUT));
 		if (n > 0 && (size_t)n < sizeof(text))
 			conn_queue(&cl->c, text, (size_t)n);
@@ -661,7 +663,7 @@ static char *events_snapshot(struct events *ev, size_t *len)
 	}
 	json_object_object_add(data, "sessions", list);
 	text = json_object_to_json_string_length(data, EVENTS_JSON_OUT, &tlen);
-	hn = hostproto_event_head(ev->log.last_id, "snapshot", head);
+	hn = hostproto_event_head(ev->log.last_id, EV_SNAPSHOT, head);
 	if (text == NULL || hn < 0)
 		goto out;
 	*len = (size_t)hn + tlen + 1;

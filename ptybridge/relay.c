@@ -1,6 +1,7 @@
 #include "relay_int.h"
 
 #include "attention.h"
+#include "eventnames.h"
 #include "events.h"
 #include "hostsock.h"
 #include "http.h"
@@ -299,7 +300,7 @@ static void relay_history_end(struct relay *r, const char *error, const char *co
 		r->end_queued = true;
 		conn_flush(&r->c); /* relay_backpressure closes once the frames are out */
 	} else {
-		n = snprintf(text, sizeof(text), "event: error\ndata: %s\n\n",
+		n = snprintf(text, sizeof(text), "event: " EV_ERROR "\ndata: %s\n\n",
 			     json_object_to_json_string_ext(data, RELAY_JSON_OUT));
 		if (n > 0 && (size_t)n < sizeof(text))
 			conn_queue(&r->c, text, (size_t)n);

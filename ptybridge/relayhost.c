@@ -1,6 +1,7 @@
 #include "relay_int.h"
 
 #include "attention.h"
+#include "eventnames.h"
 #include "events.h"
 #include "hostsock.h"
 #include "http.h"
@@ -115,7 +116,7 @@ static void relay_note_prompt(struct relay *r)
 		return;
 	json_object_object_add(data, "session", json_object_new_string(r->c.id));
 	json_object_object_add(data, "by", json_object_new_string(r->c.who.by));
-	events_publish(r->b->events, "prompt", data);
+	events_publish(r->b->events, EV_PROMPT, data);
 }
 
 /* The first line on a client's own connection: the answer to its request. */
@@ -200,7 +201,7 @@ void relay_error_event(struct relay *r, const char *error, const char *code)
 
 	json_object_object_add(o, "error", json_object_new_string(error));
 	json_object_object_add(o, "code", json_object_new_string(code));
-	n = snprintf(frame, sizeof(frame), "event: error\ndata: %s\n\n",
+	n = snprintf(frame, sizeof(frame), "event: " EV_ERROR "\ndata: %s\n\n",
 		     json_object_to_json_string_ext(o, RELAY_JSON_OUT));
 	if (n > 0 && (size_t)n < sizeof(frame))
 		conn_queue(&r->c, frame, (size_t)n);
@@ -241,7 +242,7 @@ void relay_event(struct relay *r, const char *line, size_t len, size_t room)
 		return;
 	}
 	r->events_sent++;
-	if (ev.name_len == 6 && memcmp(ev.name, "result", 6) == 0)
+	if (ev.name_len == strlen(EV_RESULT) && memcmp(ev.name, EV_RESULT, ev.name_len) == 0)
 		r->result_seen = true;
 	if (r->c.phase == CONN_WS) {
 		/* A browser fails the connection on a text frame that is not UTF-8 (a "raw" event

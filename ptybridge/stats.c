@@ -1,14 +1,13 @@
 #include "stats.h"
 
 #include "conn.h"
+#include "eventnames.h"
 
 #include <stdio.h>
 
 #include <string.h>
 
-static const char *const stats_event_names[STATS_EVENT_TYPES] = {
-    "session", "permission", "permission_resolved", "result", "prompt", "queued",
-};
+static const char *const stats_event_names[STATS_EVENT_TYPES] = {EV_PUBLISHED};
 
 /* The kinds of client a service's conn_ops names (terminal.c, relay.c, events.c). */
 static const char *const stats_kinds[] = {"terminal", "stream", "events"};

@@ -1,6 +1,7 @@
 #include "feed.h"
 
 #include "approvals.h"
+#include "eventnames.h"
 #include "jsontext.h"
 #include "log.h"
 #include "session.h"
@@ -129,9 +130,9 @@ static unsigned feed_handle(struct feed *f, struct feed_item *it)
 
 	if (it->data == NULL)
 		return 0;
-	if (strcmp(it->name, "snapshot") == 0)
+	if (strcmp(it->name, EV_SNAPSHOT) == 0)
 		return feed_snapshot(f, it->data);
-	if (strcmp(it->name, "session") == 0) {
+	if (strcmp(it->name, EV_SESSION) == 0) {
 		json_object *s = NULL;
 		const char *change = jsontext_str(it->data, "change"), *id;
 
@@ -154,9 +155,9 @@ static unsigned feed_handle(struct feed *f, struct feed_item *it)
 	}
 	if (session == NULL || !session_id_valid(session))
 		return 0;
-	if (strcmp(it->name, "permission") == 0)
+	if (strcmp(it->name, EV_PERMISSION) == 0)
 		return approvals_request(f->b, session, it->data, feed_op_done, f);
-	if (strcmp(it->name, "permission_resolved") == 0)
+	if (strcmp(it->name, EV_PERMISSION_RESOLVED) == 0)
 		return approvals_resolved(f->b, session, it->data, feed_op_done, f);
 	return 0; /* result: a turn started here shows its own; others are not announced */
 }
@@ -180,11 +181,11 @@ static void feed_event(void *arg, const struct sseread_event *ev, json_object *d
 
 	f->got_events = true;
 	if (!ev->has_id) {
-		if (strcmp(ev->name, "error") == 0)
+		if (strcmp(ev->name, EV_ERROR) == 0)
 			log_warn("/events: %s", ev->data);
 		return;
 	}
-	if (ev->id <= seen && strcmp(ev->name, "snapshot") != 0)
+	if (ev->id <= seen && strcmp(ev->name, EV_SNAPSHOT) != 0)
 		return; /* handled already */
 	if (f->count >= FEED_QUEUE_MAX) {
 		/* Read again once the queue has room: from the last id queued. */

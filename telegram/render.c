@@ -1,5 +1,6 @@
 #include "render.h"
 
+#include "eventnames.h"
 #include "jsontext.h"
 #include "session.h"
 #include "split.h"
@@ -220,15 +221,15 @@ int render_turn_event(struct buf *out, const char *name, json_object *data)
 		return render_assistant(out, data);
 	if (strcmp(name, "user") == 0)
 		return render_user(out, data);
-	if (strcmp(name, "result") == 0)
+	if (strcmp(name, EV_RESULT) == 0)
 		return render_result(out, data);
-	if (strcmp(name, "permission") == 0) {
+	if (strcmp(name, EV_PERMISSION) == 0) {
 		s = jsontext_str(data, "toolName");
 		render_cut(cut, sizeof(cut), s != NULL ? s : "a tool", RENDER_TOOL_MAX);
 		snprintf(line, sizeof(line), "⏸ %s waits for approval", cut);
 		return render_line(out, line);
 	}
-	if (strcmp(name, "error") == 0) {
+	if (strcmp(name, EV_ERROR) == 0) {
 		s = jsontext_str(data, "error");
 		render_cut(cut, sizeof(cut), s != NULL ? s : "the stream ended", RENDER_ERROR_MAX);
 		snprintf(line, sizeof(line), "⚠️ %s", cut);
@@ -239,7 +240,7 @@ int render_turn_event(struct buf *out, const char *name, json_object *data)
 
 bool render_turn_ends(const char *name)
 {
-	return strcmp(name, "result") == 0 || strcmp(name, "error") == 0;
+	return strcmp(name, EV_RESULT) == 0 || strcmp(name, EV_ERROR) == 0;
 }
 
 int render_permission(struct buf *out, const char *session, json_object *data, const char *web_url)

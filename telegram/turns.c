@@ -1,5 +1,6 @@
 #include "turns.h"
 
+#include "eventnames.h"
 #include "log.h"
 #include "render.h"
 #include "session.h"
@@ -248,7 +249,7 @@ static void turn_event(void *arg, const struct sseread_event *ev, json_object *d
 	}
 	t->started = true;
 	t->backoff = BOT_BACKOFF_MS;
-	if (data != NULL || strcmp(ev->name, "error") == 0)
+	if (data != NULL || strcmp(ev->name, EV_ERROR) == 0)
 		turn_render(t, ev->name, data);
 	if (render_turn_ends(ev->name)) {
 		t->ended = true;

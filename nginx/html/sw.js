@@ -13,6 +13,7 @@ const SHELL = [
   "/assets/js/app.js",
   "/assets/js/changes.js",
   "/assets/js/conversation.js",
+  "/assets/js/events.js",
   "/assets/js/live.js",
   "/assets/js/markdown.js",
   "/assets/js/notify.js",

@@ -9,6 +9,7 @@ import { TerminalView, KEYS } from "./terminal.js";
 import { ConversationView } from "./conversation.js";
 import { Notifier } from "./notify.js";
 import { ChangesView } from "./changes.js";
+import { EV } from "./events.js";
 
 const $ = (id) => document.getElementById(id);
 const RUNNING = new Set(["creating", "running", "attached"]);
@@ -596,7 +597,7 @@ async function main() {
   // A structured turn's result: the agent is done for now, its changes are worth a new look.
   live.addEventListener("attention", (ev) => {
     const { event, data } = ev.detail;
-    if (event === "result" && changes && data.session === changes.id) changes.refresh();
+    if (event === EV.RESULT && changes && data.session === changes.id) changes.refresh();
   });
   window.addEventListener("hashchange", route);
   live.start(); // its first status asks for the health

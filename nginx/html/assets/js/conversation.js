@@ -8,10 +8,12 @@
 import { api, post_stream, eventSource, sessionPath } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 import { toolView } from "./toolcard.js";
+import { EV } from "./events.js";
 
-// Event names of the stream (API.md: Structured mode); an EventSource hears only named ones.
-const EVENTS = ["system", "assistant", "user", "stream_event", "result", "permission",
-  "permission_resolved", "raw", "exit", "error", "control_response", "control_request"];
+// Event names of the stream (API.md: Structured mode): claude's own line types and ours; an
+// EventSource hears only named ones.
+const CLAUDE_EVENTS = ["system", "assistant", "user", "stream_event", "result", "control_response", "control_request"];
+const EVENTS = [...new Set([...CLAUDE_EVENTS, EV.PERMISSION, EV.PERMISSION_RESOLVED, EV.RAW, EV.EXIT, EV.ERROR])];
 const TEXT_MAX = 200000; // characters of one tool result shown; the rest is cut
 const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 15000;
@@ -263,21 +265,21 @@ export class ConversationView {
       case "stream_event":
         this.partial(d);
         break;
-      case "result":
+      case EV.RESULT:
         this.result(d);
         break;
-      case "permission":
+      case EV.PERMISSION:
         this.permission(d);
         break;
-      case "permission_resolved":
+      case EV.PERMISSION_RESOLVED:
         this.resolved(d);
         break;
-      case "exit":
+      case EV.EXIT:
         this.item("note").textContent = "agent host exited" + (d.status !== undefined ? " (status " + d.status + ")" : "");
         this.running = false;
         this.update();
         break;
-      case "error":
+      case EV.ERROR:
         this.item("error").textContent = (d.error || "error") + (d.code ? " (" + d.code + ")" : "");
         break;
       default:

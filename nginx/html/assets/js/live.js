@@ -10,6 +10,7 @@
 // arrives after /events told a newer state (a create that failed at once) does not bring the old
 // one back.
 import { api, eventSource } from "./api.js";
+import { EV } from "./events.js";
 
 const RETRY_MIN_MS = 1000; // our own retry when EventSource gave up (a non-2xx answer)
 const RETRY_MAX_MS = 30000;
@@ -52,13 +53,13 @@ export class Live extends EventTarget {
         this.retry = Math.min(this.retry * 2, RETRY_MAX_MS);
       }
     });
-    src.addEventListener("snapshot", (ev) => {
+    src.addEventListener(EV.SNAPSHOT, (ev) => {
       const d = parse(ev.data);
       if (!d || !Array.isArray(d.sessions)) return;
       this.snapshotSeen = true;
       this.replace(d.sessions);
     });
-    src.addEventListener("session", (ev) => {
+    src.addEventListener(EV.SESSION, (ev) => {
       const d = parse(ev.data);
       if (!d || !d.session || !d.session.id) return;
       const id = d.session.id;
@@ -67,7 +68,7 @@ export class Live extends EventTarget {
       else if (!this.keep(id, d.session)) return;
       this.changed();
     });
-    for (const name of ["permission", "permission_resolved", "result"]) {
+    for (const name of [EV.PERMISSION, EV.PERMISSION_RESOLVED, EV.RESULT]) {
       src.addEventListener(name, (ev) => {
         const d = parse(ev.data);
         if (d) this.dispatchEvent(new CustomEvent("attention", { detail: { event: name, data: d } }));
