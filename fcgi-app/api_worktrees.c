@@ -346,7 +346,7 @@ static int api_branches_collect(const struct app *app, struct worktree_branch **
 		return r;
 	r = worktree_list_branches(app->cfg->base_dir, list, n);
 	if (r == 0)
-		r = worktree_list_store_branches(app->cfg->git_store_dir, slist, sn);
+		r = gitstore_list_branches(app->cfg->base_dir, app->cfg->git_store_dir, slist, sn);
 	if (r == 0 && *sn > 0 && (*checked = calloc(*sn, sizeof(**checked))) == NULL)
 		r = -ENOMEM;
 	for (size_t i = 0; r == 0 && i < *sn; i++) {

@@ -3,6 +3,7 @@
 #include "claude.h"
 #include "fsutil.h"
 #include "gitrepo.h"
+#include "gitstore.h"
 #include "hostproto.h"
 #include "proc.h"
 
@@ -243,6 +244,38 @@ static int cagecmd_expose_one(struct cagecmd *c, size_t *np, const char *real)
 	return cagecmd_path(c, np, "--ro", dir);
 }
 
+/*
+ * The git the session's repository needs beyond itself. A repository of the store layout borrows
+ * the store's objects (its alternates), read-only: the store lies in the hidden state dir, and
+ * its refs, config and hooks stay out of view. A worktree of a shared bare clone (a session made
+ * before the store layout) needs the clone writable: its refs and objects are there.
+ */
+static int cagecmd_git(const struct app *app, const struct session *s, struct cagecmd *c,
+		       size_t *np)
+{
+	const struct config *cfg = app->cfg;
+	char repo[CONFIG_PATH_MAX], path[CONFIG_PATH_MAX];
+	struct agentuser_fs fs;
+	bool store;
+
+	/* The alternates file is the agent's: read with its identity. */
+	if (agentuser_fs_enter(&app->agent, &fs) < 0)
+		return 0;
+	store = cfg->git_store_dir[0] != '\0' &&
+		gitstore_is_session(cfg->git_store_dir, s->owner, s->name, s->worktree);
+	agentuser_fs_leave(&fs);
+	if (store) {
+		if (gitstore_path(cfg->git_store_dir, s->owner, s->name, repo, sizeof(repo)) < 0 ||
+		    snprintf(path, sizeof(path), "%s/objects", repo) >= (int)sizeof(path))
+			return -E2BIG;
+		return cagecmd_path(c, np, "--ro", path);
+	}
+	if (worktree_bare_path(cfg->base_dir, s->owner, s->name, path, sizeof(path)) == 0 &&
+	    access(path, F_OK) == 0)
+		return cagecmd_path(c, np, "--bind", path);
+	return 0;
+}
+
 static int cagecmd_expose(const struct app *app, struct cagecmd *c, size_t *np,
 			  enum session_mode mode)
 {
@@ -324,11 +357,12 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 		r = cagecmd_path(c, &np, "--hide", cfg->secrets_dir);
 	if (r == 0)
 		r = cagecmd_path(c, &np, "--hide", app->agent.home);
-	/* Bound back: its worktree, the bare clone its commits go to, and what its claude needs. */
+	/* Bound back: its repository (or worktree and the bare clone its commits go to), and what
+	 * its claude needs. */
 	if (r == 0)
 		r = cagecmd_path(c, &np, "--bind", s->worktree);
-	if (r == 0 && worktree_bare_path(cfg->base_dir, s->owner, s->name, path, sizeof(path)) == 0)
-		r = cagecmd_path(c, &np, "--bind", path);
+	if (r == 0)
+		r = cagecmd_git(app, s, c, &np);
 	if (r == 0 && mode == SESSION_TERMINAL) {
 		if (config_runtime_path(cfg, "hooks.sock", path, sizeof(path)) == 0)
 			r = cagecmd_path(c, &np, "--ro-try", path);

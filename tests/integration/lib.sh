@@ -111,6 +111,11 @@ export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
 # Sessions are not caged in the tests unless a test asks (test_cages.sh: AGENTD_CAGE=auto):
 # the other tests look into the agent's shared HOME and their fakes write where a cage hides.
 export AGENTD_CAGE=${AGENTD_CAGE:-off}
+# The git layout (docs/DESIGN.md "The git store layout"): uncaged, the worktrees of the agent's
+# bare clones; ITEST_GIT_LAYOUT=store gives the stack the store layout caged sessions have by
+# default ($T/state/git). Scripts that check where git keeps things branch on GIT_LAYOUT.
+GIT_LAYOUT=${ITEST_GIT_LAYOUT:-worktree}
+[ "$GIT_LAYOUT" != store ] || export AGENTD_GIT_STORE_DIR=$T/state/git
 
 # The sessions' cgroups of this script's stacks go under a parent of its own (stacks side by side
 # never share one), which cleanup removes with everything left in it.
@@ -289,6 +294,12 @@ remote_commit() {
 }
 
 bare_clone() { printf '%s/code/.repos/%s/%s.git' "$T" "$1" "$2"; }
+# git_store OWNER NAME: the store of the store layout.
+git_store() { printf '%s/state/git/%s/%s.git' "$T" "$1" "$2"; }
+# kept_repo OWNER NAME: where a deleted session's branch stays: the bare clone, or the store.
+kept_repo() {
+	if [ "$GIT_LAYOUT" = store ]; then git_store "$1" "$2"; else bare_clone "$1" "$2"; fi
+}
 
 # ------------------------------------------------------------------------------------------------
 # the stack

@@ -164,6 +164,10 @@ check_not "A's HOME has no copy of claude's installation" \
 	test -e "$T/homes/widgets-1/.local/share/claude"
 check "A's commit is in its branch" \
 	git -C "$WT_A" log --oneline -1 --format=%s | grep -q "cage probe"
+# Caged sessions get the store layout by default: a repository of their own each.
+assert_eq "A's repository borrows the store's objects" "$(git_store acme widgets)/objects" \
+	"$(cat "$WT_A/.git/objects/info/alternates" 2>&1)"
+check_not "no bare clone is shared by the sessions" test -e "$(bare_clone acme widgets)"
 
 round "A in structured mode" structured
 round "A back in terminal mode" terminal
@@ -206,7 +210,7 @@ HEAD_A=$(git -C "$WT_A" rev-parse HEAD)
 api DELETE "/sessions/widgets-1?force=true"
 assert_status "A is deleted" 200
 check_not "A's HOME is gone" test -e "$T/homes/widgets-1"
-check "A's commits are kept" git -C "$(bare_clone acme widgets)" cat-file -e "$HEAD_A^{commit}"
+check "A's commits are kept in the store" git -C "$(git_store acme widgets)" cat-file -e "$HEAD_A^{commit}"
 api DELETE "/sessions/widgets-2?keepHome=true&force=true"
 assert_status "B is deleted with keepHome" 200
 check "B's HOME stays with keepHome" test -d "$T/homes/widgets-2"
