@@ -383,6 +383,18 @@ static void relay_start_stream(struct relay *r)
 
 /* ---- host connections ------------------------------------------------------------------- */
 
+/* The uid the session's host runs as: the record's own uid, else the agent user's. */
+static uid_t relay_host_uid(const struct bridge *b, const char *id)
+{
+	struct session *s = malloc(sizeof(*s));
+	uid_t uid = b->host_uid;
+
+	if (s != NULL && store_read(&b->store, id, s, NULL) == 0 && s->uid != 0)
+		uid = (uid_t)s->uid;
+	free(s);
+	return uid;
+}
+
 /* Connects to the session's host.sock. Returns the connected non-blocking socket, or -errno
  * (-ENOENT, -ECONNREFUSED, -EAGAIN: no host listening, yet; -EPERM: the listener is not the agent
  * user's). */
@@ -420,11 +432,13 @@ int relay_connect_host(const struct bridge *b, const char *id)
 		goto out;
 	}
 	/* The directory is the agent's: what is at that path may be its symlink to another
-	 * socket (tmux's, the API's). Only the agent user's own listener is its host. */
+	 * socket (tmux's, the API's). Only the session's own listener is its host: its own uid's
+	 * when it is caged with one (so that no other session's uid can speak as its host), else
+	 * the agent user's. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) < 0)
 		r = -errno;
 	else
-		r = cred.uid == b->host_uid ? fd : -EPERM;
+		r = cred.uid == relay_host_uid(b, id) ? fd : -EPERM;
 	if (r < 0)
 		close(fd);
 out:

@@ -714,6 +714,20 @@ remove_cgroups() {
 	done
 }
 
+# release_uids: gives back the host-wide uids (core/cageuid.h) this stack's sessions still hold
+# (a HOME kept with keepHome, a script that stopped early): their registry entries and the passwd
+# drop-ins, which getpwuid would otherwise know until some stack took the uid again.
+release_uids() {
+	local f u
+	for f in /run/agentd-uids/[0-9]*; do
+		[ -f "$f" ] || continue
+		case "$(cat "$f" 2>/dev/null)" in "$T/state "*) ;; *) continue ;; esac
+		u=${f##*/}
+		rm -f "/run/userdb/agentd-$u.user" "/run/userdb/agentd-$u.group" \
+			"/run/userdb/$u.user" "/run/userdb/$u.group" "$f"
+	done
+}
+
 cleanup() {
 	local rc=$? p f
 	trap - EXIT INT TERM
@@ -721,6 +735,7 @@ cleanup() {
 	stop_stack 20 || fail "deploy/up stops on SIGTERM within 20 s"
 	tmux -S "$TMUX_SOCK" kill-server >/dev/null 2>&1
 	remove_cgroups
+	release_uids
 	# Fake agents that outlived their tmux server (they should not).
 	for p in $(claude_pids); do
 		if alive "$p" && tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q fakes/claude; then
