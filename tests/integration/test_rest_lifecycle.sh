@@ -122,6 +122,9 @@ get_session widgets-7
 assert_status "GET /sessions/widgets-7 200" 200
 assert_json "GET /sessions/<id> answers the session" '[.id, .agentSessionId]' \
 	"[\"widgets-7\",\"$ASID7\"]"
+# Uncaged (lib.sh), the pane joins no cgroup: no empty one, and no usage of zeros.
+assert_jq "an uncaged session reports no usage" 'has("usage") | not'
+check_not "an uncaged session gets no cgroup" test -n "$(cgroup_dirs widgets-7)"
 
 # --- 10 concurrent identical POSTs ---------------------------------------------------------------
 B8=$(create_body acme widgets 8)
