@@ -196,14 +196,24 @@ static bool fsutil_skipped(const char *rel, const char *const *skip, size_t nski
 	return false;
 }
 
-static int fsutil_copy_file(int sfd, int dfd, const char *name, mode_t mode)
+/* Gives the thread the identity of the side it works on next (nothing without sides). */
+static void fsutil_as(const struct fsutil_sides *sides, bool writing)
+{
+	if (sides != NULL)
+		sides->side(sides->ctx, writing);
+}
+
+static int fsutil_copy_file(int sfd, int dfd, const char *name, mode_t mode,
+			    const struct fsutil_sides *sides)
 {
 	char buf[64 * 1024];
-	int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out = -1, r = 0;
+	int in, out = -1, r = 0;
 	ssize_t n;
 
-	if (in < 0)
+	fsutil_as(sides, false);
+	if ((in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return -errno;
+	fsutil_as(sides, true);
 	out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
 	if (out < 0) {
 		r = -errno;
@@ -232,7 +242,7 @@ out:
 /* Copies the entries of the open directory sfd into dfd; rel is sfd's path relative to the
  * tree's top ("" at the top), in a buffer of FSUTIL_PATH_MAX. */
 static int fsutil_copy_dir(int sfd, int dfd, char *rel, const char *const *skip, size_t nskip,
-			   int depth)
+			   int depth, const struct fsutil_sides *sides)
 {
 	size_t base = strlen(rel);
 	int dup_fd = dup(sfd), r = 0;
@@ -259,30 +269,35 @@ static int fsutil_copy_dir(int sfd, int dfd, char *rel, const char *const *skip,
 		}
 		if (fsutil_skipped(rel, skip, nskip))
 			continue;
+		fsutil_as(sides, false);
 		if (fstatat(sfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			r = -errno;
 		} else if (S_ISDIR(st.st_mode)) {
 			int cs, cd;
 
-			if (mkdirat(dfd, e->d_name, 0700) < 0) {
-				r = -errno;
-				continue;
-			}
 			cs =
 			    openat(sfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			cd =
-			    openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (cs < 0 || cd < 0)
+			r = cs < 0 ? -errno : 0;
+			fsutil_as(sides, true);
+			if (r == 0 && mkdirat(dfd, e->d_name, 0700) < 0)
 				r = -errno;
-			else if ((r = fsutil_copy_dir(cs, cd, rel, skip, nskip, depth + 1)) == 0 &&
-				 fchmod(cd, st.st_mode & 0777) < 0)
+			cd = r == 0 ? openat(dfd, e->d_name,
+					     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+				    : -1;
+			if (r == 0 && cd < 0)
 				r = -errno;
+			if (r == 0 && (r = fsutil_copy_dir(cs, cd, rel, skip, nskip, depth + 1,
+							   sides)) == 0) {
+				fsutil_as(sides, true);
+				if (fchmod(cd, st.st_mode & 0777) < 0)
+					r = -errno;
+			}
 			if (cs >= 0)
 				close(cs);
 			if (cd >= 0)
 				close(cd);
 		} else if (S_ISREG(st.st_mode)) {
-			r = fsutil_copy_file(sfd, dfd, e->d_name, st.st_mode);
+			r = fsutil_copy_file(sfd, dfd, e->d_name, st.st_mode, sides);
 		} else if (S_ISLNK(st.st_mode)) {
 			char target[FSUTIL_PATH_MAX];
 			ssize_t n = readlinkat(sfd, e->d_name, target, sizeof(target));
@@ -291,11 +306,13 @@ static int fsutil_copy_dir(int sfd, int dfd, char *rel, const char *const *skip,
 				r = -errno;
 			else if ((size_t)n >= sizeof(target))
 				r = -ENAMETOOLONG;
-			else if ((target[n] = '\0', symlinkat(target, dfd, e->d_name)) < 0)
+			else if ((target[n] = '\0', fsutil_as(sides, true),
+				  symlinkat(target, dfd, e->d_name)) < 0)
 				r = -errno;
 		}
 		/* Sockets, FIFOs and devices are not a HOME's to copy. */
 		rel[base] = '\0';
+		fsutil_as(sides, false); /* readdir goes on on the source */
 	}
 	if (r == 0 && errno != 0 && e == NULL)
 		r = -errno;
@@ -306,17 +323,26 @@ static int fsutil_copy_dir(int sfd, int dfd, char *rel, const char *const *skip,
 
 int fsutil_copy_tree(const char *src, const char *dst, const char *const *skip, size_t nskip)
 {
+	return fsutil_copy_tree_as(src, dst, skip, nskip, NULL);
+}
+
+int fsutil_copy_tree_as(const char *src, const char *dst, const char *const *skip, size_t nskip,
+			const struct fsutil_sides *sides)
+{
 	char *rel = calloc(1, FSUTIL_PATH_MAX);
 	int sfd = -1, dfd = -1, r;
 
 	if (rel == NULL)
 		return -ENOMEM;
+	fsutil_as(sides, false);
 	sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	dfd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sfd < 0 || dfd < 0)
+	r = sfd < 0 ? -errno : 0;
+	fsutil_as(sides, true);
+	dfd = r == 0 ? open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	if (r == 0 && dfd < 0)
 		r = -errno;
-	else
-		r = fsutil_copy_dir(sfd, dfd, rel, skip, nskip, 0);
+	if (r == 0)
+		r = fsutil_copy_dir(sfd, dfd, rel, skip, nskip, 0, sides);
 	if (sfd >= 0)
 		close(sfd);
 	if (dfd >= 0)

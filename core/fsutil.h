@@ -31,6 +31,18 @@ int fsutil_rm_tree(const char *path);
  */
 int fsutil_copy_tree(const char *src, const char *dst, const char *const *skip, size_t nskip);
 
+/* Who reads the source and who writes the copy: side(ctx, false) is called before every lookup
+ * in src, side(ctx, true) before every change in dst (a HOME template read as the agent user,
+ * copied as a session's own uid). */
+struct fsutil_sides {
+	void (*side)(void *ctx, bool writing);
+	void *ctx;
+};
+
+/* As fsutil_copy_tree, each side with its own identity (sides NULL: the thread's throughout). */
+int fsutil_copy_tree_as(const char *src, const char *dst, const char *const *skip, size_t nskip,
+			const struct fsutil_sides *sides);
+
 /* True when a and b name the same existing file (whatever symlinks or trailing slashes). */
 bool fsutil_same_file(const char *a, const char *b);
 

@@ -188,9 +188,16 @@ static bool gitstore_borrows(const char *store, const char *path)
 {
 	char file[WORKTREE_PATH_MAX + 64], want[WORKTREE_PATH_MAX + 16],
 	    text[WORKTREE_PATH_MAX + 16];
+	struct stat st;
 	ssize_t n;
 	int fd;
 
+	/* The repository itself, never what a link the agent put at its path or at .git points at:
+	 * a link is no session repository, and is left alone as an ordinary directory is. */
+	snprintf(file, sizeof(file), "%s/.git", path);
+	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || lstat(file, &st) < 0 ||
+	    !S_ISDIR(st.st_mode))
+		return false;
 	snprintf(file, sizeof(file), "%s/.git/objects/info/alternates", path);
 	snprintf(want, sizeof(want), "%s/objects\n", store);
 	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -741,6 +748,83 @@ int gitstore_list(const char *base, const char *dir, struct worktree_entry **out
 	*out = v.items;
 	*n = v.n;
 	return 0;
+}
+
+/* The session repository's own branch feat/issue-<N> as b (b->owner, name, issue set by the
+ * caller). Returns 1 with b filled, 0 when it has no such branch or cannot be read. */
+static int gitstore_session_branch(const char *path, struct worktree_branch *b)
+{
+	git_repository *git = NULL;
+	git_reference *ref = NULL;
+	int r = 0;
+
+	if (snprintf(b->branch, sizeof(b->branch), "%s%ld", GITREPO_BRANCH_PREFIX, b->issue) >=
+		(int)sizeof(b->branch) ||
+	    git_repository_open_ext(&git, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0)
+		goto out;
+	if (git_branch_lookup(&ref, git, b->branch, GIT_BRANCH_LOCAL) == 0 &&
+	    inventory_compare(git, ref, b->branch, b) == 0)
+		r = 1;
+out:
+	git_reference_free(ref);
+	git_repository_free(git);
+	git_error_clear();
+	return r;
+}
+
+static int gitstore_cmp_branch(const void *a, const void *b)
+{
+	const struct worktree_branch *x = a, *y = b;
+	int c = strcmp(x->owner, y->owner);
+
+	if (c == 0)
+		c = strcmp(x->name, y->name);
+	return c != 0 ? c : (x->issue > y->issue) - (x->issue < y->issue);
+}
+
+int gitstore_list_branches(const char *base, const char *dir, struct worktree_branch **out,
+			   size_t *n)
+{
+	struct worktree_branch *stores = NULL, *all = NULL;
+	struct worktree_entry *repos = NULL;
+	size_t ns = 0, nr = 0, k = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if ((r = worktree_list_store_branches(dir, &stores, &ns)) < 0 ||
+	    (r = gitstore_list(base, dir, &repos, &nr)) < 0)
+		goto out;
+	if (ns + nr > 0 && (all = calloc(ns + nr, sizeof(*all))) == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		struct worktree_branch *b = &all[k];
+
+		snprintf(b->owner, sizeof(b->owner), "%s", repos[i].owner);
+		snprintf(b->name, sizeof(b->name), "%s", repos[i].name);
+		b->issue = repos[i].issue;
+		k += (size_t)gitstore_session_branch(repos[i].path, b);
+	}
+	for (size_t i = 0; i < ns; i++) {
+		bool live = false;
+
+		for (size_t j = 0; j < k && !live; j++)
+			live = gitstore_cmp_branch(&all[j], &stores[i]) == 0;
+		if (!live)
+			all[k++] = stores[i];
+	}
+	if (k > 0)
+		qsort(all, k, sizeof(*all), gitstore_cmp_branch);
+	*out = all;
+	*n = k;
+	all = NULL;
+out:
+	free(all);
+	free(stores);
+	free(repos);
+	return r;
 }
 
 int gitstore_find(const char *base, const char *dir, const char *name, struct worktree_entry *out)

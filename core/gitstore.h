@@ -88,6 +88,18 @@ int gitstore_list(const char *base, const char *dir, struct worktree_entry **out
  * *out filled, -ENOENT, or -errno. */
 int gitstore_find(const char *base, const char *dir, const char *name, struct worktree_entry *out);
 
+struct worktree_branch;
+
+/*
+ * The branches of the store layout under dir, for GET /branches: every store's feat/issue-<N>,
+ * and each session repository's own feat/issue-<N> (compared with that repository's origin refs,
+ * which its pushes update) in place of the store's branch of the same issue: the session's is
+ * the live one. Sorted by owner, name and issue. Reads the agents' repositories: called as the
+ * agent. *out allocated (caller frees). Returns 0 or -errno.
+ */
+int gitstore_list_branches(const char *base, const char *dir, struct worktree_branch **out,
+			   size_t *n);
+
 /* Reads the text of a HEAD file: 0 with the branch of "ref: refs/heads/<branch>\n" in out, or
  * -EINVAL (a detached HEAD, anything else, or a branch longer than outlen). */
 int gitstore_parse_head(const char *text, char *out, size_t outlen);

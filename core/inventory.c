@@ -258,8 +258,8 @@ int worktree_find(const char *base, const char *dir, struct worktree_entry *out)
 }
 
 /* Compares a local branch with refs/remotes/origin/<same name>, from local refs only. */
-static int inventory_compare(git_repository *git, git_reference *local, const char *branch,
-			     struct worktree_branch *b)
+int inventory_compare(git_repository *git, git_reference *local, const char *branch,
+		      struct worktree_branch *b)
 {
 	char ref[GITREPO_REF_MAX];
 	git_oid theirs;

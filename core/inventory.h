@@ -47,6 +47,11 @@ int worktree_list_branches(const char *base, struct worktree_branch **out, size_
  * (gitstore.h); none when dir is empty. */
 int worktree_list_store_branches(const char *dir, struct worktree_branch **out, size_t *n);
 
+/* Compares the local branch local (named branch) of git with refs/remotes/origin/<branch>, from
+ * local refs only: fills b->sync, b->ahead and b->behind. Returns 0 or -EIO. */
+int inventory_compare(git_repository *git, git_reference *local, const char *branch,
+		      struct worktree_branch *b);
+
 /* Lists every <name>-issue-<N> worktree of every managed repository under base. *out allocated
  * (caller frees). Returns 0 or -errno. */
 int worktree_list(const char *base, struct worktree_entry **out, size_t *n);

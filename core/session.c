@@ -509,6 +509,8 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 		json_object_object_add(ports, "last", json_object_new_int(s->port_last));
 		json_object_object_add(o, "ports", ports);
 	}
+	if (s->uid != 0)
+		json_object_object_add(o, "uid", json_object_new_int64(s->uid));
 	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
 		json_object_object_add(o, "launch", json_object_new_int64(s->launch));
@@ -757,6 +759,7 @@ static int session_attention_from_json(struct session *s, json_object *obj, stru
 int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 {
 	json_object *repo, *v;
+	uint64_t uid;
 	int r;
 
 	memset(s, 0, sizeof(*s));
@@ -835,6 +838,10 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	    (r = session_limits_from_json(s, obj, cause)) < 0 ||
 	    (r = session_ports_from_json(s, obj, cause)) < 0)
 		return r;
+	/* Optional: none for an uncaged session or a record made before per-session uids. */
+	if (!session_count_from_json(obj, "uid", SESSION_UID_MAX, &uid))
+		return cause_fail(cause, EINVAL, "field uid is not a uid");
+	s->uid = (uint32_t)uid;
 	return session_attention_from_json(s, obj, cause);
 }
 

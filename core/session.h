@@ -24,9 +24,10 @@
 #define SESSION_ERROR_MAX  512
 #define SESSION_UUID_LEN   36
 #define SESSION_RECORD_MAX (64 * 1024)
-#define SESSION_EXIT_MAX   255 /* exitStatus: an exit code, or 128 + a signal number */
-#define SESSION_SIGNAL_MAX 16  /* "SIGKILL", "SIGRTMIN+15", ... */
-#define SESSION_BY_MAX     193 /* = AUTH_BY_MAX (core/auth.h): identity[:actor] */
+#define SESSION_EXIT_MAX   255   /* exitStatus: an exit code, or 128 + a signal number */
+#define SESSION_SIGNAL_MAX 16    /* "SIGKILL", "SIGRTMIN+15", ... */
+#define SESSION_BY_MAX     193   /* = AUTH_BY_MAX (core/auth.h): identity[:actor] */
+#define SESSION_UID_MAX    65533 /* below nobody: cageuid_parse_range's bound */
 
 enum session_state {
 	SESSION_CREATING,
@@ -107,6 +108,9 @@ struct session {
 	/* The session's own TCP ports (AGENTD_PORT_BASE): PORT and AGENTD_PORT_RANGE in its
 	 * agent's environment, fixed at creation so they survive restarts; 0: none. */
 	uint16_t port_first, port_last;
+	/* A caged session's own uid, and gid of the same number (core/cageuid.h), fixed at
+	 * creation and claimed again after a reboot; 0: it runs as the one agent user. */
+	uint32_t uid;
 	/* Written by the bridge's attention hub only: */
 	enum session_activity activity;
 	int64_t activity_at; /* unix milliseconds of the last activity change */

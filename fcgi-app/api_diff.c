@@ -5,6 +5,7 @@
  */
 #include "router.h"
 
+#include "cagecmd.h"
 #include "gitdiff.h"
 
 #include <errno.h>
@@ -105,6 +106,7 @@ static void api_sessions_diff(const struct app *app, struct request *req,
 	bool as_text = api_diff_wants_text(req);
 	struct cause cause = {{0}};
 	enum gitdiff_base base;
+	struct agent_user au;
 	struct agentuser_fs fs;
 	json_object *o = NULL, *trunc;
 	char *text = NULL;
@@ -130,7 +132,8 @@ static void api_sessions_diff(const struct app *app, struct request *req,
 			      "maxBytes must be a number of bytes from 1 to %d", GITDIFF_TEXT_MAX);
 		goto out;
 	}
-	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0) {
+	cagecmd_user(app, s->uid, &au); /* the session's files: its own uid's when caged */
+	if ((r = agentuser_fs_enter(&au, &fs)) < 0) {
 		request_error(req, 500, "git_error", "cannot take the agent user's identity: %s",
 			      strerror(-r));
 		goto out;
@@ -168,6 +171,7 @@ static void api_sessions_commits(const struct app *app, struct request *req,
 {
 	struct session *s = malloc(sizeof(*s));
 	struct cause cause = {{0}};
+	struct agent_user au;
 	struct agentuser_fs fs;
 	json_object *o;
 	int r;
@@ -178,7 +182,8 @@ static void api_sessions_commits(const struct app *app, struct request *req,
 	}
 	if (!api_diff_session(app, req, args[0], s))
 		goto out;
-	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0) {
+	cagecmd_user(app, s->uid, &au); /* the session's files: its own uid's when caged */
+	if ((r = agentuser_fs_enter(&au, &fs)) < 0) {
 		request_error(req, 500, "git_error", "cannot take the agent user's identity: %s",
 			      strerror(-r));
 		goto out;

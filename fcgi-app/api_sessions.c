@@ -133,6 +133,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 		/* Its dev servers' ports stay what they were. */
 		s->port_first = old.port_first;
 		s->port_last = old.port_last;
+		s->uid = old.uid; /* its files are that uid's */
 		s->created_at = old.created_at;
 	}
 	snprintf(s->by, sizeof(s->by), "%s", req->by);
@@ -156,6 +157,13 @@ static void api_create_locked(const struct app *app, struct request *req,
 		else
 			request_error(req, 500, "store_error", "cannot list sessions: %s",
 				      strerror(-r));
+		return;
+	}
+	/* A caged session's own uid, before its files are made: the same one for the same
+	 * session (a kept repository or HOME of an earlier one is still that uid's). */
+	if ((r = cagecmd_uid_take(app, s, &cause)) < 0) {
+		request_error(req, r == -ENOSPC ? 429 : 500,
+			      r == -ENOSPC ? "no_free_uids" : "uid_error", "%s", cause.msg);
 		return;
 	}
 	/* A bootstrap prompt is on its way (claude gets it at its first launch): the agent works
@@ -380,8 +388,11 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	 * asked to stay; a commit is never in it. */
 	if (!(request_query(req, "keepHome", force, sizeof(force)) != NULL &&
 	      strcmp(force, "true") == 0) &&
-	    (r = cagecmd_remove_home(app, s->id)) < 0 && r != -ENOENT)
+	    (r = cagecmd_remove_home(app, s->id, s->uid)) < 0 && r != -ENOENT)
 		log_warn("session %s: cannot remove its HOME: %s", s->id, strerror(-r));
+	if ((r = cagecmd_uid_release(app, s->id, s->uid, s->worktree)) < 0)
+		log_warn("session %s: cannot give uid %u back: %s", s->id, (unsigned)s->uid,
+			 strerror(-r));
 	store_remove(&app->store, s->id);
 	log_info("session %s deleted", s->id);
 	request_reply(req, 200, answer, NULL);

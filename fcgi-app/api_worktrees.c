@@ -7,6 +7,7 @@
  */
 #include "api_worktrees.h"
 
+#include "cagecmd.h"
 #include "gitrepo.h"
 #include "gitstore.h"
 #include "inventory.h"
@@ -70,6 +71,7 @@ int api_remove_session_repo(const struct app *app, const char *owner, const char
 	const char *dir = app->cfg->git_store_dir;
 	struct gitstore_keep *keep = NULL;
 	struct cause cause = {{0}};
+	struct agent_user au;
 	struct agentuser_fs fs;
 	int lock, r;
 
@@ -77,7 +79,9 @@ int api_remove_session_repo(const struct app *app, const char *owner, const char
 	rm->fate = WORKTREE_KEPT;
 	if (dir[0] == '\0')
 		return 1;
-	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0) {
+	/* As whoever owns it: a caged session's uid, else the agent user. */
+	cagecmd_user(app, cagecmd_owner_uid(app, path), &au);
+	if ((r = agentuser_fs_enter(&au, &fs)) < 0) {
 		snprintf(rm->reason, sizeof(rm->reason),
 			 "cannot take the agent user's identity: %s", strerror(-r));
 		return 0;
@@ -99,7 +103,7 @@ int api_remove_session_repo(const struct app *app, const char *owner, const char
 	store_unlock(lock);
 	if (r < 0)
 		goto out;
-	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0) {
+	if ((r = agentuser_fs_enter(&au, &fs)) < 0) {
 		rm->fate = WORKTREE_KEPT;
 		snprintf(rm->reason, sizeof(rm->reason),
 			 "cannot take the agent user's identity: %s", strerror(-r));
@@ -210,6 +214,7 @@ static void api_worktrees_delete_locked(const struct app *app, struct request *r
 {
 	char id[SESSION_ID_MAX + 1], branch[32];
 	struct worktree_removal rm;
+	uint32_t uid;
 	struct cause cause = {{0}};
 	struct agentuser_fs fs;
 	struct session *s = malloc(sizeof(*s));
@@ -231,9 +236,13 @@ static void api_worktrees_delete_locked(const struct app *app, struct request *r
 	free(s);
 	snprintf(id, sizeof(id), "%s-%ld", e->name, e->issue);
 	snprintf(branch, sizeof(branch), "feat/issue-%ld", e->issue);
+	uid = cagecmd_owner_uid(app, e->path);
 	if (api_remove_session_repo(app, e->owner, e->name, e->path, branch, id, api_force(req),
 				    &rm) == 0) {
 		r = 0;
+		/* The last of a deleted session's files gone: its uid is free again. */
+		if (rm.fate == WORKTREE_REMOVED)
+			cagecmd_uid_release(app, id, uid, NULL);
 	} else if ((r = agentuser_fs_enter(&app->agent, &fs)) == 0) {
 		r = worktree_delete(app->cfg->base_dir, e->owner, e->name, e->path, branch, id,
 				    api_force(req), &rm, &cause);
@@ -346,7 +355,7 @@ static int api_branches_collect(const struct app *app, struct worktree_branch **
 		return r;
 	r = worktree_list_branches(app->cfg->base_dir, list, n);
 	if (r == 0)
-		r = worktree_list_store_branches(app->cfg->git_store_dir, slist, sn);
+		r = gitstore_list_branches(app->cfg->base_dir, app->cfg->git_store_dir, slist, sn);
 	if (r == 0 && *sn > 0 && (*checked = calloc(*sn, sizeof(**checked))) == NULL)
 		r = -ENOMEM;
 	for (size_t i = 0; r == 0 && i < *sn; i++) {

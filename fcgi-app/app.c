@@ -1,5 +1,6 @@
 #include "app.h"
 
+#include "cagecmd.h"
 #include "hostproto.h"
 
 #include <errno.h>
@@ -11,6 +12,9 @@
 #include <unistd.h>
 
 #define APP_AGENTS_DIR_MODE 02750 /* setgid: the hosts' sockets get our group */
+/* Caged, each session's uid makes its own agents/<id> (its host's socket is its own): o+wx, and
+ * sticky so that no uid removes or renames another's; still not listed. */
+#define APP_AGENTS_DIR_CAGED_MODE 03733
 
 /* Installed, agentd-host sits beside agentd-api; in a build tree it is in ../host/. */
 static void app_find_host(struct app *app)
@@ -97,6 +101,9 @@ static int app_agents_dir(const struct app *app, const char *dir, const char *pa
 			  struct cause *cause)
 {
 	const struct agent_user *au = &app->agent;
+	char why[8];
+	mode_t mode = cagecmd_enabled(app, why, sizeof(why)) ? APP_AGENTS_DIR_CAGED_MODE
+							     : APP_AGENTS_DIR_MODE;
 	struct stat st;
 	int fd, r = 0;
 
@@ -120,7 +127,8 @@ static int app_agents_dir(const struct app *app, const char *dir, const char *pa
 	else if (((au->switch_user && st.st_uid != au->uid) || st.st_gid != getegid()) &&
 		 fchown(fd, au->switch_user ? au->uid : (uid_t)-1, getegid()) < 0)
 		r = -errno;
-	else if ((st.st_mode & 07777) != APP_AGENTS_DIR_MODE && fchmod(fd, APP_AGENTS_DIR_MODE) < 0)
+	else if ((st.st_mode & 07777) != mode &&
+		 (st.st_mode & 07777) != APP_AGENTS_DIR_CAGED_MODE && fchmod(fd, mode) < 0)
 		r = -errno;
 	if (r < 0)
 		cause_set(cause, "cannot give %s to %s: %s", path, au->name, strerror(-r));

@@ -3,8 +3,11 @@
 #include "claude.h"
 #include "fsutil.h"
 #include "gitrepo.h"
+#include "gitstore.h"
 #include "hostproto.h"
 #include "proc.h"
+
+#include "cageuid.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,12 +15,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define CAGECMD_BIN        "agentd-cage"
 #define CAGECMD_BIN_REL    "../cage/agentd-cage" /* in a build tree, beside fcgi-app/ */
 #define CAGECMD_HOMES_MODE 0711                  /* the agent's: each HOME is 0700 in it */
+/* The homes and base dirs when sessions have uids of their own: each uid makes its own entry
+ * there, none lists them, and the sticky bit keeps it from removing or renaming another's. */
+#define CAGECMD_SHARED_MODE 01733
+#define CAGECMD_REPO_MODE   0750 /* a session repository: its uid's, the agent user's group reads */
 
 /* agentd-cage beside agentd-api (installed) or in the build tree's cage/. */
 static int cagecmd_bin(const struct app *app, char *out, size_t len)
@@ -60,6 +68,122 @@ bool cagecmd_enabled(const struct app *app, char *why, size_t whylen)
 	return true;
 }
 
+static int cagecmd_home_path(const struct app *app, const char *id, char *out, size_t len);
+
+void cagecmd_user(const struct app *app, uint32_t uid, struct agent_user *out)
+{
+	*out = app->agent;
+	if (uid == 0 || !app->agent.switch_user)
+		return;
+	/* The gid stays the agent user's: what agentd-api makes for the session is of that group,
+	 * so the daemons' reads as the agent user (listings, diffs) pass through the group, and no
+	 * other session's uid (whose one group is its own) does. */
+	out->uid = uid;
+	cageuid_name(uid, out->name, sizeof(out->name));
+	snprintf(out->reuid, sizeof(out->reuid), "--reuid=%u", (unsigned)uid);
+}
+
+int cagecmd_uid_take(const struct app *app, struct session *s, struct cause *cause)
+{
+	const struct cageuid_dirs dirs = {CAGEUID_REGISTRY, CAGEUID_USERDB};
+	char home[CONFIG_PATH_MAX], why[8];
+	uid_t lo, hi, uid;
+	int r;
+
+	if (!cagecmd_enabled(app, why, sizeof(why)))
+		return 0;
+	if (cageuid_parse_range(app->cfg->session_uids, &lo, &hi) < 0 ||
+	    cagecmd_home_path(app, s->id, home, sizeof(home)) < 0)
+		return cause_fail(cause, EINVAL, "AGENTD_SESSION_UIDS or the HOME path is bad");
+	if (s->uid != 0) {
+		/* Its files are that uid's: the session gets it back or does not run. */
+		return cageuid_claim(&dirs, s->uid, app->cfg->state_dir, s->id, home, cause);
+	}
+	if ((r = cageuid_alloc(&dirs, lo, hi, app->cfg->state_dir, s->id, home, &uid, cause)) < 0)
+		return r;
+	s->uid = uid;
+	return 0;
+}
+
+int cagecmd_uid_release(const struct app *app, const char *id, uint32_t uid, const char *repo)
+{
+	const struct cageuid_dirs dirs = {CAGEUID_REGISTRY, CAGEUID_USERDB};
+	char home[CONFIG_PATH_MAX];
+	struct stat st;
+
+	if (uid == 0 || cagecmd_home_path(app, id, home, sizeof(home)) < 0)
+		return 0;
+	/* A kept repository or HOME is still the uid's: the session made again gets it back. */
+	if ((lstat(home, &st) == 0 && st.st_uid == uid) ||
+	    (repo != NULL && lstat(repo, &st) == 0 && st.st_uid == uid))
+		return 0;
+	return cageuid_release(&dirs, uid, app->cfg->state_dir, id);
+}
+
+uint32_t cagecmd_owner_uid(const struct app *app, const char *path)
+{
+	uid_t lo, hi;
+	struct stat st;
+
+	if (!app->agent.switch_user || lstat(path, &st) < 0 ||
+	    cageuid_parse_range(app->cfg->session_uids, &lo, &hi) < 0)
+		return 0;
+	return st.st_uid >= lo && st.st_uid <= hi ? (uint32_t)st.st_uid : 0;
+}
+
+int cagecmd_shared_dir(const struct app *app, const char *dir, struct cause *cause)
+{
+	struct agentuser_fs fs;
+	struct stat st;
+	int r = 0;
+
+	if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == app->agent.uid &&
+	    (st.st_mode & 07777) == CAGECMD_SHARED_MODE)
+		return 0;
+	if ((r = fsutil_mkdir_p(dir)) < 0 || lstat(dir, &st) < 0 ||
+	    (st.st_uid != app->agent.uid && lchown(dir, app->agent.uid, app->agent.gid) < 0))
+		goto fail;
+	/* As its owner: under the systemd unit agentd-api has no CAP_FOWNER. */
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		goto fail;
+	r = chmod(dir, CAGECMD_SHARED_MODE) < 0 ? -errno : 0;
+	agentuser_fs_leave(&fs);
+	if (r == 0)
+		return 0;
+fail:
+	r = r < 0 ? -r : errno;
+	return cause_fail(cause, r, "cannot make %s the agent's, mode %o: %s", dir,
+			  CAGECMD_SHARED_MODE, strerror(r));
+}
+
+/* What a session uid finds at a path it is to use: its own directory, or nothing. Returns 0
+ * (absent), 1 (its own directory) or -EEXIST (another owner's, or not a directory: a uid that
+ * could reach the shared dir put it there first). */
+static int cagecmd_own(const struct agent_user *au, const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	return S_ISDIR(st.st_mode) && st.st_uid == au->uid ? 1 : -EEXIST;
+}
+
+int cagecmd_repo_check(const struct app *app, const struct session *s, struct cause *cause)
+{
+	struct agent_user au;
+
+	cagecmd_user(app, s->uid, &au);
+	if (s->uid != 0 && cagecmd_own(&au, s->worktree) < 0)
+		return cause_fail(cause, EEXIST, "%s exists and is not uid %u's", s->worktree,
+				  (unsigned)s->uid);
+	return 0;
+}
+
+int cagecmd_repo_mode(const struct app *app, const struct session *s)
+{
+	return s->uid != 0 && chmod(s->worktree, CAGECMD_REPO_MODE) < 0 ? -errno : 0;
+}
+
 static int cagecmd_home_path(const struct app *app, const char *id, char *out, size_t len)
 {
 	int n = snprintf(out, len, "%s/%s", app->cfg->homes_dir, id);
@@ -100,9 +224,25 @@ static int cagecmd_homes_dir(const struct app *app, struct cause *cause)
 	return 0;
 }
 
+/* The two sides of a HOME's copy: the template read as the agent user, the HOME written as the
+ * session's uid (the fsgid, the agent user's, is the same for both). */
+struct cagecmd_sides {
+	uid_t reader, writer;
+};
+
+static void cagecmd_side(void *ctx, bool writing)
+{
+	const struct cagecmd_sides *c = ctx;
+
+	setfsuid(writing ? c->writer : c->reader);
+}
+
 int cagecmd_home(const struct app *app, const struct session *s, char *home, size_t len,
 		 struct cause *cause)
 {
+	struct agent_user au;
+	struct cagecmd_sides ids;
+	struct fsutil_sides sides = {cagecmd_side, &ids};
 	struct agentuser_fs fs;
 	const char *tpl = app->cfg->agent_home_template[0] != '\0' ? app->cfg->agent_home_template
 								   : app->agent.home;
@@ -110,34 +250,47 @@ int cagecmd_home(const struct app *app, const struct session *s, char *home, siz
 	struct stat st;
 	int r;
 
+	cagecmd_user(app, s->uid, &au);
+	ids.reader = app->agent.uid;
+	ids.writer = au.uid;
 	if ((r = cagecmd_home_path(app, s->id, home, len)) < 0)
 		return cause_fail(cause, -r, "the session's HOME path is too long");
-	if (lstat(home, &st) == 0)
-		return S_ISDIR(st.st_mode)
-			   ? 0
-			   : cause_fail(cause, EEXIST, "%s is not a directory", home);
-	if ((r = cagecmd_homes_dir(app, cause)) < 0)
+	if (lstat(home, &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			return cause_fail(cause, EEXIST, "%s is not a directory", home);
+		if (s->uid != 0 && st.st_uid != au.uid)
+			return cause_fail(cause, EEXIST, "%s is not uid %u's", home,
+					  (unsigned)s->uid);
+		return 0;
+	}
+	if ((r = s->uid != 0 ? cagecmd_shared_dir(app, app->cfg->homes_dir, cause)
+			     : cagecmd_homes_dir(app, cause)) < 0)
 		return r;
 	/* Made aside and renamed: a HOME that exists is a whole one. Everything here runs with the
-	 * agent's file identity (under the systemd unit agentd-api has no CAP_CHOWN, CAP_FOWNER or
-	 * CAP_DAC_OVERRIDE, and cannot run setpriv: root touches the agents' files only as the
-	 * agent), so the template is read as the agent reads it and its links are copied as links,
-	 * never followed (the template may be the agent's own HOME). */
-	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
-		return cause_fail(cause, -r, "cannot take the agent's file identity");
+	 * session's file identity (under the systemd unit agentd-api has no CAP_CHOWN, CAP_FOWNER
+	 * or CAP_DAC_OVERRIDE, and cannot run setpriv: root touches the agents' files only as their
+	 * owner), but the template is read as the agent user reads it, and its links are copied as
+	 * links, never followed (the template may be the agent user's own HOME). */
+	if ((r = agentuser_fs_enter(&au, &fs)) < 0)
+		return cause_fail(cause, -r, "cannot take the session's file identity");
 	snprintf(tmp, sizeof(tmp), "%s.new", home);
 	fsutil_rm_tree(tmp);
 	if (mkdir(tmp, 0700) < 0) {
 		r = cause_fail(cause, errno, "cannot make %s: %s", tmp, strerror(errno));
 		goto fail;
 	}
-	if (stat(tpl, &st) == 0 && S_ISDIR(st.st_mode) &&
-	    (r = fsutil_copy_tree(tpl, tmp, cagecmd_home_skip,
-				  sizeof(cagecmd_home_skip) / sizeof(cagecmd_home_skip[0]))) < 0) {
+	/* The template is read as the agent user reads it, whoever the HOME is for. */
+	cagecmd_side(&ids, false);
+	r = stat(tpl, &st) == 0 && S_ISDIR(st.st_mode);
+	cagecmd_side(&ids, true);
+	if (r && (r = fsutil_copy_tree_as(tpl, tmp, cagecmd_home_skip,
+					  sizeof(cagecmd_home_skip) / sizeof(cagecmd_home_skip[0]),
+					  &sides)) < 0) {
 		r = cause_fail(cause, -r, "cannot copy the HOME template %s: %s", tpl,
 			       strerror(-r));
 		goto fail;
 	}
+	cagecmd_side(&ids, true);
 	if (chmod(tmp, 0700) < 0 || rename(tmp, home) < 0) {
 		r = cause_fail(cause, errno, "cannot make %s: %s", home, strerror(errno));
 		goto fail;
@@ -145,18 +298,21 @@ int cagecmd_home(const struct app *app, const struct session *s, char *home, siz
 	agentuser_fs_leave(&fs);
 	return 0;
 fail:
+	cagecmd_side(&ids, true);
 	fsutil_rm_tree(tmp);
 	agentuser_fs_leave(&fs);
 	return r;
 }
 
-int cagecmd_remove_home(const struct app *app, const char *id)
+int cagecmd_remove_home(const struct app *app, const char *id, uint32_t uid)
 {
 	char home[CONFIG_PATH_MAX];
+	struct agent_user au;
 	struct agentuser_fs fs;
 	int r = cagecmd_home_path(app, id, home, sizeof(home));
 
-	if (r < 0 || (r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+	cagecmd_user(app, uid, &au);
+	if (r < 0 || (r = agentuser_fs_enter(&au, &fs)) < 0)
 		return r;
 	r = fsutil_rm_tree(home);
 	agentuser_fs_leave(&fs);
@@ -168,26 +324,32 @@ int cagecmd_remove_home(const struct app *app, const char *id)
  * makes it (0750, the agent's, group inherited from agents/), so that it can be bound before the
  * host runs. Its path without the trailing slash goes into out.
  */
-static int cagecmd_host_dir(const struct app *app, const char *id,
+static int cagecmd_host_dir(const struct app *app, const struct session *s,
 			    int (*join)(const struct config *, const char *, const char *, char *,
 					size_t),
 			    char *out, size_t len)
 {
+	struct agent_user au;
 	struct agentuser_fs fs;
 	size_t n;
 	int r;
 
-	if (join(app->cfg, id, "", out, len) < 0)
+	cagecmd_user(app, s->uid, &au);
+	if (join(app->cfg, s->id, "", out, len) < 0)
 		return -ENAMETOOLONG;
 	n = strlen(out);
 	while (n > 1 && out[n - 1] == '/')
 		out[--n] = '\0';
 	/* With the agent's file identity: agents/ is the agent's (setgid, group root), and under
 	 * the systemd unit agentd-api may not write or chown there as root. */
-	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+	if ((r = agentuser_fs_enter(&au, &fs)) < 0)
 		return r;
 	r = mkdir(out, 0750) < 0 && errno != EEXIST ? -errno : 0;
 	agentuser_fs_leave(&fs);
+	/* A session uid's own (agents/ is open to every uid for that): one made by another uid
+	 * first would let it listen as this session's host. */
+	if (r == 0 && s->uid != 0 && cagecmd_own(&au, out) != 1)
+		r = -EEXIST;
 	return r;
 }
 
@@ -243,6 +405,38 @@ static int cagecmd_expose_one(struct cagecmd *c, size_t *np, const char *real)
 	return cagecmd_path(c, np, "--ro", dir);
 }
 
+/*
+ * The git the session's repository needs beyond itself. A repository of the store layout borrows
+ * the store's objects (its alternates), read-only: the store lies in the hidden state dir, and
+ * its refs, config and hooks stay out of view. A worktree of a shared bare clone (a session made
+ * before the store layout) needs the clone writable: its refs and objects are there.
+ */
+static int cagecmd_git(const struct app *app, const struct session *s, struct cagecmd *c,
+		       size_t *np)
+{
+	const struct config *cfg = app->cfg;
+	char repo[CONFIG_PATH_MAX], path[CONFIG_PATH_MAX];
+	struct agentuser_fs fs;
+	bool store;
+
+	/* The alternates file is the agent's: read with its identity. */
+	if (agentuser_fs_enter(&app->agent, &fs) < 0)
+		return 0;
+	store = cfg->git_store_dir[0] != '\0' &&
+		gitstore_is_session(cfg->git_store_dir, s->owner, s->name, s->worktree);
+	agentuser_fs_leave(&fs);
+	if (store) {
+		if (gitstore_path(cfg->git_store_dir, s->owner, s->name, repo, sizeof(repo)) < 0 ||
+		    snprintf(path, sizeof(path), "%s/objects", repo) >= (int)sizeof(path))
+			return -E2BIG;
+		return cagecmd_path(c, np, "--ro", path);
+	}
+	if (worktree_bare_path(cfg->base_dir, s->owner, s->name, path, sizeof(path)) == 0 &&
+	    access(path, F_OK) == 0)
+		return cagecmd_path(c, np, "--bind", path);
+	return 0;
+}
+
 static int cagecmd_expose(const struct app *app, struct cagecmd *c, size_t *np,
 			  enum session_mode mode)
 {
@@ -285,8 +479,11 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 		return r;
 	if ((r = cagecmd_bin(app, bin, sizeof(bin))) < 0)
 		return cause_fail(cause, ENOENT, "agentd-cage is not installed beside agentd-api");
-	snprintf(c->uid, sizeof(c->uid), "%u", (unsigned)app->agent.uid);
-	snprintf(c->gid, sizeof(c->gid), "%u", (unsigned)app->agent.gid);
+	cagecmd_user(app, s->uid, &c->user);
+	/* A session uid runs with its own group of the same number, as published (cageuid.h). */
+	snprintf(c->uid, sizeof(c->uid), "%u", (unsigned)c->user.uid);
+	snprintf(c->gid, sizeof(c->gid), "%u",
+		 (unsigned)(s->uid != 0 ? (gid_t)s->uid : app->agent.gid));
 	/* bin is kept in paths[0]: the first word must outlive this call too. */
 	snprintf(c->paths[np++], sizeof(c->paths[0]), "%s", bin);
 	c->words[c->n++] = c->paths[0];
@@ -295,7 +492,7 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 	c->words[c->n++] = "--gid";
 	c->words[c->n++] = c->gid;
 	c->words[c->n++] = "--user";
-	c->words[c->n++] = (char *)app->agent.name;
+	c->words[c->n++] = c->user.name;
 	c->words[c->n++] = "--home";
 	c->words[c->n++] = c->home;
 	c->words[c->n++] = "--chdir";
@@ -324,11 +521,12 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 		r = cagecmd_path(c, &np, "--hide", cfg->secrets_dir);
 	if (r == 0)
 		r = cagecmd_path(c, &np, "--hide", app->agent.home);
-	/* Bound back: its worktree, the bare clone its commits go to, and what its claude needs. */
+	/* Bound back: its repository (or worktree and the bare clone its commits go to), and what
+	 * its claude needs. */
 	if (r == 0)
 		r = cagecmd_path(c, &np, "--bind", s->worktree);
-	if (r == 0 && worktree_bare_path(cfg->base_dir, s->owner, s->name, path, sizeof(path)) == 0)
-		r = cagecmd_path(c, &np, "--bind", path);
+	if (r == 0)
+		r = cagecmd_git(app, s, c, &np);
 	if (r == 0 && mode == SESSION_TERMINAL) {
 		if (config_runtime_path(cfg, "hooks.sock", path, sizeof(path)) == 0)
 			r = cagecmd_path(c, &np, "--ro-try", path);
@@ -336,11 +534,11 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 		    config_runtime_path(cfg, CLAUDE_SETTINGS_NAME, path, sizeof(path)) == 0)
 			r = cagecmd_path(c, &np, "--ro", path);
 	} else if (r == 0) {
-		if ((r = cagecmd_host_dir(app, s->id, hostproto_path, path, sizeof(path))) < 0)
+		if ((r = cagecmd_host_dir(app, s, hostproto_path, path, sizeof(path))) < 0)
 			return cause_fail(cause, -r, "cannot make %s: %s", path, strerror(-r));
 		r = cagecmd_path(c, &np, "--bind", path);
-		if (r == 0 && (r = cagecmd_host_dir(app, s->id, hostproto_state_path, path,
-						    sizeof(path))) < 0)
+		if (r == 0 &&
+		    (r = cagecmd_host_dir(app, s, hostproto_state_path, path, sizeof(path))) < 0)
 			return cause_fail(cause, -r, "cannot make %s: %s", path, strerror(-r));
 		if (r == 0)
 			r = cagecmd_path(c, &np, "--bind", path);

@@ -23,6 +23,7 @@
 struct cagecmd {
 	char paths[CAGECMD_PATHS][CONFIG_PATH_MAX];
 	char home[CONFIG_PATH_MAX];
+	struct agent_user user; /* the session's own (cagecmd_user) */
 	char uid[16], gid[16];
 	char cgroup[2 * CGROUP_NAME_MAX + 2]; /* PARENT/SESSION */
 	char claude[CONFIG_PATH_MAX]; /* claude's real path, when its own is hidden in the cage */
@@ -50,7 +51,35 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 		  char *const *argv, struct cagecmd *c, char **out, size_t outmax,
 		  struct cause *cause);
 
-/* Removes the session's HOME (delete without keepHome). Returns 0 or -errno. */
-int cagecmd_remove_home(const struct app *app, const char *id);
+/* Removes the session's HOME (delete without keepHome), as uid (0: the agent user). Returns 0 or
+ * -errno. */
+int cagecmd_remove_home(const struct app *app, const char *id, uint32_t uid);
+
+/*
+ * The identity of a session's files and pane (docs/DESIGN.md "Cages"): the agent user's, with
+ * uid (a caged session's own, 0: none) as the uid and its published name. The one helper every
+ * use of a session's files goes through: agentuser_fs_enter(&out) for them.
+ */
+void cagecmd_user(const struct app *app, uint32_t uid, struct agent_user *out);
+
+/* A caged session's uid: s->uid claimed again (after a reboot), or a new one allocated into
+ * s->uid. Nothing when sessions are not caged. Returns 0 or -errno with cause. */
+int cagecmd_uid_take(const struct app *app, struct session *s, struct cause *cause);
+
+/* Gives uid back unless something of the session's is still its: its HOME or repo (NULL: none).
+ * Returns 0 or -errno. */
+int cagecmd_uid_release(const struct app *app, const char *id, uint32_t uid, const char *repo);
+
+/* The session uid that owns path (AGENTD_SESSION_UIDS' range), or 0: the agent user's files. */
+uint32_t cagecmd_owner_uid(const struct app *app, const char *path);
+
+/* dir, the agent user's, CAGECMD_SHARED_MODE: where each session uid makes its own entry. */
+int cagecmd_shared_dir(const struct app *app, const char *dir, struct cause *cause);
+
+/* Before a session uid makes its repository: what is at its path must be its own. */
+int cagecmd_repo_check(const struct app *app, const struct session *s, struct cause *cause);
+
+/* After: the repository's top 0750 (its uid's; the agent user's group reads for listings). */
+int cagecmd_repo_mode(const struct app *app, const struct session *s);
 
 #endif

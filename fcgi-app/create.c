@@ -238,13 +238,15 @@ static int create_agent_env(const struct app *app, const struct session *s, stru
 static bool create_has_transcript(const struct app *app, const struct session *s)
 {
 	char home[CONFIG_PATH_MAX], why[8];
+	struct agent_user au;
 	struct agentuser_fs fs;
 	bool has;
 
 	if (!cagecmd_enabled(app, why, sizeof(why)) ||
 	    snprintf(home, sizeof(home), "%s/%s", app->cfg->homes_dir, s->id) >= (int)sizeof(home))
 		snprintf(home, sizeof(home), "%s", app->agent.home);
-	if (agentuser_fs_enter(&app->agent, &fs) < 0)
+	cagecmd_user(app, s->uid, &au);
+	if (agentuser_fs_enter(&au, &fs) < 0)
 		return false;
 	has = claude_has_transcript(s, home, getenv("CLAUDE_CONFIG_DIR"));
 	agentuser_fs_leave(&fs);
@@ -296,6 +298,9 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	 * back after a reboot) continues its conversation: --resume, and no bootstrap prompt, when
 	 * claude has its transcript (--session-id is refused once one exists). */
 	*copy = *s;
+	/* The session's uid is its again at every launch: after a reboot emptied the registry. */
+	if (copy->uid != 0 && (r = cagecmd_uid_take(app, copy, cause)) < 0)
+		goto out;
 	copy->launched = s->launched && create_has_transcript(app, s);
 	/* Structured: the bootstrap prompt becomes the first user message (agentd-host --prompt).
 	 */
@@ -504,6 +509,7 @@ static int create_git_store(const struct app *app, const struct session *s, cons
 {
 	const struct config *cfg = app->cfg;
 	struct cause fetch = {{0}};
+	struct agent_user au;
 	struct agentuser_fs fs;
 	int lock, r;
 
@@ -519,11 +525,19 @@ static int create_git_store(const struct app *app, const struct session *s, cons
 		*cause = fetch;
 		return r;
 	}
-	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
-		return cause_fail(cause, -r, "cannot take the agent user's identity: %s",
+	/* A caged session's repository is its own uid's: made in the base dir every session uid
+	 * writes (no other's entry can be touched there), and only by it. */
+	cagecmd_user(app, s->uid, &au);
+	if (s->uid != 0 && ((r = cagecmd_shared_dir(app, cfg->base_dir, cause)) < 0 ||
+			    (r = cagecmd_repo_check(app, s, cause)) < 0))
+		return r;
+	if ((r = agentuser_fs_enter(&au, &fs)) < 0)
+		return cause_fail(cause, -r, "cannot take the session's file identity: %s",
 				  strerror(-r));
 	r = gitstore_session_add(cfg->git_store_dir, s->owner, s->name, s->worktree, s->branch, url,
 				 cause);
+	if (r == 0 && (r = cagecmd_repo_mode(app, s)) < 0)
+		cause_set(cause, "cannot chmod %s: %s", s->worktree, strerror(-r));
 	agentuser_fs_leave(&fs);
 	return r;
 }

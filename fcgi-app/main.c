@@ -109,6 +109,13 @@ int main(int argc, char **argv)
 		log_error("%s", cause.msg);
 		return 1;
 	}
+	/* Caged sessions each get a repository of their own (the store layout): a worktree of a
+	 * shared bare clone would let any session's uid move every branch. */
+	if (cfg.git_store_dir[0] == '\0' && cagecmd_enabled(&app, cause.msg, sizeof(cause.msg)) &&
+	    config_state_path(&cfg, "git", cfg.git_store_dir, sizeof(cfg.git_store_dir)) < 0) {
+		log_error("AGENTD_STATE_DIR is too long for the git stores");
+		return 1;
+	}
 	if (authcache_init(&auth, &cfg) < 0) {
 		log_error("AGENTD_STATE_DIR is too long");
 		return 1;

@@ -3,6 +3,7 @@
  */
 #include "sessioncg.h"
 
+#include "cagecmd.h"
 #include "log.h"
 
 #include <errno.h>
@@ -54,6 +55,17 @@ void sessioncg_init(struct app *app, struct cause *note)
 		return;
 	}
 
+	/* Only agentd-cage joins a pane to its session's cgroup: an uncaged pane would leave the
+	 * cgroup empty, and its usage would read as zeros. */
+	if (!cagecmd_enabled(app, c.msg, sizeof(c.msg))) {
+		app->cgroups.mode = CGROUP_NONE;
+		cause_set(
+		    note,
+		    "sessions have no cgroups of their own (no share of the machine): they are "
+		    "not caged (%s)",
+		    c.msg);
+		return;
+	}
 	if (cgroup_probe(NULL, &app->cgroups, &c) < 0) {
 		app->cgroups.mode = CGROUP_NONE;
 		cause_set(note,

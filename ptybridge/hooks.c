@@ -419,9 +419,18 @@ static void hooks_refused(struct hook_conn *c)
  * connections already (then c is refused). Returns whether c stays. */
 static bool conn_admit(struct hook_conn *c, const char *id)
 {
+	const struct hooks_options *opt = &c->h->opt;
 	struct hook_conn *o;
 	unsigned n = 0;
+	uid_t uid = opt->session_uid != NULL ? opt->session_uid(opt->session_uid_arg, id) : 0;
 
+	if (uid != 0 && c->uid != uid) {
+		hooks_warn(c->h,
+			   "a hook connection of uid %u for session %s (uid %u): pid %d refused",
+			   (unsigned)c->uid, id, (unsigned)uid, (int)c->peer);
+		conn_close(c);
+		return false;
+	}
 	LIST_FOREACH(o, &c->h->conns, link)
 	if (o != c && strcmp(o->id, id) == 0)
 		n++;

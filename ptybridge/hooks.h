@@ -66,6 +66,11 @@ struct hooks_options {
 	unsigned wait_ms;        /* a PermissionRequest's wait for a decision */
 	unsigned warn_interval_ms; /* HOOKS_WARN_INTERVAL_MS, or a test's (0: the default) */
 	const struct hooks_sink *sink;
+	/* The uid a session's agent runs as, 0 when it has none of its own (NULL: not checked):
+	 * a hook connection from a process of another uid is not that session's, wherever its
+	 * process seems to be. */
+	uid_t (*session_uid)(void *arg, const char *id);
+	void *session_uid_arg;
 };
 
 struct hooks;

@@ -2,10 +2,13 @@
 
 #include "config.h"
 #include "hostproto.h"
+#include "session.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -13,6 +16,18 @@
 
 #define HOSTSOCK_LEAF        "host.sock"
 #define HOSTSOCK_PROC_FD_DIR "/proc/self/fd/%d/" HOSTSOCK_LEAF
+
+/* The uid the session's host runs as: the record's own uid, else the agent user's. */
+static uid_t hostsock_uid(const struct bridge *b, const char *id)
+{
+	struct session *s = malloc(sizeof(*s));
+	uid_t uid = b->host_uid;
+
+	if (s != NULL && store_read(&b->store, id, s, NULL) == 0 && s->uid != 0)
+		uid = (uid_t)s->uid;
+	free(s);
+	return uid;
+}
 
 int hostsock_connect(const struct bridge *b, const char *id)
 {
@@ -48,11 +63,13 @@ int hostsock_connect(const struct bridge *b, const char *id)
 		goto out;
 	}
 	/* The directory is the agent's: what is at that path may be its symlink to another
-	 * socket (tmux's, the API's). Only the agent user's own listener is its host. */
+	 * socket (tmux's, the API's). Only the session's own listener is its host: its own uid's
+	 * when it is caged with one (so that no other session's uid can speak as its host), else
+	 * the agent user's. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) < 0)
 		r = -errno;
 	else
-		r = cred.uid == b->host_uid ? fd : -EPERM;
+		r = cred.uid == hostsock_uid(b, id) ? fd : -EPERM;
 	if (r < 0)
 		close(fd);
 out:

@@ -374,6 +374,19 @@ static void server_record_seen(void *arg, const char *id, const struct session *
 		attention_session_changed(b->attention, id, rec);
 }
 
+/* A session's own uid from its record (0: none, or no record). */
+static uid_t server_session_uid(void *arg, const char *id)
+{
+	struct bridge *b = arg;
+	struct session *rec = malloc(sizeof(*rec));
+	uid_t uid = 0;
+
+	if (rec != NULL && store_read(&b->store, id, rec, NULL) == 0)
+		uid = (uid_t)rec->uid;
+	free(rec);
+	return uid;
+}
+
 static int server_hooks_open(struct server *s, struct cause *cause)
 {
 	struct bridge *b = &s->b;
@@ -396,6 +409,8 @@ static int server_hooks_open(struct server *s, struct cause *cause)
 	    .proc_root = PANES_PROC_ROOT,
 	    .wait_ms = (unsigned)b->cfg->terminal_permission_wait * 1000U,
 	    .sink = &s->hooks_sink,
+	    .session_uid = server_session_uid,
+	    .session_uid_arg = b,
 	};
 	b->hooks = hooks_open(b->loop, &s->hooks_opt, cause);
 	return b->hooks != NULL ? 0 : -EIO;

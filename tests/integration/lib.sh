@@ -111,6 +111,11 @@ export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
 # Sessions are not caged in the tests unless a test asks (test_cages.sh: AGENTD_CAGE=auto):
 # the other tests look into the agent's shared HOME and their fakes write where a cage hides.
 export AGENTD_CAGE=${AGENTD_CAGE:-off}
+# The git layout (docs/DESIGN.md "The git store layout"): uncaged, the worktrees of the agent's
+# bare clones; ITEST_GIT_LAYOUT=store gives the stack the store layout caged sessions have by
+# default ($T/state/git). Scripts that check where git keeps things branch on GIT_LAYOUT.
+GIT_LAYOUT=${ITEST_GIT_LAYOUT:-worktree}
+[ "$GIT_LAYOUT" != store ] || export AGENTD_GIT_STORE_DIR=$T/state/git
 
 # The sessions' cgroups of this script's stacks go under a parent of its own (stacks side by side
 # never share one), which cleanup removes with everything left in it.
@@ -309,6 +314,12 @@ remote_commit() {
 }
 
 bare_clone() { printf '%s/code/.repos/%s/%s.git' "$T" "$1" "$2"; }
+# git_store OWNER NAME: the store of the store layout.
+git_store() { printf '%s/state/git/%s/%s.git' "$T" "$1" "$2"; }
+# kept_repo OWNER NAME: where a deleted session's branch stays: the bare clone, or the store.
+kept_repo() {
+	if [ "$GIT_LAYOUT" = store ]; then git_store "$1" "$2"; else bare_clone "$1" "$2"; fi
+}
 
 # ------------------------------------------------------------------------------------------------
 # the stack
@@ -723,6 +734,20 @@ remove_cgroups() {
 	done
 }
 
+# release_uids: gives back the host-wide uids (core/cageuid.h) this stack's sessions still hold
+# (a HOME kept with keepHome, a script that stopped early): their registry entries and the passwd
+# drop-ins, which getpwuid would otherwise know until some stack took the uid again.
+release_uids() {
+	local f u
+	for f in /run/agentd-uids/[0-9]*; do
+		[ -f "$f" ] || continue
+		case "$(cat "$f" 2>/dev/null)" in "$T/state "*) ;; *) continue ;; esac
+		u=${f##*/}
+		rm -f "/run/userdb/agentd-$u.user" "/run/userdb/agentd-$u.group" \
+			"/run/userdb/$u.user" "/run/userdb/$u.group" "$f"
+	done
+}
+
 cleanup() {
 	local rc=$? p f
 	trap - EXIT INT TERM
@@ -730,6 +755,7 @@ cleanup() {
 	stop_stack 20 || fail "deploy/up stops on SIGTERM within 20 s"
 	tmux -S "$TMUX_SOCK" kill-server >/dev/null 2>&1
 	remove_cgroups
+	release_uids
 	# Fake agents that outlived their tmux server (they should not).
 	for p in $(claude_pids); do
 		if alive "$p" && tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q fakes/claude; then

@@ -3,8 +3,12 @@
 # as its agent, by a fake claude (tests/integration/cages/claude) that probes at every start and
 # writes what it found into its own worktree. In terminal mode, in structured mode, after mode
 # switches and after a restart of every daemon, A:
-#   - runs as the agent user, with its own HOME (AGENTD_HOMES_DIR/<id>) as HOME, USER set, and
+#   - runs as its own uid (the record's `uid`, AGENTD_SESSION_UIDS; not the agent user's, not
+#     B's), with its own HOME (AGENTD_HOMES_DIR/<id>) as HOME, USER its uid's name, and
 #     the secret of AGENTD_SECRETS_DIR in its environment (winning over AGENTD_AGENT_ENV's);
+#   - its repository and HOME are its uid's on the host (so B's uid could not write them even
+#     with the mount view bypassed), files it made stay its uid's across mode switches,
+#     restarts and a reboot (the uid claimed again), and B's uid cannot reach its host socket;
 #   - writes and commits in its own worktree, writes its HOME;
 #   - cannot list or read B's worktree or HOME, the shared agent HOME, the token store, the
 #     records, the /events log, the daemons' runtime dir or the secrets dir;
@@ -81,12 +85,19 @@ pane_tree() {
 	descendants "$p"
 }
 
+# session_uid N: the uid the record of widgets-N names (GET /sessions/<id>).
+session_uid() { api GET "/sessions/widgets-$1" && jq -r '.uid // empty' <<<"$BODY"; }
+
 # check_cage LABEL PROBE OWN_N OTHER_N: the checks on one probe of session OWN_N.
 check_cage() {
-	local label=$1 p=$2 own=$3 other=$4
-	assert_eq "$label: runs as the agent user" "$AGENT_UID" "$(jq -r .uid <<<"$p")"
+	local label=$1 p=$2 own=$3 other=$4 uid
+	uid=$(session_uid "$own")
+	assert_match "$label: the session has a uid of its own" '^[0-9]+$' "$uid"
+	assert_ne "$label: not the agent user's" "$AGENT_UID" "$uid"
+	assert_ne "$label: not the other session's" "$(session_uid "$other")" "$uid"
+	assert_eq "$label: runs as its own uid" "$uid" "$(jq -r .uid <<<"$p")"
 	assert_eq "$label: HOME is the session's own" "$T/homes/widgets-$own" "$(jq -r .home <<<"$p")"
-	assert_eq "$label: USER is set" "$AGENT_USER" "$(jq -r .user <<<"$p")"
+	assert_eq "$label: USER is its uid's name" "agentd-$uid" "$(jq -r .user <<<"$p")"
 	assert_eq "$label: the secret file wins over AGENTD_AGENT_ENV" "$SECRET" \
 		"$(jq -r .secret <<<"$p")"
 	assert_eq "$label: commits in its own worktree" ok "$(jq -r .commit <<<"$p")"
@@ -157,20 +168,56 @@ check_cage "A, terminal" "$PA" 1 2
 check_in_cgroup "A, terminal" widgets-1
 check_in_cgroup "B, terminal" widgets-2
 check "A's HOME was made from the template" test -f "$T/homes/widgets-1/.template-marker"
-assert_eq "A's HOME is the agent's" "$AGENT_UID" \
+UID_A=$(session_uid 1)
+UID_B=$(session_uid 2)
+assert_eq "A's HOME is A's uid's" "$UID_A" \
 	"$(stat -c %u "$T/homes/widgets-1/.template-marker" 2>/dev/null)"
 check_not "A's HOME has no transcript of the template's" test -e "$T/homes/widgets-1/.claude/projects"
 check_not "A's HOME has no copy of claude's installation" \
 	test -e "$T/homes/widgets-1/.local/share/claude"
 check "A's commit is in its branch" \
 	git -C "$WT_A" log --oneline -1 --format=%s | grep -q "cage probe"
+# Caged sessions get the store layout by default: a repository of their own each.
+assert_eq "A's repository borrows the store's objects" "$(git_store acme widgets)/objects" \
+	"$(cat "$WT_A/.git/objects/info/alternates" 2>&1)"
+check_not "no bare clone is shared by the sessions" test -e "$(bare_clone acme widgets)"
+
+# The kernel's own rules, as if the mount view were bypassed: B's repository and HOME are B's
+# uid's and closed to A's uid (whose one group is its own).
+assert_eq "B's repository is B's uid's, 0750, group the agent user's" "$UID_B 750 $AGENT_GID" \
+	"$(stat -c '%u %a %g' "$WT_B" 2>&1)"
+assert_eq "B's HOME is B's uid's, 0700" "$UID_B 700" "$(stat -c '%u %a' "$T/homes/widgets-2" 2>&1)"
+as_uid() { setpriv --reuid="$1" --regid="$1" --clear-groups -- "${@:2}"; }
+check_not "A's uid cannot write B's repository" as_uid "$UID_A" touch "$WT_B/.from-a"
+check_not "A's uid cannot list B's repository" as_uid "$UID_A" ls "$WT_B"
+check_not "A's uid cannot write B's branch" as_uid "$UID_A" touch "$WT_B/.git/refs/heads/x"
+check_not "A's uid cannot read B's HOME" as_uid "$UID_A" ls "$T/homes/widgets-2"
+check "B's uid writes its own repository" as_uid "$UID_B" touch "$WT_B/.from-b"
+check "B's uid lists its own HOME" as_uid "$UID_B" ls "$T/homes/widgets-2"
+rm -f "$WT_B/.from-b"
 
 round "A in structured mode" structured
+# A's host socket is A's uid's alone: B's uid cannot connect to it.
+HOST_A=$T/run/agents/widgets-1/host.sock
+wait_for 10 test -S "$HOST_A" || fail "A's host socket exists" "$(ls -la "$T/run/agents" 2>&1)"
+assert_eq "A's host directory is A's uid's" "$UID_A" "$(stat -c %u "$T/run/agents/widgets-1" 2>&1)"
+connect_as() {
+	as_uid "$1" /usr/bin/python3 -c 'import socket,sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])' "$2"
+}
+check_not "B's uid cannot connect to A's host socket" connect_as "$UID_B" "$HOST_A"
+check "A's uid can" connect_as "$UID_A" "$HOST_A"
 round "A back in terminal mode" terminal
 
 restart_stack || exit 1
 round "after a restart of every daemon, structured" structured
 round "after a restart of every daemon, terminal" terminal
+# files_not_of UID DIR...: what under DIR is not UID's (A's probes, commits, HOME file).
+files_not_of() { find "${@:2}" ! -uid "$1" 2>&1 | head -3; }
+assert_eq "after mode switches and a restart, what A made is still A's uid's" "" \
+	"$(files_not_of "$UID_A" "$WT_A/.cage-probe" "$WT_A"/cage-*.txt "$T/homes/widgets-1/.cage-home-probe")"
+assert_eq "A keeps its uid across mode switches and a restart" "$UID_A" "$(session_uid 1)"
 
 # A reboot: the stack stops, the tmux server and every agent die, the runtime dir goes. Both
 # sessions come back by themselves, caged again, A's HOME (with what it wrote) kept.
@@ -189,6 +236,10 @@ PA=$(latest_probe "$WT_A" "$BEFORE_A")
 check "after a reboot: A probed from inside its pane" test -n "$PA"
 check_cage "after a reboot (A)" "$PA" 1 2
 check "after a reboot: A's HOME kept what A wrote" test -f "$T/homes/widgets-1/.cage-home-probe"
+assert_eq "after a reboot: A has its uid again" "$UID_A" "$(session_uid 1)"
+check "after a reboot: A's uid is registered again" test -f "/run/agentd-uids/$UID_A"
+assert_eq "after a reboot: what A made is still A's uid's" "" \
+	"$(files_not_of "$UID_A" "$WT_A/.cage-probe" "$WT_A"/cage-*.txt)"
 check_in_cgroup "after a reboot" widgets-1
 round "after a reboot, structured" structured
 
@@ -206,9 +257,12 @@ HEAD_A=$(git -C "$WT_A" rev-parse HEAD)
 api DELETE "/sessions/widgets-1?force=true"
 assert_status "A is deleted" 200
 check_not "A's HOME is gone" test -e "$T/homes/widgets-1"
-check "A's commits are kept" git -C "$(bare_clone acme widgets)" cat-file -e "$HEAD_A^{commit}"
+check_not "A's uid is given back" test -e "/run/agentd-uids/$UID_A"
+check_not "A's uid has no passwd entry left" getent passwd "$UID_A"
+check "A's commits are kept in the store" git -C "$(git_store acme widgets)" cat-file -e "$HEAD_A^{commit}"
 api DELETE "/sessions/widgets-2?keepHome=true&force=true"
 assert_status "B is deleted with keepHome" 200
 check "B's HOME stays with keepHome" test -d "$T/homes/widgets-2"
+check "B's uid stays B's while its HOME does" test -f "/run/agentd-uids/$UID_B"
 
 rm -f "$ROOT_TMP"

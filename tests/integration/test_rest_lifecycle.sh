@@ -96,9 +96,16 @@ else
 		"$(ls -la "$T/home/fake-claude" 2>&1)" \
 		"$(tmx capture-pane -p -t "=$TMUX7:" 2>&1 | tail -n 5)"
 fi
-BARE=$(bare_clone acme widgets)
-check "branch feat/issue-7 exists in the bare clone" \
-	git --git-dir="$BARE" rev-parse --verify -q refs/heads/feat/issue-7
+BARE=$(kept_repo acme widgets)
+if [ "$GIT_LAYOUT" = store ]; then
+	check "branch feat/issue-7 exists in the session's own repository" \
+		git --git-dir="$WT7/.git" rev-parse --verify -q refs/heads/feat/issue-7
+	assert_eq "the session's repository borrows the store's objects" "$BARE/objects" \
+		"$(cat "$WT7/.git/objects/info/alternates" 2>&1)"
+else
+	check "branch feat/issue-7 exists in the bare clone" \
+		git --git-dir="$BARE" rev-parse --verify -q refs/heads/feat/issue-7
+fi
 assert_eq "worktree is on feat/issue-7" refs/heads/feat/issue-7 \
 	"$(git -C "$WT7" symbolic-ref HEAD 2>&1)"
 assert_eq "branch starts at origin's main" \
@@ -115,6 +122,9 @@ get_session widgets-7
 assert_status "GET /sessions/widgets-7 200" 200
 assert_json "GET /sessions/<id> answers the session" '[.id, .agentSessionId]' \
 	"[\"widgets-7\",\"$ASID7\"]"
+# Uncaged (lib.sh), the pane joins no cgroup: no empty one, and no usage of zeros.
+assert_jq "an uncaged session reports no usage" 'has("usage") | not'
+check_not "an uncaged session gets no cgroup" test -n "$(cgroup_dirs widgets-7)"
 
 # --- 10 concurrent identical POSTs ---------------------------------------------------------------
 B8=$(create_body acme widgets 8)
@@ -133,8 +143,14 @@ assert_eq "10 concurrent POSTs: one agentSessionId" 1 \
 assert_state "concurrently created session becomes running" widgets-8 running 10
 assert_eq "one worktree for issue 8" 1 \
 	"$(find "$T/code" -mindepth 1 -maxdepth 1 -name 'widgets-issue-8*' | wc -l)"
-assert_eq "git knows one worktree for issue 8" 1 \
-	"$(git --git-dir="$BARE" worktree list --porcelain | grep -c '^worktree .*widgets-issue-8$')"
+if [ "$GIT_LAYOUT" = store ]; then
+	check "issue 8 has a repository of its own" test -d "$T/code/widgets-issue-8/.git"
+	assert_eq "the store knows no worktree" 0 \
+		"$(git --git-dir="$BARE" worktree list --porcelain | grep -c '^worktree .*widgets-issue')"
+else
+	assert_eq "git knows one worktree for issue 8" 1 \
+		"$(git --git-dir="$BARE" worktree list --porcelain | grep -c '^worktree .*widgets-issue-8$')"
+fi
 assert_eq "one tmux session for issue 8" 1 "$(tmx list-sessions -F '#S' | grep -c '^widgets-8$')"
 claude_record widgets-8 10 >/dev/null # its record is written just after the pane starts
 assert_eq "one claude started for issue 8" 1 \
@@ -147,7 +163,7 @@ assert_status "same name+issue under another owner: 409" 409
 assert_error_body "409 has an error body"
 get_session widgets-7
 assert_json "the session still belongs to acme" '.repo.owner' '"acme"'
-check_not "no clone made for the other owner" test -e "$(bare_clone other widgets)"
+check_not "no clone made for the other owner" test -e "$(kept_repo other widgets)"
 
 # --- healthz counts ------------------------------------------------------------------------------
 api GET /healthz

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -238,4 +239,60 @@ Test(fsutil, copy_tree_copies_files_dirs_and_links_as_links_and_skips_what_it_is
 	cr_assert_geq(fd, 0);
 	close(fd);
 	cr_assert_eq(fsutil_copy_tree(src, dst, skip, 2), -EEXIST, "never over what is there");
+}
+
+/* Two ids no one uses: the template's reader and the copy's writer. */
+#define T_READER 61101
+#define T_WRITER 61102
+
+static void t_side(void *ctx, bool writing)
+{
+	int *calls = ctx;
+
+	calls[writing]++;
+	setfsuid(writing ? T_WRITER : T_READER);
+}
+
+Test(fsutil, copy_tree_as_reads_as_one_identity_and_writes_as_another)
+{
+	char src[T_MAX], dst[T_MAX], p[T_MAX + 64];
+	struct fsutil_sides sides;
+	int calls[2] = {0, 0};
+	struct stat st;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root (setfsuid to other users)");
+	sides = (struct fsutil_sides){t_side, calls};
+	cr_assert_eq(chmod(tmp, 0711), 0);
+	at(src, "tpl");
+	at(dst, "home");
+	snprintf(p, sizeof(p), "%s/sub", src);
+	cr_assert_eq(fsutil_mkdir_p(p), 0);
+	snprintf(p, sizeof(p), "%s/sub/secret", src);
+	cr_assert_eq(fsutil_write_new(p, "mine\n", 0600), 0);
+	cr_assert_eq(lchown(p, T_READER, 0), 0);
+	snprintf(p, sizeof(p), "%s/sub", src);
+	cr_assert_eq(lchown(p, T_READER, 0), 0);
+	cr_assert_eq(chmod(p, 0700), 0);
+	cr_assert_eq(lchown(src, T_READER, 0), 0);
+	cr_assert_eq(chmod(src, 0700), 0);
+	cr_assert_eq(mkdir(dst, 0700), 0);
+	cr_assert_eq(lchown(dst, T_WRITER, 0), 0);
+
+	/* Neither identity alone could: the writer cannot read the template, and the reader
+	 * cannot write the copy. */
+	setfsuid(T_WRITER);
+	cr_assert_eq(fsutil_copy_tree(src, dst, NULL, 0), -EACCES);
+	setfsuid(0);
+	cr_assert_eq(fsutil_copy_tree_as(src, dst, NULL, 0, &sides), 0);
+	setfsuid(0);
+	cr_assert(calls[0] > 0 && calls[1] > 0);
+	snprintf(p, sizeof(p), "%s/sub/secret", dst);
+	cr_assert_eq(lstat(p, &st), 0);
+	cr_assert_eq(st.st_uid, T_WRITER, "the copy is the writer's");
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	cr_assert_eq(st.st_size, 5);
+	snprintf(p, sizeof(p), "%s/sub", dst);
+	cr_assert_eq(lstat(p, &st), 0);
+	cr_assert_eq(st.st_uid, T_WRITER);
 }

@@ -91,7 +91,8 @@ static void sink_expired(void *arg, const char *id, const char *request_id)
 
 static const struct hooks_sink sink = {sink_report, sink_ask, sink_gone, sink_expired, NULL};
 static struct hooks_options opt;
-static unsigned warn_interval_ms; /* 0: the default */
+static unsigned warn_interval_ms;                          /* 0: the default */
+static uid_t (*session_uid_fn)(void *arg, const char *id); /* NULL: not checked */
 
 /* The list names pid as the pane of session acme-widgets-1. */
 static void set_pane(pid_t pid)
@@ -110,7 +111,8 @@ static void open_hooks(unsigned wait_ms)
 				     .proc_root = PANES_PROC_ROOT,
 				     .wait_ms = wait_ms,
 				     .warn_interval_ms = warn_interval_ms,
-				     .sink = &sink};
+				     .sink = &sink,
+				     .session_uid = session_uid_fn};
 	hooks = hooks_open(&loop, &opt, &c);
 	cr_assert_not_null(hooks, "%s", c.msg);
 }
@@ -118,6 +120,7 @@ static void open_hooks(unsigned wait_ms)
 static void setup(void)
 {
 	memset(&got, 0, sizeof(got));
+	session_uid_fn = NULL;
 	testdir_make(dir, sizeof(dir), "/tmp/test_hooks.XXXXXX");
 	snprintf(sock_path, sizeof(sock_path), "%s/hooks.sock", dir);
 	snprintf(count_path, sizeof(count_path), "%s/runs", dir);
@@ -642,4 +645,34 @@ Test(hooks, a_flood_of_refused_peers_logs_a_few_lines_and_a_count)
 	cr_assert_eq(counts, 1, "one line counts the warnings left out");
 	cr_assert_eq(got.reports, 0);
 	kill(other, SIGKILL);
+}
+
+/* The uid the test says acme-widgets-1's agent runs as. */
+static uid_t session_uid_is;
+
+static uid_t test_session_uid(void *arg, const char *id)
+{
+	return strcmp(id, "acme-widgets-1") == 0 ? session_uid_is : 0;
+}
+
+Test(hooks, a_peer_of_another_uid_than_the_sessions_is_refused)
+{
+	char line[256];
+	int fd;
+
+	/* In the session's pane, but not its uid: another session's agent cannot speak as it. */
+	session_uid_is = getuid() + 1;
+	session_uid_fn = test_session_uid;
+	open_hooks(60000);
+	fd = hook_send("{\"event\":\"Stop\",\"payload\":{}}\n");
+	expect_eof_and_close(fd);
+	cr_assert_eq(got.reports, 0);
+	/* Its own uid is taken. */
+	session_uid_is = getuid();
+	fd = hook_send("{\"event\":\"Stop\",\"payload\":{}}\n");
+	cr_assert(run_until(reported));
+	read_line(fd, line, sizeof(line));
+	cr_assert_str_eq(line, "{\"decision\":null}");
+	close(fd);
+	cr_assert_str_eq(got.id, "acme-widgets-1");
 }

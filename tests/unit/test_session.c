@@ -1619,3 +1619,28 @@ Test(session, cpus_print_as_given)
 		json_object_put(o);
 	}
 }
+
+Test(session, uid_kept_in_the_record_shown_and_refused_when_malformed)
+{
+	struct session a, b;
+	struct cause c = {{0}};
+	json_object *o, *v;
+
+	cr_assert_eq(session_init(&a, "/code", "o", "n", 1), 0);
+	o = session_to_json(&a, false);
+	cr_assert(!json_object_object_get_ex(o, "uid", &v), "no uid for an uncaged session");
+	json_object_put(o);
+	a.uid = 61190;
+	o = session_to_json(&a, false);
+	cr_assert(json_object_object_get_ex(o, "uid", &v) && json_object_get_int(v) == 61190);
+	json_object_put(o);
+	o = session_to_json(&a, true);
+	cr_assert_eq(session_from_json(&b, o, &c), 0, "cause: %s", c.msg);
+	cr_assert_eq(b.uid, 61190, "the record keeps it");
+	json_object_object_add(o, "uid", json_object_new_int(70000)); /* past the 16-bit range */
+	cr_assert_eq(session_from_json(&b, o, &c), -EINVAL);
+	cr_assert(strstr(c.msg, "uid") != NULL, "%s", c.msg);
+	json_object_object_add(o, "uid", json_object_new_string("61190"));
+	cr_assert_eq(session_from_json(&b, o, NULL), -EINVAL);
+	json_object_put(o);
+}
