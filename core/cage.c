@@ -65,6 +65,8 @@ int cage_parse(int argc, char **argv, struct cage_opts *o, struct cause *cause)
 			o->chdir = v;
 		} else if (strcmp(a, "--cgroup") == 0) {
 			o->cgroup = v;
+		} else if (strcmp(a, "--systemd") == 0) {
+			o->systemd = v;
 		} else if (strcmp(a, "--secrets") == 0) {
 			o->secrets = v;
 		} else if (strcmp(a, "--bwrap") == 0) {

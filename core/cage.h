@@ -37,12 +37,13 @@ struct cage_opts {
 	uid_t uid;
 	gid_t gid;
 	bool have_uid;
-	const char *user;                 /* USER and LOGNAME */
-	const char *home;                 /* HOME, bound writable */
-	const char *chdir;                /* where the agent starts (its worktree) */
-	const char *cgroup;               /* "PARENT/SESSION" or NULL */
-	const char *secrets;              /* the secrets directory, or NULL */
-	const char *bwrap;                /* bwrap's path or name on PATH */
+	const char *user;    /* USER and LOGNAME */
+	const char *home;    /* HOME, bound writable */
+	const char *chdir;   /* where the agent starts (its worktree) */
+	const char *cgroup;  /* "PARENT/SESSION" or NULL */
+	const char *systemd; /* the session id whose scope to ask systemd for, or NULL */
+	const char *secrets; /* the secrets directory, or NULL */
+	const char *bwrap;   /* bwrap's path or name on PATH */
 	const char *hide[CAGE_PATHS_MAX]; /* tmpfs over each: not readable, not even listed */
 	size_t nhide;
 	const char *bind[CAGE_PATHS_MAX]; /* bound back writable (inside a hidden one too) */
@@ -58,7 +59,7 @@ struct cage_opts {
 
 /*
  * Parses agentd-cage's command line (argv[0] is the program):
- *   --uid N --gid N --user NAME --home DIR [--chdir DIR] [--cgroup PARENT/SESSION]
+ *   --uid N --gid N --user NAME --home DIR [--chdir DIR] [--cgroup PARENT/SESSION | --systemd ID]
  *   [--secrets DIR] [--bwrap PATH] [--hide DIR]... [--bind PATH]... [--ro PATH]...
  *   [--ro-try PATH]... -- CMD ARG...
  * Returns 0, or -EINVAL with cause. out's strings point into argv.
