@@ -7,6 +7,7 @@
  * says for a command that cannot run.
  */
 #include "cage.h"
+#include "cageseccomp.h"
 #include "cgroup.h"
 #include "proc.h"
 #include "sdunit.h"
@@ -128,6 +129,10 @@ int main(int argc, char **argv)
 	cage_hide_existing(&o);
 	if ((r = cage_drop(o.uid, o.gid)) < 0)
 		return cage_fail("cannot drop to the session's uid", strerror(-r));
+	/* Left open across exec: bwrap reads it and loads it before it execs the agent. */
+	if ((r = cage_seccomp_fd(&c)) < 0)
+		return cage_fail("seccomp", c.msg);
+	cage_set_seccomp(&o, r);
 	if ((r = cage_bwrap_argv(&o, bwrap, bargv, sizeof(bargv) / sizeof(bargv[0]) - 1)) < 0)
 		return cage_fail("bwrap's command line", strerror(-r));
 	execv(bwrap, bargv);

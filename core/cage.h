@@ -29,7 +29,7 @@
 #define CAGE_PATHS_MAX     32   /* --hide/--bind/--ro paths: a handful of daemon dirs and sockets */
 #define CAGE_SECRETS_MAX   64   /* variables in the secrets directory */
 #define CAGE_SECRET_MAX    8192 /* one secret's value: an OAuth token or a PEM key, with room */
-#define CAGE_FIXED_WORDS   24   /* bwrap's words besides the paths and the agent's argv */
+#define CAGE_FIXED_WORDS   26   /* bwrap's words besides the paths and the agent's argv */
 #define CAGE_ARGV_MAX      256  /* the agent's own words (claude's argv is far below) */
 #define CAGE_BWRAP_DEFAULT "bwrap"
 
@@ -55,6 +55,9 @@ struct cage_opts {
 	const char *ro_try[CAGE_PATHS_MAX];
 	size_t nro_try;
 	char **argv; /* the agent's command */
+	/* the seccomp filter bwrap loads (cageseccomp.h), or -1; its text for bwrap's argv */
+	int seccomp_fd;
+	char seccomp_text[16];
 };
 
 /*
@@ -83,6 +86,9 @@ int cage_secrets_read(const char *dir, struct cage_secrets *out, struct cause *c
 
 /* Wipes and frees the words. */
 void cage_secrets_free(struct cage_secrets *s);
+
+/* Gives bwrap the seccomp filter in fd (`--seccomp FD`: cageseccomp.h), or none for -1. */
+void cage_set_seccomp(struct cage_opts *o, int fd);
 
 /*
  * Writes bwrap's argv for o into out (room for outmax words plus the NULL); the words point into
