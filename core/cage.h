@@ -1,9 +1,9 @@
 /*
  * The pane's cage: what agentd-cage (cage/main.c, a root program the tmux pane runs) does before
  * the agent starts, in the order the kernel needs it:
- *  1. join the session's cgroups (cgroup_join), as root: the agent and everything it forks are
- *     counted and limited from their first instruction, and cannot move out (the cgroup
- *     directories stay root's);
+ *  1. join the session's cgroups (cgroup_join; where systemd is PID 1, its scope: sdunit.h), as
+ *     root: the agent and everything it forks are counted and limited from their first
+ *     instruction, and cannot move out (the cgroup directories stay root's);
  *  2. read the secrets directory (root's, 0700) into the environment: each launch reads it again,
  *     so a rotated key reaches the next start; the values never pass through argv (ps), a record,
  *     a log line or /events;
@@ -13,7 +13,8 @@
  *     agent creates are the session uid's on the host), with a view of the filesystem where the
  *     daemons' and the other sessions' directories are empty tmpfs, the session's own ones bound
  *     back, its own /tmp, a pid namespace of its own (--unshare-pid, --proc /proc) and
- *     --die-with-parent. No --new-session: it takes the TUI's controlling tty away.
+ *     --die-with-parent, and a seccomp filter it loads last (cageseccomp.h: no TIOCSTI). No
+ *     --new-session: it takes the TUI's controlling tty away.
  * This module holds the parts a unit test can reach: the command line, the secrets and bwrap's
  * argv.
  */
