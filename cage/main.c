@@ -7,8 +7,10 @@
  * says for a command that cannot run.
  */
 #include "cage.h"
+#include "cageseccomp.h"
 #include "cgroup.h"
 #include "proc.h"
+#include "sdunit.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -44,6 +46,24 @@ static int cage_join(const char *spec)
 	if ((r = cgroup_probe(NULL, &t, &c)) < 0)
 		return r;
 	return cgroup_join(&t, parent, slash + 1);
+}
+
+/* Moves this process into the session's scope (in its slice, which agentd-api made with the
+ * limits) where systemd is PID 1: systemd's units, not cgroups of our own (sdunit.h). */
+static int cage_scope(const char *id, struct cause *c)
+{
+	char slice[SDUNIT_NAME_MAX], scope[SDUNIT_NAME_MAX];
+	sd_bus *bus = NULL;
+	int r;
+
+	if ((r = sdunit_slice_name(id, slice, sizeof(slice))) < 0 ||
+	    (r = sdunit_scope_name(id, scope, sizeof(scope))) < 0)
+		return cause_fail(c, -r, "no unit name for %s", id);
+	if ((r = sdunit_open(&bus, c)) == 0)
+		r = sdunit_scope_join(bus, scope, slice, c);
+	/* Closed before the drop: the agent never holds root's connection to systemd. */
+	sd_bus_flush_close_unref(bus);
+	return r;
 }
 
 /* For good: no way back to root (the saved ids too), and root's groups gone. */
@@ -92,6 +112,8 @@ int main(int argc, char **argv)
 		return cage_fail("start", "must run as root (it is the pane's command)");
 	if (o.cgroup != NULL && (r = cage_join(o.cgroup)) < 0)
 		return cage_fail(o.cgroup, strerror(-r));
+	if (o.systemd != NULL && cage_scope(o.systemd, &c) < 0)
+		return cage_fail("the session's systemd scope", c.msg);
 	/* Found as root, before the drop: the path is then fixed, not the agent's PATH's. */
 	if ((r = proc_which(o.bwrap, bwrap, sizeof(bwrap))) < 0)
 		return cage_fail("bubblewrap (bwrap) is not installed", strerror(-r));
@@ -107,6 +129,10 @@ int main(int argc, char **argv)
 	cage_hide_existing(&o);
 	if ((r = cage_drop(o.uid, o.gid)) < 0)
 		return cage_fail("cannot drop to the session's uid", strerror(-r));
+	/* Left open across exec: bwrap reads it and loads it before it execs the agent. */
+	if ((r = cage_seccomp_fd(&c)) < 0)
+		return cage_fail("seccomp", c.msg);
+	cage_set_seccomp(&o, r);
 	if ((r = cage_bwrap_argv(&o, bwrap, bargv, sizeof(bargv) / sizeof(bargv[0]) - 1)) < 0)
 		return cage_fail("bwrap's command line", strerror(-r));
 	execv(bwrap, bargv);

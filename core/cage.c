@@ -42,6 +42,7 @@ int cage_parse(int argc, char **argv, struct cage_opts *o, struct cause *cause)
 
 	memset(o, 0, sizeof(*o));
 	o->bwrap = CAGE_BWRAP_DEFAULT;
+	o->seccomp_fd = -1;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -65,6 +66,8 @@ int cage_parse(int argc, char **argv, struct cage_opts *o, struct cause *cause)
 			o->chdir = v;
 		} else if (strcmp(a, "--cgroup") == 0) {
 			o->cgroup = v;
+		} else if (strcmp(a, "--systemd") == 0) {
+			o->systemd = v;
 		} else if (strcmp(a, "--secrets") == 0) {
 			o->secrets = v;
 		} else if (strcmp(a, "--bwrap") == 0) {
@@ -212,6 +215,12 @@ int cage_secrets_read(const char *dir, struct cage_secrets *out, struct cause *c
 	return r;
 }
 
+void cage_set_seccomp(struct cage_opts *o, int fd)
+{
+	o->seccomp_fd = fd;
+	snprintf(o->seccomp_text, sizeof(o->seccomp_text), "%d", fd);
+}
+
 int cage_bwrap_argv(const struct cage_opts *o, const char *bwrap, char **out, size_t outmax)
 {
 	size_t n = 0, argc = 0, need;
@@ -271,6 +280,11 @@ int cage_bwrap_argv(const struct cage_opts *o, const char *bwrap, char **out, si
 	if (o->chdir != NULL) {
 		out[n++] = "--chdir";
 		out[n++] = (char *)o->chdir;
+	}
+	/* Loaded by bwrap last, right before it execs the agent. */
+	if (o->seccomp_fd >= 0) {
+		out[n++] = "--seccomp";
+		out[n++] = (char *)o->seccomp_text;
 	}
 	out[n++] = "--";
 	for (size_t i = 0; i < argc; i++)

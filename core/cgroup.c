@@ -153,12 +153,12 @@ static int cgroup_read_all(const char *path, char *buf, size_t len)
 	return err;
 }
 
-int cgroup_probe_files(const char *mountinfo, const char *self_cgroup, struct cgroup_tree *out,
-		       struct cause *c)
+/* The probe, with the process's cgroup list as text (self: "" puts every base at its mount). */
+static int cgroup_probe_text(const char *mountinfo, const char *self, struct cgroup_tree *out,
+			     struct cause *c)
 {
 	FILE *f = NULL;
 	char *line = NULL;
-	char self[CGROUP_FILE_MAX];
 	char unified_mnt[CGROUP_PATH_MAX] = "", unified_root[CGROUP_PATH_MAX] = "/";
 	char ctl[CGROUP_FILE_MAX];
 	unsigned have = 0;
@@ -166,9 +166,6 @@ int cgroup_probe_files(const char *mountinfo, const char *self_cgroup, struct cg
 
 	memset(out, 0, sizeof(*out));
 	out->mode = CGROUP_NONE;
-	err = cgroup_read_all(self_cgroup, self, sizeof(self));
-	if (err < 0)
-		return cause_fail(c, err, "cannot read %s: %s", self_cgroup, strerror(-err));
 	f = fopen(mountinfo, "re");
 	if (f == NULL)
 		return cause_fail(c, errno, "cannot read %s: %s", mountinfo, strerror(errno));
@@ -255,6 +252,26 @@ out:
 	return err;
 }
 
+int cgroup_probe_files(const char *mountinfo, const char *self_cgroup, struct cgroup_tree *out,
+		       struct cause *c)
+{
+	char self[CGROUP_FILE_MAX];
+	int err = cgroup_read_all(self_cgroup, self, sizeof(self));
+
+	if (err < 0) {
+		memset(out, 0, sizeof(*out));
+		out->mode = CGROUP_NONE;
+		return cause_fail(c, err, "cannot read %s: %s", self_cgroup, strerror(-err));
+	}
+	return cgroup_probe_text(mountinfo, self, out, c);
+}
+
+int cgroup_probe_root(const char *mountinfo, struct cgroup_tree *out, struct cause *c)
+{
+	return cgroup_probe_text(mountinfo != NULL ? mountinfo : "/proc/self/mountinfo", "", out,
+				 c);
+}
+
 int cgroup_probe(const char *mountinfo, struct cgroup_tree *out, struct cause *c)
 {
 	return cgroup_probe_files(mountinfo != NULL ? mountinfo : "/proc/self/mountinfo",
@@ -270,7 +287,7 @@ bool cgroup_name_valid(const char *name, bool path)
 		return false;
 	while (*p != '\0') {
 		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				     "0123456789._-");
+				     "0123456789._-\\");
 
 		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
 			return false;
@@ -620,8 +637,14 @@ int cgroup_usage(const struct cgroup_tree *t, const char *parent, const char *se
 		return err;
 	if (d.n == 0)
 		return 0;
-	if (access(d.dir[0], F_OK) < 0)
-		return -errno;
+	/* systemd makes a unit's directory only in the hierarchies its settings need: one that
+	 * has none here is skipped, as long as another has. */
+	for (size_t i = 0;; i++) {
+		if (i == d.n)
+			return -ENOENT;
+		if (access(d.dir[i], F_OK) == 0)
+			break;
+	}
 	if (d.unified >= 0) {
 		/* The unified tree counts CPU time without the cpu controller (cgroup core). */
 		cgroup_text(d.dir[d.unified], "cpu.stat", buf, sizeof(buf));

@@ -77,6 +77,9 @@ struct cgroup_tree {
 	unsigned v2_controllers; /* CGROUP_C_* the v2 base may hand to its children */
 	size_t n_v1;
 	struct cgroup_hier v1[CGROUP_V1_MAX];
+	/* The sessions' cgroups are systemd's units (sdunit.h): made and removed over D-Bus, and
+	 * read here from each hierarchy's root (cgroup_probe_root). */
+	bool systemd;
 };
 
 /*
@@ -90,8 +93,13 @@ int cgroup_probe(const char *mountinfo, struct cgroup_tree *out, struct cause *c
 int cgroup_probe_files(const char *mountinfo, const char *self_cgroup, struct cgroup_tree *out,
 		       struct cause *c);
 
-/* True when name is one cgroup name or a '/'-separated path of them ([A-Za-z0-9._-], never "."
- * nor ".."), at most CGROUP_NAME_MAX long: what parent and session_id must be. */
+/* As cgroup_probe, with each hierarchy's base at its mount's root (the cgroup namespace's), not
+ * at the caller's cgroup: where systemd is PID 1 the units' cgroups are named from there. */
+int cgroup_probe_root(const char *mountinfo, struct cgroup_tree *out, struct cause *c);
+
+/* True when name is one cgroup name or a '/'-separated path of them ([A-Za-z0-9._-], and '\\' for
+ * systemd's escapes in its units' names; never "." nor ".."), at most CGROUP_NAME_MAX long: what
+ * parent and session_id must be. */
 bool cgroup_name_valid(const char *name, bool path);
 
 /*

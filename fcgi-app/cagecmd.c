@@ -499,7 +499,11 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 	c->words[c->n++] = (char *)s->worktree;
 	/* The session's cgroups (sessioncg_create makes them before the pane starts): joined by
 	 * agentd-cage as root, so everything the agent forks is counted and cannot leave. */
-	if (app->cgroups.mode != CGROUP_NONE) {
+	if (app->cgroups.mode != CGROUP_NONE && app->cgroups.systemd) {
+		/* systemd's units instead (sdunit.h): agentd-cage asks for the session's scope. */
+		c->words[c->n++] = "--systemd";
+		c->words[c->n++] = (char *)s->id;
+	} else if (app->cgroups.mode != CGROUP_NONE) {
 		snprintf(c->cgroup, sizeof(c->cgroup), "%s/%s", cfg->cgroup_parent, s->id);
 		c->words[c->n++] = "--cgroup";
 		c->words[c->n++] = c->cgroup;

@@ -5,6 +5,7 @@
 
 #include "cagecmd.h"
 #include "log.h"
+#include "sdunit.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,19 +40,88 @@ static int sessioncg_trial(const struct app *app, struct cause *c)
 	return r;
 }
 
+/* Where the session's cgroup is, as cgroup.h names it: PARENT/SESSION under each base. */
+static int sessioncg_where(const struct app *app, const char *id, const char **parent,
+			   char *session, size_t len)
+{
+	if (app->cgroups.systemd) {
+		*parent = SDUNIT_PARENT_CGROUP;
+		return sdunit_slice_name(id, session, len);
+	}
+	*parent = app->cfg->cgroup_parent;
+	return snprintf(session, len, "%s", id) < (int)len ? 0 : -ENAMETOOLONG;
+}
+
+/* What the host's hierarchies cannot enforce of the limits, for the start's log line. */
+static const char *sessioncg_unenforced(const struct cgroup_tree *t, char *buf, size_t len)
+{
+	unsigned have = t->mode == CGROUP_V2 ? t->v2_controllers : 0;
+
+	for (size_t i = 0; t->mode == CGROUP_V1 && i < t->n_v1; i++)
+		have |= t->v1[i].controllers;
+	snprintf(buf, len, "%s%s%s", (have & CGROUP_C_MEMORY) ? "" : " memory",
+		 (have & CGROUP_C_CPU) ? "" : " CPU", (have & CGROUP_C_PIDS) ? "" : " tasks");
+	return buf;
+}
+
+/*
+ * Where systemd is PID 1 it owns the tree: it moves processes out of cgroups it did not make,
+ * and stopping a unit kills every cgroup below it (sessions under agentd-api's cgroup would die
+ * with a restart of agentd-api). Each session gets units of its own there (sdunit.h), and a trial
+ * slice with the configured limits, started and stopped here, says at start whether systemd
+ * makes them. The limits a hierarchy lacks are systemd's to skip: said in the log line.
+ */
+static void sessioncg_init_systemd(struct app *app, struct cause *note)
+{
+	const struct config *cfg = app->cfg;
+	struct cgroup_limits max = sessioncg_max(cfg);
+	struct cause c = {{0}};
+	char probe[32], slice[SDUNIT_NAME_MAX], missing[32];
+	sd_bus *bus = NULL;
+	int r;
+
+	if (cgroup_probe_root(NULL, &app->cgroups, &c) < 0 || app->cgroups.mode == CGROUP_NONE) {
+		app->cgroups.mode = CGROUP_NONE;
+		cause_set(note,
+			  "sessions have no cgroups of their own (no share of the machine): "
+			  "systemd is PID 1 but %s",
+			  c.msg[0] != '\0' ? c.msg : "no cgroup filesystem is mounted");
+		return;
+	}
+	app->cgroups.systemd = true;
+	snprintf(probe, sizeof(probe), "probe.%ld", (long)getpid());
+	r = sdunit_slice_name(probe, slice, sizeof(slice));
+	if (r == 0)
+		r = sdunit_open(&bus, &c);
+	if (r == 0 && (r = sdunit_slice_start(bus, slice, &max, &c)) == 0)
+		r = sdunit_stop(bus, slice, &c);
+	sd_bus_flush_close_unref(bus);
+	if (r < 0) {
+		app->cgroups.mode = CGROUP_NONE;
+		cause_set(note,
+			  "sessions have no cgroups of their own (no share of the machine): "
+			  "systemd is PID 1 and will not make their units: %s",
+			  c.msg[0] != '\0' ? c.msg : strerror(-r));
+		return;
+	}
+	sessioncg_unenforced(&app->cgroups, missing, sizeof(missing));
+	cause_set(note,
+		  "sessions get systemd units (a slice each under %s, %s): memory %llu MiB, %.3g "
+		  "CPUs, %d tasks unless a session asks for less%s%s",
+		  SDUNIT_PARENT_SLICE, app->cgroups.mode == CGROUP_V2 ? "cgroup v2" : "cgroup v1",
+		  (unsigned long long)(cfg->session_memory_max >> 20),
+		  cfg->session_cpu_milli / 1000.0, cfg->session_tasks_max,
+		  missing[0] != '\0' ? "; this host's cgroups cannot enforce:" : "", missing);
+}
+
 void sessioncg_init(struct app *app, struct cause *note)
 {
 	const struct config *cfg = app->cfg;
 	struct cause c = {{0}};
 	const char *dir;
 
-	/* systemd owns the tree where it is PID 1: it moves processes out of cgroups it did not
-	 * make, and stopping a unit kills every cgroup below it. A transient scope per session is
-	 * the home there (docs/DESIGN.md "Cages"), not made yet. */
 	if (sd_booted() > 0) {
-		app->cgroups.mode = CGROUP_NONE;
-		cause_set(note, "sessions have no cgroups of their own (no share of the machine): "
-				"systemd is PID 1 and transient scopes are not made yet");
+		sessioncg_init_systemd(app, note);
 		return;
 	}
 
@@ -111,6 +181,27 @@ struct cgroup_limits sessioncg_max(const struct config *cfg)
 				      .tasks_max = (uint32_t)cfg->session_tasks_max};
 }
 
+/* The session's slice with its limits. One whose scope ended (the agent exited; a restart) is
+ * stopped and started anew, so that its peak and OOM counters are this launch's. */
+static int sessioncg_create_units(const struct app *app, const char *id,
+				  const struct cgroup_limits *l, struct cause *cause)
+{
+	char slice[SDUNIT_NAME_MAX], scope[SDUNIT_NAME_MAX];
+	sd_bus *bus = NULL;
+	int r;
+
+	if ((r = sdunit_slice_name(id, slice, sizeof(slice))) < 0 ||
+	    (r = sdunit_scope_name(id, scope, sizeof(scope))) < 0)
+		return cause_fail(cause, -r, "session %s: no unit name: %s", id, strerror(-r));
+	if ((r = sdunit_open(&bus, cause)) < 0)
+		return r;
+	if (sdunit_active(bus, scope) == 0)
+		sdunit_stop(bus, slice, NULL);
+	r = sdunit_slice_start(bus, slice, l, cause);
+	sd_bus_flush_close_unref(bus);
+	return r;
+}
+
 int sessioncg_create(const struct app *app, const struct session *s, struct cause *cause)
 {
 	struct cgroup_limits l = s->limits;
@@ -125,6 +216,8 @@ int sessioncg_create(const struct app *app, const struct session *s, struct caus
 		l.cpu_milli = max.cpu_milli;
 	if (l.tasks_max == 0)
 		l.tasks_max = max.tasks_max;
+	if (app->cgroups.systemd)
+		return sessioncg_create_units(app, s->id, &l, cause);
 	if (cgroup_populated(&app->cgroups, app->cfg->cgroup_parent, s->id) == 0)
 		cgroup_remove(&app->cgroups, app->cfg->cgroup_parent, s->id);
 	return cgroup_create(&app->cgroups, app->cfg->cgroup_parent, s->id, &l, cause);
@@ -136,6 +229,21 @@ void sessioncg_remove(const struct app *app, const char *id)
 
 	if (app->cgroups.mode == CGROUP_NONE)
 		return;
+	if (app->cgroups.systemd) {
+		char slice[SDUNIT_NAME_MAX];
+		struct cause c = {{0}};
+		sd_bus *bus = NULL;
+
+		/* Stopping the slice stops the scope in it: every process of the session. */
+		if ((r = sdunit_slice_name(id, slice, sizeof(slice))) == 0 &&
+		    (r = sdunit_open(&bus, &c)) == 0)
+			r = sdunit_stop(bus, slice, &c);
+		sd_bus_flush_close_unref(bus);
+		if (r < 0)
+			log_warn("session %s: cannot stop its unit %s: %s", id, slice,
+				 c.msg[0] != '\0' ? c.msg : strerror(-r));
+		return;
+	}
 	r = cgroup_remove(&app->cgroups, app->cfg->cgroup_parent, id);
 	if (r < 0)
 		log_warn("session %s: cannot remove its cgroup %s/%s: %s", id,
@@ -148,8 +256,12 @@ void sessioncg_add_usage(const struct app *app, const char *id, json_object *o)
 	char secs[32];
 	json_object *j;
 
+	const char *parent;
+	char session[CGROUP_NAME_MAX + 1];
+
 	if (o == NULL || app->cgroups.mode == CGROUP_NONE ||
-	    cgroup_usage(&app->cgroups, app->cfg->cgroup_parent, id, &u) < 0)
+	    sessioncg_where(app, id, &parent, session, sizeof(session)) < 0 ||
+	    cgroup_usage(&app->cgroups, parent, session, &u) < 0)
 		return;
 	j = json_object_new_object();
 	json_object_object_add(j, "memoryBytes", json_object_new_int64((int64_t)u.memory_bytes));
@@ -166,7 +278,10 @@ void sessioncg_add_usage(const struct app *app, const char *id, json_object *o)
 bool sessioncg_oom(const struct app *app, const char *id)
 {
 	struct cgroup_usage u;
+	const char *parent;
+	char session[CGROUP_NAME_MAX + 1];
 
 	return app->cgroups.mode != CGROUP_NONE &&
-	       cgroup_usage(&app->cgroups, app->cfg->cgroup_parent, id, &u) == 0 && u.oom_kills > 0;
+	       sessioncg_where(app, id, &parent, session, sizeof(session)) == 0 &&
+	       cgroup_usage(&app->cgroups, parent, session, &u) == 0 && u.oom_kills > 0;
 }

@@ -238,7 +238,10 @@ def cmd_ours(cfg_path, out_path):
     with open(cfg_path, encoding="utf-8") as f:
         cfg = json.load(f)
     ours, runs = Ours(cfg), []
-    for issue in cfg["issues"]:
+    for i, issue in enumerate(cfg["issues"]):
+        # As in cmd_create: the previous session's agent starts in the pause, not in the sample.
+        if i > 0:
+            time.sleep(cfg.get("settle_ms", 0) / 1000)
         res, err = ours.run(issue)
         if err:
             print("# profile: issue %d FAILED: %s" % (issue, err), flush=True)

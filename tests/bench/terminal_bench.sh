@@ -6,8 +6,11 @@
 #   (b) keystroke echo round trip p50/p99, the same two ways;
 #   (c) the bridge's RSS with 50 attached WebSocket clients, per client (tmux's own client
 #       processes are separate processes and not counted).
+#   (d) when root with bwrap (BENCH_CAGED, 1; 0 skips): keystroke echo through the WebSocket into
+#       a caged pane's shell (agentd-cage, bwrap, the session's uid and cgroup) vs the uncaged
+#       pane of (b), alternating rounds.
 # Targets: (a) >= 0.8x direct, (b) < 1 ms added at p50, (c) < 64 KiB per client and < 32 KiB
-# private memory for the first client; each is a check,
+# private memory for the first client, (d) <= 100 us added at p50; each is a check,
 # so a missed target makes the script exit 1. The figures are printed either way.
 #
 #   tests/bench/terminal_bench.sh   builds build-bench (release) unless AGENTD_TEST_BUILD_DIR
@@ -65,7 +68,18 @@ rss_kb() { awk -v k="${2:-VmRSS}" '$1 == k ":" { print $2 }' "/proc/$1/status"; 
 # ---------------------------------------------------------------------------------------------
 # the stack, one session whose pane runs a plain shell
 
-start_stack || exit 1
+CAGED=${BENCH_CAGED:-1}
+if [ "$CAGED" != 0 ] && { [ "$(id -u)" -ne 0 ] || ! command -v bwrap >/dev/null; }; then
+	log "no caged pane (d): it needs root and bwrap"
+	CAGED=0
+fi
+if [ "$CAGED" != 0 ]; then
+	mkdir -p "$T/secrets" && chmod 0700 "$T/secrets"
+	start_stack AGENTD_CAGE=auto AGENTD_CLAUDE="$REPO/tests/bench/terminal/agent" \
+		AGENTD_SECRETS_DIR="$T/secrets" AGENTD_HOMES_DIR="$T/homes" || exit 1
+else
+	start_stack || exit 1
+fi
 if ! new_session acme bench 1; then
 	fail "session bench-1 runs" "$BODY"
 	exit 1
@@ -268,6 +282,44 @@ ADDED_P99=$(calc "printf \"%.0f\", ${W_P99:-1e9} - ${D_P99:-0}")
 RTT_RATIO=$(calc "printf \"%.2f\", ${W_P50:-0} / ${D_P50:-1}")
 
 # ---------------------------------------------------------------------------------------------
+# (d) the caged pane's keystroke echo against the uncaged one's, both through the WebSocket:
+# ROUNDS rounds each way, alternating.
+
+C_TXT=
+if [ "$CAGED" != 0 ]; then
+	SID0=$SID
+	create acme bench 2
+	CSID=$(printf '%s' "$BODY" | jq -r .id)
+	if wait_state "$CSID" running 30 && pane_has "$CSID" '^[$#] ?$' 10; then
+		CURL_=$(ws_url "/sessions/$CSID/terminal?cols=$COLS&rows=$ROWS")
+		cage_cmd=$(tmx display -p -t "=$CSID:" '#{pane_start_command}')
+		[[ $cage_cmd == *agentd-cage* ]] || fail "(d) the second pane runs under agentd-cage" "$cage_cmd"
+		: >"$T/uncaged.rtt"
+		: >"$T/caged.rtt"
+		c_idle() { wait_tmux_clients "$1" 0 10 || fail "no client attached" "$(tmux_clients "$1") left"; }
+		u_rtt() { c_idle "$SID0" && node "$WS_JS" rtt "$URL" "$PER_ROUND" "$WARMUP_KEYS"; }
+		c_rtt() { c_idle "$CSID" && node "$WS_JS" rtt "$CURL_" "$PER_ROUND" "$WARMUP_KEYS"; }
+		for r in $(seq 1 "$ROUNDS"); do
+			if [ $((r % 2)) -eq 1 ]; then
+				u_rtt >>"$T/uncaged.rtt" || fail "(d) uncaged round trips, round $r"
+				c_rtt >>"$T/caged.rtt" || fail "(d) caged round trips, round $r"
+			else
+				c_rtt >>"$T/caged.rtt" || fail "(d) caged round trips, round $r"
+				u_rtt >>"$T/uncaged.rtt" || fail "(d) uncaged round trips, round $r"
+			fi
+		done
+		U_P50=$(pct 50 <"$T/uncaged.rtt")
+		C_P50=$(pct 50 <"$T/caged.rtt")
+		U_P99=$(pct 99 <"$T/uncaged.rtt")
+		C_P99=$(pct 99 <"$T/caged.rtt")
+		C_ADDED=$(calc "printf \"%.0f\", ${C_P50:-1e9} - ${U_P50:-0}")
+		C_TXT="(d) keystroke echo via WebSocket, $(grep -c . "$T/uncaged.rtt") / $(grep -c . "$T/caged.rtt") keys, microseconds: uncaged p50 $U_P50 p99 $U_P99, caged p50 $C_P50 p99 $C_P99; added at p50 $C_ADDED us (target <= 100)"
+	else
+		fail "(d) a caged session runs a shell" "$(tmx capture-pane -p -t "=$CSID:" 2>&1 | tail -5)"
+	fi
+fi
+
+# ---------------------------------------------------------------------------------------------
 # report
 
 HWM=$(rss_kb "$BRIDGE" VmHWM)
@@ -286,6 +338,7 @@ terminal benchmark ($(date -u +%FT%TZ), $(nproc) cores, load $LOAD0 before / $(c
 $(report_memory)
     bridge peak RSS over the whole run: $HWM kB
 EOF
+[ -n "$C_TXT" ] && printf '%s\n' "$C_TXT"
 
 if calc "exit !($TP_PAIR >= 0.8)"; then
 	pass "(a) throughput ratio $TP_PAIR >= 0.8"
@@ -298,3 +351,10 @@ else
 	fail "(b) added p50 $ADDED_P50 us < 1000"
 fi
 check_memory
+if [ -n "$C_TXT" ]; then
+	if calc "exit !($C_ADDED <= 100)"; then
+		pass "(d) caged echo added $C_ADDED us <= 100"
+	else
+		fail "(d) caged echo added $C_ADDED us <= 100"
+	fi
+fi

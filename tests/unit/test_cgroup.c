@@ -477,3 +477,66 @@ Test(cgroup, cpu_quotas_parse)
 	cr_assert_eq(cgroup_parse_cpus(".5", &m), -EINVAL);
 	cr_assert_eq(cgroup_parse_cpus("2x", &m), -EINVAL);
 }
+
+/*
+ * Where systemd is PID 1 the units' cgroups are read from each hierarchy's root, and systemd
+ * makes a unit's directory only in the hierarchies its settings need: the freezer, mounted
+ * before memory in that container, has none. The usage is still read from the others.
+ */
+static void mkdirs(const char *path)
+{
+	char p[400];
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + strlen(dir) + 1; *s != '\0'; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		cr_assert(mkdir(p, 0755) == 0 || errno == EEXIST, "mkdir %s", p);
+		*s = '/';
+	}
+	cr_assert(mkdir(p, 0755) == 0 || errno == EEXIST, "mkdir %s", p);
+}
+
+Test(cgroup, usage_reads_a_systemd_slice_missing_from_the_first_hierarchy)
+{
+	static const char *made[] = {"memory/agentd.slice/s.slice", "pids/agentd.slice/s.slice"};
+	char mi[300], p[400], line[1200];
+	struct cgroup_tree t;
+	struct cgroup_usage u;
+	struct cause c = {{0}};
+
+	path_of(mi, sizeof(mi), "mountinfo");
+	snprintf(line, sizeof(line),
+		 "46 70 0:34 / %s/freezer rw - cgroup cgroup rw,freezer\n"
+		 "49 70 0:32 / %s/memory rw - cgroup cgroup rw,memory\n"
+		 "50 70 0:36 / %s/pids rw - cgroup cgroup rw,pids\n",
+		 dir, dir, dir);
+	testdir_write(mi, line);
+	cr_assert_eq(cgroup_probe_root(mi, &t, &c), 0, "%s", c.msg);
+	cr_assert_eq(t.mode, CGROUP_V1);
+	path_of(p, sizeof(p), "freezer");
+	cr_assert_str_eq(t.v1[0].dir, p, "the base is the mount, not the caller's cgroup");
+	for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+		path_of(p, sizeof(p), made[i]);
+		mkdirs(p);
+	}
+	path_of(p, sizeof(p), "memory/agentd.slice/s.slice/memory.usage_in_bytes");
+	testdir_write(p, "1048576\n");
+	path_of(p, sizeof(p), "memory/agentd.slice/s.slice/memory.oom_control");
+	testdir_write(p, "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
+	path_of(p, sizeof(p), "pids/agentd.slice/s.slice/pids.current");
+	testdir_write(p, "3\n");
+	cr_assert_eq(cgroup_usage(&t, "agentd.slice", "s.slice", &u), 0);
+	cr_assert_eq(u.memory_bytes, 1048576);
+	cr_assert_eq(u.oom_kills, 1);
+	cr_assert_eq(u.tasks, 3);
+	cr_assert_eq(cgroup_usage(&t, "agentd.slice", "other.slice", &u), -ENOENT);
+}
+
+Test(cgroup, names_take_systemd_escapes)
+{
+	cr_assert(cgroup_name_valid("agentd-sessions-widgets\\x2d1.slice", false));
+	cr_assert_not(cgroup_name_valid("a/b", false));
+	cr_assert_not(cgroup_name_valid("..", false));
+}
