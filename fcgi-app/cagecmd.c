@@ -26,6 +26,7 @@
  * there, none lists them, and the sticky bit keeps it from removing or renaming another's. */
 #define CAGECMD_SHARED_MODE 01733
 #define CAGECMD_REPO_MODE   0750 /* a session repository: its uid's, the agent user's group reads */
+#define CAGECMD_WHY_MAX     256  /* a sentence saying why sessions are not caged */
 
 /* agentd-cage beside agentd-api (installed) or in the build tree's cage/. */
 static int cagecmd_bin(const struct app *app, char *out, size_t len)
@@ -66,6 +67,13 @@ bool cagecmd_enabled(const struct app *app, char *why, size_t whylen)
 		return false;
 	}
 	return true;
+}
+
+const char *cagecmd_git_home(const struct app *app)
+{
+	char why[CAGECMD_WHY_MAX];
+
+	return cagecmd_enabled(app, why, sizeof(why)) ? NULL : app->agent.home;
 }
 
 static int cagecmd_home_path(const struct app *app, const char *id, char *out, size_t len);

@@ -34,6 +34,12 @@ struct cagecmd {
 /* Whether sessions are caged here; why not in why (for the start's log line). */
 bool cagecmd_enabled(const struct app *app, char *why, size_t whylen);
 
+/* The HOME whose git configuration agentd-api's own git work reads (worktree_global_init): the
+ * agent user's, or NULL (none) when sessions are caged: their git work is done as their own
+ * uids, which may not read the agent user's HOME (0700 on Debian), and libgit2 fails on a
+ * configuration file it cannot stat. */
+const char *cagecmd_git_home(const struct app *app);
+
 /*
  * The session's HOME, <AGENTD_HOMES_DIR>/<id>: made on first use as a copy of
  * AGENTD_AGENT_HOME_TEMPLATE (or the agent's HOME), the agent user's. Returns 0 or -errno with

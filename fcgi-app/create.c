@@ -646,7 +646,7 @@ int create_worker_main(const struct app *app, const char *id)
 		create_lock_remove(app, id);
 		return 1;
 	}
-	r = create_work(app, s, worktree_global_init(app->agent.home));
+	r = create_work(app, s, worktree_global_init(cagecmd_git_home(app)));
 	free(s);
 	return r;
 }
@@ -662,7 +662,7 @@ int create_standby_main(const struct app *app, char **argv)
 	if (create_detach() < 0)
 		return 1;
 	/* The costly part of a worker's start, done before any session needs it. */
-	git_ready = worktree_global_init(app->agent.home);
+	git_ready = worktree_global_init(cagecmd_git_home(app));
 	s = malloc(sizeof(*s));
 	record = malloc(STANDBY_PAYLOAD_MAX + 1);
 	if (s == NULL || record == NULL)

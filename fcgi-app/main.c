@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	}
 	/* Every git call of the API (inventory, worktrees, recovery) reads the agent's git
 	 * configuration, or none: never the daemon's. */
-	if ((r = worktree_global_init(app.agent.home)) < 0) {
+	if ((r = worktree_global_init(cagecmd_git_home(&app))) < 0) {
 		log_error("libgit2 cannot be set up: %s", strerror(-r));
 		return 1;
 	}
