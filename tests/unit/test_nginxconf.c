@@ -380,3 +380,38 @@ Test(nginxconf, real_templates_leave_no_placeholder)
 	free(tmpl);
 	free(conf);
 }
+
+/* Whatever AGENTD_ALLOWED_HOSTS holds, a key that gets through carries nothing nginx's map would
+ * read as syntax: no quote, '$', ';', brace, blank or backslash but the regex's own escapes. */
+Test(nginxconf, host_keys_carry_no_nginx_syntax)
+{
+	static const char alphabet[] = "aZ09.-:[]\"$;{}\\ \t~*|^()/_%@";
+	unsigned int seed = 1;
+
+	for (int round = 0; round < 200000; round++) {
+		char entry[16], key[NGINXCONF_KEY_MAX * 2];
+		struct cause c = {{0}};
+		size_t n;
+
+		seed = seed * 1103515245u + 12345u;
+		n = 1 + (seed >> 16) % (sizeof(entry) - 1);
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			entry[i] = alphabet[(seed >> 16) % (sizeof(alphabet) - 1)];
+		}
+		entry[n] = '\0';
+		if (nginxconf_host_key(entry, key, sizeof(key), &c) < 0)
+			continue;
+		for (const char *p = key; *p != '\0'; p++) {
+			bool regex = key[0] == '~';
+
+			cr_assert(strchr("\"$;{} \t", *p) == NULL ||
+				      (regex && *p == '$' && p[1] == '\0') ||
+				      (regex && (*p == '{' || *p == '}') &&
+				       strstr(key, "{1,5}") != NULL && p > strstr(key, "(:[0-9]")),
+				  "'%s' gave the key '%s'", entry, key);
+		}
+		if (key[0] == '~')
+			cr_assert_eq(strncmp(key, "~*^", 3), 0, "%s", key);
+	}
+}
