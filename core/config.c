@@ -37,25 +37,42 @@ struct config_key {
 	/* For strings: NULL, or the rule a value must follow (a sentence saying what is wrong, or
 	 * NULL when the value is fine). */
 	const char *(*check)(const char *value);
+	const char *def;     /* the default, as a value config_set accepts */
+	const char *meaning; /* one line for `agentd-api config --print` and README.md's table */
+	bool secret;         /* a credential: --print shows whether it is set, never what it is */
 };
 
-#define STR_KEY(n, f) STR_KEY_CHECKED(n, f, NULL)
-#define STR_KEY_CHECKED(n, f, c)                                                                   \
+#define CONFIG_FIELD(f) offsetof(struct config, f), sizeof(((struct config *)0)->f)
+#define KEY_STR(n, f, def, doc)                                                                    \
 	{                                                                                          \
-		n, CONFIG_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f), 0, c   \
+		n, CONFIG_STR, CONFIG_FIELD(f), 0, NULL, def, doc, false                           \
 	}
-#define PATH_KEY(n, f)                                                                             \
+#define KEY_SECRET(n, f, def, doc)                                                                 \
 	{                                                                                          \
-		n, CONFIG_PLAIN_PATH, offsetof(struct config, f), sizeof(((struct config *)0)->f), \
-		    0, NULL                                                                        \
+		n, CONFIG_STR, CONFIG_FIELD(f), 0, NULL, def, doc, true                            \
 	}
-#define LIMIT_KEY(n, kind, f)                                                                      \
+#define KEY_CHECKED(n, f, c, def, doc)                                                             \
 	{                                                                                          \
-		n, kind, offsetof(struct config, f), sizeof(((struct config *)0)->f), 0, NULL      \
+		n, CONFIG_STR, CONFIG_FIELD(f), 0, c, def, doc, false                              \
 	}
-#define INT_KEY(n, f, lo, hi)                                                                      \
+#define KEY_PATH(n, f, def, doc)                                                                   \
 	{                                                                                          \
-		n, CONFIG_INT, offsetof(struct config, f), hi, lo, NULL                            \
+		n, CONFIG_PLAIN_PATH, CONFIG_FIELD(f), 0, NULL, def, doc, false                    \
+	}
+#define KEY_LIMIT(n, kind, f, def, doc)                                                            \
+	{                                                                                          \
+		n, kind, CONFIG_FIELD(f), 0, NULL, def, doc, false                                 \
+	}
+/* The table's forms before it held defaults and meanings: a key still written so compiles, and
+ * tests/unit/test_config.c names it until its line says both. */
+#define STR_KEY(n, f)            KEY_STR(n, f, NULL, NULL)
+#define STR_KEY_CHECKED(n, f, c) KEY_CHECKED(n, f, c, NULL, NULL)
+#define PATH_KEY(n, f)           KEY_PATH(n, f, NULL, NULL)
+#define LIMIT_KEY(n, kind, f)    KEY_LIMIT(n, kind, f, NULL, NULL)
+#define INT_KEY(n, f, lo, hi)    KEY_INT(n, f, lo, hi, NULL, NULL)
+#define KEY_INT(n, f, lo, hi, def, doc)                                                            \
+	{                                                                                          \
+		n, CONFIG_INT, offsetof(struct config, f), hi, lo, NULL, def, doc, false           \
 	}
 
 /* A user name useradd accepts and that goes through argv, chown and setpriv unchanged: no
@@ -144,84 +161,73 @@ int config_port_base(const struct config *cfg)
 	return config_check_port(cfg->port_base) == NULL ? atoi(cfg->port_base) : 0;
 }
 
+/*
+ * Add new keys here: one line each, with its default (a value config_set accepts) and its
+ * meaning. This table is the configuration's one list: config_defaults, config_load,
+ * `agentd-api config` and README.md's table (tests/unit/test_config.c checks it) all follow it.
+ */
+/* clang-format off */
 static const struct config_key config_keys[] = {
-    STR_KEY("AGENTD_LISTEN", listen),
-    STR_KEY("AGENTD_RUNTIME_DIR", runtime_dir),
-    STR_KEY("AGENTD_STATE_DIR", state_dir),
-    STR_KEY("AGENTD_BASE_DIR", base_dir),
-    STR_KEY_CHECKED("AGENTD_GIT_STORE_DIR", git_store_dir, config_check_store),
-    STR_KEY("AGENTD_REPO_URL", repo_url),
-    STR_KEY("AGENTD_CLAUDE", claude),
-    STR_KEY("AGENTD_CLAUDE_ARGS", claude_args),
-    STR_KEY("AGENTD_PROMPT", prompt),
-    STR_KEY("AGENTD_AGENT_ENV", agent_env),
-    INT_KEY("AGENTD_MAX_SESSIONS", max_sessions, 1, 10000),
-    STR_KEY("AGENTD_ALLOWED_ORIGINS", allowed_origins),
-    STR_KEY("AGENTD_ALLOWED_HOSTS", allowed_hosts),
-    INT_KEY("AGENTD_PERMISSION_TIMEOUT", permission_timeout, 1, 86400),
-    STR_KEY("AGENTD_TMUX", tmux),
-    STR_KEY("AGENTD_HOST_BIN", host),
-    STR_KEY_CHECKED("AGENTD_AGENT_USER", agent_user, config_check_user),
-    STR_KEY_CHECKED("AGENTD_AGENT_HOME", agent_home, config_check_home),
-    STR_KEY_CHECKED("AGENTD_CAGE", cage, config_check_cage),
-    STR_KEY_CHECKED("AGENTD_SESSION_UIDS", session_uids, config_check_uids),
-    STR_KEY_CHECKED("AGENTD_HOMES_DIR", homes_dir, config_check_dir),
-    STR_KEY_CHECKED("AGENTD_AGENT_HOME_TEMPLATE", agent_home_template, config_check_home),
-    STR_KEY_CHECKED("AGENTD_SECRETS_DIR", secrets_dir, config_check_home),
-    STR_KEY("AGENTD_URL", url),
-    STR_KEY("AGENTD_TOKEN", token),
-    STR_KEY("AGENTD_TELEGRAM_TOKEN", telegram_token),
-    STR_KEY("AGENTD_TELEGRAM_TOKEN_FILE", telegram_token_file),
-    STR_KEY("AGENTD_TELEGRAM_API", telegram_api),
-    STR_KEY("AGENTD_TELEGRAM_USERS", telegram_users),
-    STR_KEY("AGENTD_TELEGRAM_STATE", telegram_state),
-    STR_KEY("AGENTD_TELEGRAM_WEB_URL", telegram_web_url),
-    STR_KEY("AGENTD_TAILSCALE_USERS", tailscale_users),
-    STR_KEY("AGENTD_TAILSCALE_VIEWERS", tailscale_viewers),
-    STR_KEY("AGENTD_TAILSCALE_SOCKET", tailscale_socket),
-    STR_KEY("AGENTD_METRICS_TOKEN", metrics_token),
-    PATH_KEY("AGENTD_HOOK", hook),
-    INT_KEY("AGENTD_TERMINAL_PERMISSION_WAIT", terminal_permission_wait, 0, 86400),
-    LIMIT_KEY("AGENTD_SESSION_MEMORY_MAX", CONFIG_MEMORY, session_memory_max),
-    LIMIT_KEY("AGENTD_SESSION_CPUS", CONFIG_CPUS, session_cpu_milli),
+    KEY_STR("AGENTD_LISTEN", listen, "127.0.0.1:8080", "[host:]port nginx listens on"),
+    KEY_STR("AGENTD_RUNTIME_DIR", runtime_dir, "/run/agentd", "sockets, tmux, nginx's files: what a reboot may lose"),
+    KEY_STR("AGENTD_STATE_DIR", state_dir, "/var/lib/agentd", "tokens, session records, event logs: what outlives a reboot"),
+    KEY_STR("AGENTD_BASE_DIR", base_dir, "/code", "worktrees and bare clones"),
+    KEY_CHECKED("AGENTD_GIT_STORE_DIR", git_store_dir, config_check_store, "", "the git stores of the store layout (empty: bare clones)"),
+    KEY_STR("AGENTD_REPO_URL", repo_url, "https://github.com/{owner}/{name}.git", "where a repository is cloned from"),
+    KEY_STR("AGENTD_CLAUDE", claude, "claude", "the agent executable"),
+    KEY_STR("AGENTD_CLAUDE_ARGS", claude_args, "", "extra arguments for every launch"),
+    KEY_STR("AGENTD_PROMPT", prompt, CONFIG_DEFAULT_PROMPT, "the bootstrap prompt"),
+    KEY_STR("AGENTD_AGENT_ENV", agent_env, CONFIG_DEFAULT_AGENT_ENV, "the only variables of the daemons' environment an agent gets"),
+    KEY_INT("AGENTD_MAX_SESSIONS", max_sessions, 1, 10000, "16", "sessions at most; creating more answers 429"),
+    KEY_STR("AGENTD_ALLOWED_ORIGINS", allowed_origins, "", "browser origins allowed besides the same origin (nginx, the daemons)"),
+    KEY_STR("AGENTD_ALLOWED_HOSTS", allowed_hosts, "", "Host names nginx answers besides the listen address and loopback"),
+    KEY_INT("AGENTD_PERMISSION_TIMEOUT", permission_timeout, 1, 86400, "600", "seconds before an unanswered permission is denied"),
+    KEY_STR("AGENTD_TMUX", tmux, "tmux", "the tmux executable"),
+    KEY_STR("AGENTD_HOST_BIN", host, "", "agentd-host (empty: beside agentd-api)"),
+    KEY_CHECKED("AGENTD_AGENT_USER", agent_user, config_check_user, "agentd", "the user agents run as"),
+    KEY_CHECKED("AGENTD_AGENT_HOME", agent_home, config_check_home, "", "the agent's HOME (empty: the user's home directory)"),
+    KEY_CHECKED("AGENTD_CAGE", cage, config_check_cage, "auto", "auto: cage each session when possible; off: never"),
+    KEY_CHECKED("AGENTD_SESSION_UIDS", session_uids, config_check_uids, "61184-65519", "the range of per-session uids"),
+    KEY_CHECKED("AGENTD_HOMES_DIR", homes_dir, config_check_dir, "/var/lib/agentd-homes", "each caged session's own HOME"),
+    KEY_CHECKED("AGENTD_AGENT_HOME_TEMPLATE", agent_home_template, config_check_home, "", "what a new session's HOME is copied from (empty: AGENTD_AGENT_HOME)"),
+    KEY_CHECKED("AGENTD_SECRETS_DIR", secrets_dir, config_check_home, "/etc/agentd/secrets", "credentials, one file per variable (empty: none)"),
+    KEY_STR("AGENTD_URL", url, "", "where clients reach agent-daemon (empty: http://<AGENTD_LISTEN>)"),
+    KEY_SECRET("AGENTD_TOKEN", token, "", "a client's access token"),
+    KEY_SECRET("AGENTD_TELEGRAM_TOKEN", telegram_token, "", "the Telegram bot's token"),
+    KEY_STR("AGENTD_TELEGRAM_TOKEN_FILE", telegram_token_file, "", "a file holding the Telegram bot's token"),
+    KEY_STR("AGENTD_TELEGRAM_API", telegram_api, "https://api.telegram.org", "the Telegram Bot API"),
+    KEY_STR("AGENTD_TELEGRAM_USERS", telegram_users, "", "the Telegram user ids the bot serves"),
+    KEY_STR("AGENTD_TELEGRAM_STATE", telegram_state, "", "the bot's state file (empty: its default)"),
+    KEY_STR("AGENTD_TELEGRAM_WEB_URL", telegram_web_url, "", "the web UI as a phone reaches it (empty: AGENTD_URL)"),
+    KEY_STR("AGENTD_TAILSCALE_USERS", tailscale_users, "", "Tailscale logins let in as admins on the tailscale serve socket"),
+    KEY_STR("AGENTD_TAILSCALE_VIEWERS", tailscale_viewers, "", "Tailscale logins let in read-only"),
+    KEY_STR("AGENTD_TAILSCALE_SOCKET", tailscale_socket, "/run/agentd-tailscale/nginx.sock", "nginx's listener for tailscale serve"),
+    KEY_SECRET("AGENTD_METRICS_TOKEN", metrics_token, "", "a token that opens GET /metrics only"),
+    KEY_PATH("AGENTD_HOOK", hook, "", "agentd-hook (empty: beside agentd-api)"),
+    KEY_INT("AGENTD_TERMINAL_PERMISSION_WAIT", terminal_permission_wait, 0, 86400, "600", "seconds a client may also answer a terminal's permission dialog"),
+    KEY_LIMIT("AGENTD_SESSION_MEMORY_MAX", CONFIG_MEMORY, session_memory_max, "4G", "each session's memory, swap included"),
+    KEY_LIMIT("AGENTD_SESSION_CPUS", CONFIG_CPUS, session_cpu_milli, "2", "each session's CPU time, in CPUs"),
     /* pid_max's ceiling (PID_MAX_LIMIT, 2^22): no cgroup holds more tasks. */
-    INT_KEY("AGENTD_SESSION_TASKS_MAX", session_tasks_max, 1, 4194304),
-    STR_KEY_CHECKED("AGENTD_CGROUP_PARENT", cgroup_parent, config_check_cgroup),
-    STR_KEY_CHECKED("AGENTD_PORT_BASE", port_base, config_check_port),
+    KEY_INT("AGENTD_SESSION_TASKS_MAX", session_tasks_max, 1, 4194304, "4096", "each session's processes and threads"),
+    KEY_CHECKED("AGENTD_CGROUP_PARENT", cgroup_parent, config_check_cgroup, "agentd", "the cgroup every session's cgroup is made under"),
+    KEY_CHECKED("AGENTD_PORT_BASE", port_base, config_check_port, "", "the first of the sessions' own ports (empty: off)"),
     /* A dev server, its tests and a debugger fit in a few; 1000 keeps 60 sessions apart. */
-    INT_KEY("AGENTD_PORT_SPAN", port_span, 1, 1000),
+    KEY_INT("AGENTD_PORT_SPAN", port_span, 1, 1000, "10", "how many ports each session gets"),
 };
+/* clang-format on */
+
+#define CONFIG_KEY_COUNT (sizeof(config_keys) / sizeof(config_keys[0]))
+_Static_assert(CONFIG_KEY_COUNT <= CONFIG_KEYS_MAX, "raise CONFIG_KEYS_MAX for the new keys");
 
 void config_defaults(struct config *cfg)
 {
+	struct cause cause;
+
 	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1:8080");
-	snprintf(cfg->runtime_dir, sizeof(cfg->runtime_dir), "/run/agentd");
-	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/agentd");
-	snprintf(cfg->base_dir, sizeof(cfg->base_dir), "/code");
-	snprintf(cfg->repo_url, sizeof(cfg->repo_url), "https://github.com/{owner}/{name}.git");
-	snprintf(cfg->claude, sizeof(cfg->claude), "claude");
-	snprintf(cfg->prompt, sizeof(cfg->prompt), "%s", CONFIG_DEFAULT_PROMPT);
-	snprintf(cfg->agent_env, sizeof(cfg->agent_env), "%s", CONFIG_DEFAULT_AGENT_ENV);
-	cfg->max_sessions = 16;
-	cfg->port_span = 10;
-	cfg->permission_timeout = 600;
-	cfg->terminal_permission_wait = 600;
-	snprintf(cfg->tmux, sizeof(cfg->tmux), "tmux");
-	snprintf(cfg->agent_user, sizeof(cfg->agent_user), "agentd");
-	snprintf(cfg->telegram_api, sizeof(cfg->telegram_api), "https://api.telegram.org");
-	snprintf(cfg->tailscale_socket, sizeof(cfg->tailscale_socket),
-		 "/run/agentd-tailscale/nginx.sock");
-	/* The share the issue asks of a container's equal: 4 GB and 2 CPUs per session. */
-	cfg->session_memory_max = 4ULL << 30;
-	cfg->session_cpu_milli = 2000;
-	cfg->session_tasks_max = 4096;
-	snprintf(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), "agentd");
-	snprintf(cfg->cage, sizeof(cfg->cage), "auto");
-	snprintf(cfg->session_uids, sizeof(cfg->session_uids), "%u-%u", CAGEUID_DEFAULT_MIN,
-		 CAGEUID_DEFAULT_MAX);
-	snprintf(cfg->homes_dir, sizeof(cfg->homes_dir), "/var/lib/agentd-homes");
-	snprintf(cfg->secrets_dir, sizeof(cfg->secrets_dir), "/etc/agentd/secrets");
+	/* Every default passes its key's rule (tests/unit/test_config.c checks each one). */
+	for (size_t i = 0; i < CONFIG_KEY_COUNT; i++)
+		if (config_keys[i].def != NULL)
+			(void)config_set(cfg, config_keys[i].name, config_keys[i].def, &cause);
 }
 
 bool config_path_plain(const char *path)
@@ -246,7 +252,7 @@ bool config_path_plain(const char *path)
 
 static const struct config_key *config_find(const char *key)
 {
-	for (size_t i = 0; i < sizeof(config_keys) / sizeof(config_keys[0]); i++)
+	for (size_t i = 0; i < CONFIG_KEY_COUNT; i++)
 		if (strcmp(config_keys[i].name, key) == 0)
 			return &config_keys[i];
 	return NULL;
@@ -304,6 +310,18 @@ int config_set(struct config *cfg, const char *key, const char *value, struct ca
 	return 0;
 }
 
+/* config_set, and the note of where the value came from. */
+static int config_apply(struct config *cfg, const char *key, const char *value,
+			enum config_source source, struct cause *cause)
+{
+	const struct config_key *k = config_find(key);
+	int r = config_set(cfg, key, value, cause);
+
+	if (r == 0 && k != NULL)
+		cfg->source[k - config_keys] = (unsigned char)source;
+	return r;
+}
+
 static char *config_trim(char *s)
 {
 	char *e;
@@ -344,6 +362,7 @@ static int config_load_file(struct config *cfg, const char *path, bool must_exis
 			return 0;
 		return cause_fail(cause, errno, "cannot open %s: %s", path, strerror(errno));
 	}
+	snprintf(cfg->file, sizeof(cfg->file), "%s", path);
 	/* Bounding the file bounds every line getline can return. */
 	if (fstat(fileno(f), &sb) < 0 || !S_ISREG(sb.st_mode)) {
 		r = cause_fail(cause, EINVAL, "%s is not a regular file", path);
@@ -375,7 +394,8 @@ static int config_load_file(struct config *cfg, const char *path, bool must_exis
 			goto out;
 		}
 		*eq = '\0';
-		r = config_set(cfg, config_trim(s), config_unquote(config_trim(eq + 1)), cause);
+		r = config_apply(cfg, config_trim(s), config_unquote(config_trim(eq + 1)),
+				 CONFIG_SOURCE_FILE, cause);
 		if (r < 0) {
 			struct cause inner = *cause;
 			cause_set(cause, "%s:%d: %s", path, lineno, inner.msg);
@@ -415,7 +435,7 @@ int config_load(struct config *cfg, struct cause *cause)
 		key[klen] = '\0';
 		if (config_find(key) == NULL)
 			continue; /* AGENTD_* names used by tests and scripts, not by us */
-		r = config_set(cfg, key, eq + 1, cause);
+		r = config_apply(cfg, key, eq + 1, CONFIG_SOURCE_ENV, cause);
 		if (r < 0)
 			return r;
 	}
@@ -433,5 +453,96 @@ int config_state_path(const struct config *cfg, const char *leaf, char *out, siz
 {
 	int n = snprintf(out, outlen, "%s/%s", cfg->state_dir, leaf);
 
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+size_t config_key_count(void)
+{
+	return CONFIG_KEY_COUNT;
+}
+
+int config_key_doc(size_t i, struct config_keydoc *doc)
+{
+	if (i >= CONFIG_KEY_COUNT)
+		return -ENOENT;
+	doc->name = config_keys[i].name;
+	doc->def = config_keys[i].def;
+	doc->meaning = config_keys[i].meaning;
+	doc->secret = config_keys[i].secret;
+	return 0;
+}
+
+enum config_source config_key_source(const struct config *cfg, size_t i)
+{
+	return i < CONFIG_KEY_COUNT ? (enum config_source)cfg->source[i] : CONFIG_SOURCE_DEFAULT;
+}
+
+const char *config_source_name(enum config_source source)
+{
+	switch (source) {
+	case CONFIG_SOURCE_FILE:
+		return "file";
+	case CONFIG_SOURCE_ENV:
+		return "environment";
+	case CONFIG_SOURCE_DEFAULT:
+		break;
+	}
+	return "default";
+}
+
+/* A byte count as cgroup_parse_memory reads it back: the largest unit that divides it. */
+static int config_format_memory(uint64_t bytes, char *out, size_t outlen)
+{
+	static const char units[] = "TGMK";
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t unit = 1ULL << (10 * (4 - i));
+
+		if (bytes % unit == 0)
+			return snprintf(out, outlen, "%llu%c", (unsigned long long)(bytes / unit),
+					units[i]);
+	}
+	return snprintf(out, outlen, "%llu", (unsigned long long)bytes);
+}
+
+/* Thousandths of a CPU as cgroup_parse_cpus reads them back: "2", "1.5", "0.125". */
+static int config_format_cpus(uint32_t milli, char *out, size_t outlen)
+{
+	char frac[8];
+	size_t n;
+
+	if (milli % 1000 == 0)
+		return snprintf(out, outlen, "%u", milli / 1000);
+	snprintf(frac, sizeof(frac), "%03u", milli % 1000);
+	n = strlen(frac);
+	while (n > 0 && frac[n - 1] == '0')
+		frac[--n] = '\0';
+	return snprintf(out, outlen, "%u.%s", milli / 1000, frac);
+}
+
+int config_format(const struct config *cfg, size_t i, char *out, size_t outlen)
+{
+	const struct config_key *k;
+	const char *field;
+	int n;
+
+	if (i >= CONFIG_KEY_COUNT)
+		return -ENOENT;
+	k = &config_keys[i];
+	field = (const char *)cfg + k->offset;
+	switch (k->kind) {
+	case CONFIG_INT:
+		n = snprintf(out, outlen, "%d", *(const int *)(const void *)field);
+		break;
+	case CONFIG_MEMORY:
+		n = config_format_memory(*(const uint64_t *)(const void *)field, out, outlen);
+		break;
+	case CONFIG_CPUS:
+		n = config_format_cpus(*(const uint32_t *)(const void *)field, out, outlen);
+		break;
+	default:
+		n = snprintf(out, outlen, "%s", field);
+		break;
+	}
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }

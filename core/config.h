@@ -19,6 +19,16 @@
 #define CONFIG_FILE_MAX     (64 * 1024)
 #define CONFIG_DEFAULT_FILE "/etc/agentd/agentd.conf"
 #define CONFIG_USER_MAX     32 /* a user name, as useradd allows it */
+/* Room for every key of config.c's table (a static assertion there says when it is full): the
+ * place each value came from is kept per key. */
+#define CONFIG_KEYS_MAX 96
+
+/* Where a key's value came from, as `agentd-api config --print` says. */
+enum config_source {
+	CONFIG_SOURCE_DEFAULT,
+	CONFIG_SOURCE_FILE,
+	CONFIG_SOURCE_ENV,
+};
 
 struct config {
 	char listen[256];                       /* AGENTD_LISTEN */
@@ -80,7 +90,32 @@ struct config {
 	 * AGENTD_PORT_SPAN ports from AGENTD_PORT_BASE on, one range per session. */
 	char port_base[8]; /* AGENTD_PORT_BASE: a port, "" = off */
 	int port_span;     /* AGENTD_PORT_SPAN */
+
+	/* What config_load read: each key's source (enum config_source, by its index in the key
+	 * table), and the file ("" when the default file does not exist). */
+	unsigned char source[CONFIG_KEYS_MAX];
+	char file[CONFIG_PATH_MAX];
 };
+
+/* One key of the table in config.c, the one list of every key, its default and meaning. */
+struct config_keydoc {
+	const char *name;    /* "AGENTD_LISTEN" */
+	const char *def;     /* its default, as a value config_set accepts */
+	const char *meaning; /* one line */
+	bool secret;         /* a credential: shown as set or not, never as its value */
+};
+
+/* The number of keys, and key i's entry (0, or -ENOENT past the last). */
+size_t config_key_count(void);
+int config_key_doc(size_t i, struct config_keydoc *doc);
+
+/* Where key i's value in cfg came from. */
+enum config_source config_key_source(const struct config *cfg, size_t i);
+const char *config_source_name(enum config_source source);
+
+/* Key i's value in cfg as text config_set accepts back ("4G", "1.5", "600"). Returns 0, -ENOENT
+ * past the last key, or -ENAMETOOLONG when out is too small. */
+int config_format(const struct config *cfg, size_t i, char *out, size_t outlen);
 
 /* AGENTD_PORT_BASE as a number, 0 when off. */
 int config_port_base(const struct config *cfg);

@@ -3,6 +3,7 @@
 #include "app.h"
 #include "boot.h"
 #include "cagecmd.h"
+#include "configcmd.h"
 #include "create.h"
 #include "fsutil.h"
 #include "gitrepo.h"
@@ -21,8 +22,8 @@
 #define TMUX_PIDFILE "tmux.pid"
 
 static const char usage[] =
-    "usage: agentd-api [--no-tmux-start | --init | --create ID | token ... | --help |\n"
-    "                   --version]\n"
+    "usage: agentd-api [--no-tmux-start | --init | --create ID | token ... | config ... |\n"
+    "                   --help | --version]\n"
     "\n"
     "Serves the agent-daemon REST API over FastCGI on $AGENTD_RUNTIME_DIR/api.sock\n"
     "(nginx forwards /sessions, /worktrees, /branches and /healthz to it). Stops on SIGTERM.\n"
@@ -39,6 +40,9 @@ static const char usage[] =
     "               manage the bearer tokens in $AGENTD_STATE_DIR/tokens.json (a new token is\n"
     "               printed once; only its SHA-256 is kept; init adds an admin token only to\n"
     "               an empty store, as deploy/up does at the first start)\n"
+    "  config --check | --print | --get KEY... | --render-nginx PREFIX ...\n"
+    "               check or show the configuration, or render nginx's from it\n"
+    "               (agentd-api config --help)\n"
     "\n"
     "Configuration: defaults, then $AGENTD_CONFIG (default /etc/agentd/agentd.conf, KEY=value\n"
     "lines), then AGENTD_* environment variables; see README.md.\n";
@@ -98,6 +102,8 @@ int main(int argc, char **argv)
 		puts("agentd-api " AGENTD_VERSION);
 		return 0;
 	}
+	if (argc > 1 && strcmp(argv[1], "config") == 0)
+		return configcmd_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "token") == 0) {
 		if (config_load(&cfg, &cause) < 0) {
 			log_error("%s", cause.msg);

@@ -9,6 +9,7 @@
 #   source "$(dirname "$0")/lib.sh"
 #   make_remote acme widgets
 #   start_stack [VAR=value ...]          extra environment for deploy/up
+#   render_nginx PREFIX [ARGS...]        agentd-api config --render-nginx (this tree's templates)
 #   api POST /sessions '{"repo":...}'    -> $STATUS, $BODY, $HEADERS
 #   assert_status "create" 201
 #
@@ -344,6 +345,14 @@ provision_token() {
 	export AGENTD_TEST_TOKEN
 	# 0600: the agents (another user) must not find the operator's token here either.
 	(umask 077 && printf 'header = "Authorization: Bearer %s"\n' "$AGENTD_TEST_TOKEN" >"$T/.curlrc")
+}
+
+# render_nginx PREFIX [ARGS...]: nginx's config rendered and checked (nginx -t) into PREFIX/conf
+# from this tree's templates and web UI, as deploy/up --render does, by the one renderer
+# (agentd-api config --render-nginx) with the caller's environment.
+render_nginx() {
+	"$BUILD_DIR/fcgi-app/agentd-api" config --render-nginx "$1" --templates "$REPO/nginx" \
+		--www "$REPO/nginx/html" "${@:2}"
 }
 
 # start_stack [VAR=value ...]: starts deploy/up (own process group) and waits for /healthz 200.

@@ -8,8 +8,9 @@
 # - a client-sent X-Forwarded-Proto is not trusted: Origin https://<host> over plain http is 403,
 #   and the tailscale case passes because its https origin is in AGENTD_ALLOWED_ORIGINS;
 # - two Origin headers are refused by agentd-api (and agentd-bridge);
-# - deploy/up --render renders AGENTD_ALLOWED_HOSTS from the config file and refuses values that
-#   are not host[:port] (nothing of them reaches the nginx config).
+# - agentd-api config --render-nginx renders AGENTD_ALLOWED_HOSTS from the config file and refuses
+#   values that are not host[:port] (nothing of them reaches the nginx config); deploy/up --render
+#   writes the same files.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 EDGE_PY=$REPO/tests/integration/edge/edge.py
@@ -135,16 +136,19 @@ assert_eq "terminal upgrade with two Origin headers: 403" 403 "$RAW_STATUS"
 api POST /sessions "$(create_body acme widget 44)" -H "Origin: http://127.0.0.1:$PORT"
 assert_status "one same-origin Origin still creates: 201" 201
 
-# --- deploy/up --render and AGENTD_ALLOWED_HOSTS ------------------------------------------------
-# render_hosts VALUE: deploy/up --render with AGENTD_ALLOWED_HOSTS=VALUE in a config file; sets
-# RENDER_RC, RENDER_ERR and RENDER_CONF (the rendered agentd.conf, if any).
+# --- agentd-api config --render-nginx and AGENTD_ALLOWED_HOSTS ----------------------------------
+# render_hosts VALUE: agentd-api config --render-nginx (render_nginx) with AGENTD_ALLOWED_HOSTS=VALUE
+# in a config file; sets RENDER_RC, RENDER_ERR and RENDER_CONF (the rendered agentd.conf, if any).
 render_hosts() {
 	local dir=$T/render-$RANDOM
 	mkdir -p "$dir"
 	printf 'AGENTD_ALLOWED_HOSTS=%s\n' "$1" >"$dir/agentd.conf"
-	env -u AGENTD_ALLOWED_HOSTS AGENTD_CONFIG="$dir/agentd.conf" AGENTD_LISTEN=127.0.0.1:18080 \
-		AGENTD_RUNTIME_DIR="$dir/run" "$REPO/deploy/up" --render "$dir/prefix" \
-		>/dev/null 2>"$dir/err"
+	(
+		unset AGENTD_ALLOWED_HOSTS
+		export AGENTD_CONFIG="$dir/agentd.conf" AGENTD_LISTEN=127.0.0.1:18080 \
+			AGENTD_RUNTIME_DIR="$dir/run"
+		render_nginx "$dir/prefix" >/dev/null 2>"$dir/err"
+	)
 	RENDER_RC=$?
 	RENDER_ERR=$(cat "$dir/err")
 	RENDER_CONF=$(cat "$dir/prefix/conf/agentd.conf" 2>/dev/null)
@@ -166,3 +170,28 @@ for bad in 'evil.example";' 'a|b' '.*' '~.*' 'https://box.example' 'box.example/
 			"rc $RENDER_RC, stderr: $RENDER_ERR" "conf: $(grep -A8 'map $http_host' <<<"$RENDER_CONF")"
 	fi
 done
+
+# deploy/up --render is the same renderer: the same files, and the same refusal.
+SAME=$T/render-same
+mkdir -p "$SAME"
+printf 'AGENTD_ALLOWED_HOSTS=Box.Example.COM:8443 tail.ts.net\nAGENTD_ALLOWED_ORIGINS=%s\n' \
+	"$TS_ORIGIN" >"$SAME/agentd.conf"
+same_env=(env -u AGENTD_ALLOWED_HOSTS -u AGENTD_ALLOWED_ORIGINS AGENTD_CONFIG="$SAME/agentd.conf"
+	AGENTD_LISTEN=127.0.0.1:18080 AGENTD_RUNTIME_DIR="$SAME/run" AGENTD_BUILD_DIR="$BUILD_DIR")
+out=$("${same_env[@]}" "$REPO/deploy/up" --render "$SAME/up" 2>&1)
+assert_eq "deploy/up --render succeeds" 0 "$?"
+(
+	unset AGENTD_ALLOWED_HOSTS AGENTD_ALLOWED_ORIGINS
+	export AGENTD_CONFIG="$SAME/agentd.conf" AGENTD_LISTEN=127.0.0.1:18080 AGENTD_RUNTIME_DIR="$SAME/run"
+	render_nginx "$SAME/api" 2>&1
+) >"$SAME/api.err"
+assert_eq "agentd-api config --render-nginx succeeds" 0 "$?"
+check "deploy/up --render and agentd-api config --render-nginx write the same files" \
+	diff -r "$SAME/up/conf" "$SAME/api/conf"
+assert_match "the rendered Host map holds the allowed names" '"box\.example\.com:8443" 1;' \
+	"$(cat "$SAME/up/conf/agentd.conf" 2>/dev/null)"
+printf 'AGENTD_ALLOWED_HOSTS=a|b\n' >"$SAME/agentd.conf"
+out=$("${same_env[@]}" "$REPO/deploy/up" --render "$SAME/bad" 2>&1)
+assert_ne "deploy/up --render refuses AGENTD_ALLOWED_HOSTS='a|b'" 0 "$?"
+assert_match "... naming the key" "AGENTD_ALLOWED_HOSTS: 'a\|b'" "$out"
+check_not "... and writes nothing" test -e "$SAME/bad/conf/agentd.conf"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# nginx and the listener under faults and load, and deploy/up --render's warning:
-# - deploy/up --render into a runtime dir that does not exist yet does not warn that www-data
+# nginx and the listener under faults and load, and the render's warning:
+# - agentd-api config --render-nginx (deploy/up --render) into a runtime dir that does not exist yet does not warn that www-data
 #   cannot reach it (and still warns when a parent really is closed);
 # - every answer nginx makes itself is JSON {error, code}: 400 for malformed request lines,
 #   headers and paths, 405 for TRACE, 431 for a header over the buffers, 400 for Content-Length
@@ -13,11 +13,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 EDGE_PY=$REPO/tests/integration/edge/edge.py
 
-# --- deploy/up --render into a fresh runtime dir (point 8) --------------------------------------
+# --- agentd-api config --render-nginx into a fresh runtime dir (point 8) --------------------------------------
 # render RUNTIME_DIR PREFIX: sets RENDER_RC and RENDER_ERR.
 render() {
-	AGENTD_CONFIG=$T/agentd.conf AGENTD_RUNTIME_DIR=$1 "$REPO/deploy/up" --render "$2" \
-		>/dev/null 2>"$T/render.err"
+	(AGENTD_CONFIG=$T/agentd.conf AGENTD_RUNTIME_DIR=$1 && export AGENTD_CONFIG AGENTD_RUNTIME_DIR &&
+		render_nginx "$2" >/dev/null 2>"$T/render.err")
 	RENDER_RC=$?
 	RENDER_ERR=$(cat "$T/render.err")
 }

@@ -75,6 +75,9 @@ for u in agentd-tmux agentd-api agentd-bridge agentd-telegram; do
 done
 assert_eq "agentd-api runs with --no-tmux-start" "ExecStart=$PREFIX/bin/agentd-api --no-tmux-start" \
 	"$(grep '^ExecStart=' "$UNITDIR/agentd-api.service")"
+assert_eq "agentd-api checks the configuration before it starts" \
+	"ExecStartPre=$PREFIX/bin/agentd-api config --check" \
+	"$(grep '^ExecStartPre=' "$UNITDIR/agentd-api.service")"
 # The runtime dir the units may write is the one tmpfiles.d creates, and the api's base dir is
 # AGENTD_BASE_DIR's default.
 assert_match "tmpfiles.d creates /run/agentd (root's, setgid, group www-data, o+x only)" \
@@ -215,6 +218,11 @@ check "rendered include reaches agentd-api's socket" \
 	grep -q "server unix:$T/run/api.sock;" "$NGX/conf/agentd.conf"
 check_not "no placeholder left in the rendered include (comments aside)" \
 	bash -c "grep -v '^ *#' '$NGX/conf/agentd.conf' | grep -n '@[A-Z_]*@'"
+# What deploy/up --render runs: the installed agentd-api, from the installed templates.
+out=$(env AGENTD_CONFIG="$T/agentd.conf" AGENTD_RUNTIME_DIR="$T/run" AGENTD_LISTEN="127.0.0.1:$PORT" \
+	"$R/bin/agentd-api" config --render-nginx "$NGX-api" --templates "$R/share/agentd/nginx" 2>&1)
+if [ $? -eq 0 ]; then pass "installed agentd-api config --render-nginx (nginx -t passes)"; else fail "installed agentd-api config --render-nginx (nginx -t passes)" "$out"; fi
+check "it writes what deploy/up --render wrote" diff -r "$NGX/conf" "$NGX-api/conf"
 
 # --- 4. sd_notify and journald priorities -------------------------------------------------------
 # run_notified NAME SOCKET ARGV...: starts the daemon with NOTIFY_SOCKET and JOURNAL_STREAM naming

@@ -754,3 +754,254 @@ Test(config, cage_keys_default_and_refuse_bad_values)
 	cr_assert_eq(config_set(&cfg, "AGENTD_SECRETS_DIR", "secrets", NULL), -EINVAL);
 	cr_assert_eq(config_set(&cfg, "AGENTD_SECRETS_DIR", "", NULL), 0);
 }
+
+/* ---- the key table: one list of every key, its default and meaning ---------------------- */
+
+Test(config, every_key_has_a_default_and_a_meaning)
+{
+	struct config_keydoc doc;
+	size_t n = config_key_count();
+
+	cr_assert_gt(n, 0);
+	cr_assert_leq(n, CONFIG_KEYS_MAX);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(config_key_doc(i, &doc), 0);
+		cr_assert_not_null(doc.def, "%s has no default in config.c's table", doc.name);
+		cr_assert_not_null(doc.meaning, "%s has no meaning in config.c's table", doc.name);
+		cr_assert_gt(strlen(doc.meaning), 0, "%s's meaning is empty", doc.name);
+		cr_assert_eq(strncmp(doc.name, "AGENTD_", 7), 0, "%s", doc.name);
+		for (size_t j = 0; j < i; j++) {
+			struct config_keydoc other;
+
+			cr_assert_eq(config_key_doc(j, &other), 0);
+			cr_assert_str_neq(doc.name, other.name, "%s is in the table twice",
+					  doc.name);
+		}
+	}
+	cr_assert_eq(config_key_doc(n, &doc), -ENOENT);
+}
+
+/* Every default passes its key's rule, is what config_defaults sets, and reads back as itself. */
+Test(config, defaults_come_from_the_table_and_read_back)
+{
+	struct config cfg, again;
+	struct config_keydoc doc;
+	char value[CONFIG_VALUE_MAX], back[CONFIG_VALUE_MAX];
+
+	config_defaults(&cfg);
+	config_defaults(&again);
+	for (size_t i = 0; config_key_doc(i, &doc) == 0; i++) {
+		struct cause c = {{0}};
+
+		cr_assert_eq(config_set(&again, doc.name, doc.def, &c), 0, "default of %s: %s",
+			     doc.name, c.msg);
+		cr_assert_eq(config_format(&cfg, i, value, sizeof(value)), 0);
+		cr_assert_str_eq(value, doc.def, "%s: config_defaults gives '%s', the table '%s'",
+				 doc.name, value, doc.def);
+		cr_assert_eq(config_set(&again, doc.name, value, &c), 0, "%s: %s", doc.name, c.msg);
+		cr_assert_eq(config_format(&again, i, back, sizeof(back)), 0);
+		cr_assert_str_eq(back, value);
+		cr_assert_eq(config_key_source(&cfg, i), CONFIG_SOURCE_DEFAULT);
+	}
+	assert_defaults(&cfg);
+}
+
+/* config_format writes a value as config_set reads it back. */
+Test(config, format_reads_back)
+{
+	static const char *const cases[][3] = {
+	    {"AGENTD_SESSION_MEMORY_MAX", "512M", "512M"},
+	    {"AGENTD_SESSION_MEMORY_MAX", "1024M", "1G"},
+	    {"AGENTD_SESSION_MEMORY_MAX", "16777217", "16777217"},
+	    {"AGENTD_SESSION_CPUS", "1.5", "1.5"},
+	    {"AGENTD_SESSION_CPUS", "0.125", "0.125"},
+	    {"AGENTD_SESSION_CPUS", "0.250", "0.25"},
+	    {"AGENTD_MAX_SESSIONS", "42", "42"},
+	    {"AGENTD_LISTEN", "[::1]:9", "[::1]:9"},
+	};
+	struct config cfg;
+	struct config_keydoc doc;
+	char value[64];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct cause cause = {{0}};
+		size_t i;
+
+		config_defaults(&cfg);
+		cr_assert_eq(config_set(&cfg, cases[c][0], cases[c][1], &cause), 0, "%s",
+			     cause.msg);
+		for (i = 0; config_key_doc(i, &doc) == 0; i++)
+			if (strcmp(doc.name, cases[c][0]) == 0)
+				break;
+		cr_assert_eq(config_format(&cfg, i, value, sizeof(value)), 0);
+		cr_assert_str_eq(value, cases[c][2], "%s=%s", cases[c][0], cases[c][1]);
+	}
+	cr_assert_eq(config_format(&cfg, 0, value, 4), -ENAMETOOLONG);
+}
+
+/* The index of key name in the table. */
+static size_t key_index(const char *name)
+{
+	struct config_keydoc doc;
+	size_t i;
+
+	for (i = 0; config_key_doc(i, &doc) == 0; i++)
+		if (strcmp(doc.name, name) == 0)
+			return i;
+	cr_assert_fail("%s is not in the table", name);
+	return i;
+}
+
+/* config_load says where each value came from: the environment over the file over the default. */
+Test(config, load_notes_each_source)
+{
+	struct config cfg;
+
+	write_conf("AGENTD_LISTEN=127.0.0.1:9000\nAGENTD_TMUX=/usr/bin/tmux\n");
+	cr_assert_eq(setenv("AGENTD_TMUX", "/opt/tmux", 1), 0);
+	load_ok(&cfg);
+	cr_assert_str_eq(cfg.file, conf_path);
+	cr_assert_eq(config_key_source(&cfg, key_index("AGENTD_LISTEN")), CONFIG_SOURCE_FILE);
+	cr_assert_eq(config_key_source(&cfg, key_index("AGENTD_TMUX")), CONFIG_SOURCE_ENV);
+	cr_assert_eq(config_key_source(&cfg, key_index("AGENTD_BASE_DIR")), CONFIG_SOURCE_DEFAULT);
+	cr_assert_str_eq(config_source_name(CONFIG_SOURCE_FILE), "file");
+	cr_assert_str_eq(config_source_name(CONFIG_SOURCE_ENV), "environment");
+	cr_assert_str_eq(config_source_name(CONFIG_SOURCE_DEFAULT), "default");
+}
+
+Test(config, only_credentials_are_secret)
+{
+	struct config_keydoc doc;
+
+	for (size_t i = 0; config_key_doc(i, &doc) == 0; i++) {
+		bool credential = strcmp(doc.name, "AGENTD_TOKEN") == 0 ||
+				  strcmp(doc.name, "AGENTD_TELEGRAM_TOKEN") == 0 ||
+				  strcmp(doc.name, "AGENTD_METRICS_TOKEN") == 0;
+
+		cr_assert_eq(doc.secret, credential, "%s: secret %d", doc.name, doc.secret);
+	}
+}
+
+/* ---- README.md's configuration table names exactly the table's keys ---------------------- */
+
+/* Names the README's table may carry that are no key of the file: AGENTD_CONFIG names the file
+ * itself (environment only). */
+static bool readme_extra(const char *name)
+{
+	return strcmp(name, "AGENTD_CONFIG") == 0;
+}
+
+/* Reads README.md's "## Configuration" table: each row's key cell and default cell. Returns
+ * the number of rows. */
+static size_t readme_rows(char rows[][2][1024], size_t max)
+{
+	FILE *f = fopen(AGENTD_README, "re");
+	char line[8192];
+	bool section = false, table = false;
+	size_t n = 0;
+
+	cr_assert_not_null(f, "cannot open %s", AGENTD_README);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *cell, *next;
+
+		if (strncmp(line, "## ", 3) == 0) {
+			section = strcmp(line, "## Configuration\n") == 0;
+			table = false;
+			continue;
+		}
+		if (!section)
+			continue;
+		if (strncmp(line, "| key | default | meaning |", 27) == 0) {
+			table = true;
+			continue;
+		}
+		if (!table || strncmp(line, "|---", 4) == 0)
+			continue;
+		if (line[0] != '|') {
+			if (n > 0)
+				break;
+			continue;
+		}
+		cr_assert_lt(n, max, "README's table has more rows than the test reads");
+		cell = line + 1;
+		next = strchr(cell, '|');
+		cr_assert_not_null(next, "README row without cells: %s", line);
+		snprintf(rows[n][0], sizeof(rows[n][0]), "%.*s", (int)(next - cell), cell);
+		cell = next + 1;
+		next = strchr(cell, '|');
+		cr_assert_not_null(next, "README row without a default: %s", line);
+		snprintf(rows[n][1], sizeof(rows[n][1]), "%.*s", (int)(next - cell), cell);
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Calls fn on every `AGENTD_...` name in text. */
+static void each_name(const char *text, void (*fn)(const char *name, void *arg), void *arg)
+{
+	for (const char *p = text; (p = strstr(p, "`AGENTD_")) != NULL;) {
+		char name[128];
+		size_t len = strspn(p + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+
+		cr_assert_lt(len, sizeof(name));
+		snprintf(name, sizeof(name), "%.*s", (int)len, p + 1);
+		fn(name, arg);
+		p += 1 + len;
+	}
+}
+
+static void name_is_key(const char *name, void *arg)
+{
+	struct config_keydoc doc;
+	size_t i;
+
+	(void)arg;
+	for (i = 0; config_key_doc(i, &doc) == 0; i++)
+		if (strcmp(doc.name, name) == 0)
+			return;
+	cr_assert(readme_extra(name),
+		  "README.md's configuration table names %s, which is no key "
+		  "of core/config.c's table",
+		  name);
+}
+
+struct readme_find {
+	const char *name;
+	bool found;
+};
+
+static void name_matches(const char *name, void *arg)
+{
+	struct readme_find *f = arg;
+
+	if (strcmp(name, f->name) == 0)
+		f->found = true;
+}
+
+#define README_ROWS_MAX 128
+
+Test(config, readme_table_names_every_key_and_no_other)
+{
+	static char rows[README_ROWS_MAX][2][1024];
+	struct config_keydoc doc;
+	size_t n = readme_rows(rows, README_ROWS_MAX);
+
+	cr_assert_gt(n, 10, "README.md's configuration table was not found");
+	for (size_t r = 0; r < n; r++)
+		each_name(rows[r][0], name_is_key, NULL);
+	for (size_t i = 0; config_key_doc(i, &doc) == 0; i++) {
+		struct readme_find f = {doc.name, false};
+		char def[CONFIG_VALUE_MAX + 4];
+		size_t r;
+
+		for (r = 0; r < n && !f.found; r++)
+			each_name(rows[r][0], name_matches, &f);
+		cr_assert(f.found, "%s is missing from README.md's configuration table", doc.name);
+		/* A default that is a value is written as one in its row. */
+		snprintf(def, sizeof(def), "`%s`", doc.def);
+		cr_assert(doc.def[0] == '\0' || strstr(rows[r - 1][1], def) != NULL,
+			  "README.md gives %s the default '%s', core/config.c %s", doc.name,
+			  rows[r - 1][1], def);
+	}
+}
