@@ -180,6 +180,7 @@ static const struct config_key config_keys[] = {
     STR_KEY("AGENTD_TAILSCALE_VIEWERS", tailscale_viewers),
     STR_KEY("AGENTD_TAILSCALE_SOCKET", tailscale_socket),
     STR_KEY("AGENTD_METRICS_TOKEN", metrics_token),
+    STR_KEY("AGENTD_PUSH_ALLOW_HTTP_ORIGIN", push_allow_http_origin),
     PATH_KEY("AGENTD_HOOK", hook),
     INT_KEY("AGENTD_TERMINAL_PERMISSION_WAIT", terminal_permission_wait, 0, 86400),
     LIMIT_KEY("AGENTD_SESSION_MEMORY_MAX", CONFIG_MEMORY, session_memory_max),
