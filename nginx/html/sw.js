@@ -12,6 +12,7 @@ const SHELL = [
   "/assets/js/api.js",
   "/assets/js/app.js",
   "/assets/js/conversation.js",
+  "/assets/js/devices.js",
   "/assets/js/live.js",
   "/assets/js/notify.js",
   "/assets/js/terminal.js",
