@@ -22,8 +22,9 @@ static void usage(FILE *f)
 	fputs("usage: agentd-push [--check | --help]\n"
 	      "Sends Web Push notifications of agent-daemon's sessions to the devices subscribed\n"
 	      "in the web UI. Settings (agentd configuration file or environment):\n"
-	      "  AGENTD_STATE_DIR  the VAPID key (push-vapid.pem), the subscriptions and\n"
-	      "                    agentd-push's own read-only token (push-token), made at start\n"
+	      "  AGENTD_STATE_DIR  the VAPID key (push-vapid.pem, made at start), the\n"
+	      "                    subscriptions, agentd-push's own read-only token (push-token,\n"
+	      "                    made when the first device subscribes)\n"
 	      "  AGENTD_URL        agent-daemon (http://$AGENTD_LISTEN)\n"
 	      "--check loads them and exits.\n",
 	      f);
@@ -72,7 +73,7 @@ int main(int argc, char **argv)
 		goto out_curl;
 	}
 	if (argc == 2) {
-		printf("ok: VAPID key and token in %s\n", cfg->state_dir);
+		printf("ok: VAPID key in %s\n", cfg->state_dir);
 		rc = 0;
 		goto out_curl;
 	}

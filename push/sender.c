@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +54,10 @@ struct sender {
 	char subs_path[CONFIG_PATH_MAX];
 	char lock_path[CONFIG_PATH_MAX];
 	char token[TOKEN_TEXT_LEN + 1];
+	char url[CONFIG_VALUE_MAX + 16];
+	struct timespec subs_mtime; /* the subscription store as last counted */
+	off_t subs_size;
+	bool have_subs; /* someone is subscribed: /events is worth following */
 	struct sender_session *sessions;
 	size_t nsessions;
 	uint64_t last_id;
@@ -145,7 +150,7 @@ out:
 struct sender *sender_create(const struct config *cfg, struct cause *cause)
 {
 	struct sender *s = calloc(1, sizeof(*s));
-	char keys[CONFIG_PATH_MAX], url[CONFIG_VALUE_MAX + 16];
+	char keys[CONFIG_PATH_MAX];
 
 	if (s == NULL) {
 		cause_fail(cause, ENOMEM, "out of memory");
@@ -159,15 +164,14 @@ struct sender *sender_create(const struct config *cfg, struct cause *cause)
 		cause_fail(cause, ENAMETOOLONG, "the state dir's paths are too long");
 		goto fail;
 	}
-	if ((s->keys = webpush_keys_open(keys, cause)) == NULL || sender_token(s, cause) < 0)
+	if ((s->keys = webpush_keys_open(keys, cause)) == NULL)
 		goto fail;
 	if (cfg->url[0] != '\0')
-		snprintf(url, sizeof(url), "%s", cfg->url);
+		snprintf(s->url, sizeof(s->url), "%s", cfg->url);
 	else
-		snprintf(url, sizeof(url), "http://%s", cfg->listen);
+		snprintf(s->url, sizeof(s->url), "http://%s", cfg->listen);
 	s->loop = xfer_loop_create();
-	s->agentd = s->loop != NULL ? agentc_create(s->loop, url, s->token) : NULL;
-	if (s->agentd == NULL) {
+	if (s->loop == NULL) {
 		cause_fail(cause, ENOMEM, "cannot set up libcurl");
 		goto fail;
 	}
@@ -556,16 +560,79 @@ static void sender_end(void *arg, const struct agentc_answer *a)
 		return;
 	if (s->got_events)
 		s->backoff = SENDER_BACKOFF_MS;
-	log_warn("/events ended (%ld %s); reconnecting in %lld ms", a->status, a->err,
-		 (long long)s->backoff);
+	if (a->status == 401)
+		log_error(
+		    "/events: agent-daemon refuses agentd-push's token (%s): was `push` revoked? "
+		    "Remove %s from the state dir and restart agentd-push for a new one",
+		    a->err, SENDER_TOKEN_FILE);
+	else
+		log_warn("/events ended (%ld %s); reconnecting in %lld ms", a->status, a->err,
+			 (long long)s->backoff);
 	s->retry_at = sender_now_ms() + s->backoff;
 	s->backoff = s->backoff * 2 > SENDER_BACKOFF_MAX ? SENDER_BACKOFF_MAX : s->backoff * 2;
 }
 
+/* Counts the subscriptions again when their store changed (it is replaced whole: a new inode or
+ * time). Without any, nothing is followed: no token is made, no connection of the bridge held. */
+static void sender_watch_subs(struct sender *s)
+{
+	struct cause cause = {{0}};
+	struct pushsubs subs;
+	struct stat st;
+
+	if (stat(s->subs_path, &st) < 0) {
+		s->have_subs = false;
+		return;
+	}
+	if (st.st_mtim.tv_sec == s->subs_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == s->subs_mtime.tv_nsec && st.st_size == s->subs_size)
+		return;
+	s->subs_mtime = st.st_mtim;
+	s->subs_size = st.st_size;
+	if (pushsubs_load(s->subs_path, &subs, &cause) < 0) {
+		log_error("%s", cause.msg);
+		return;
+	}
+	s->have_subs = subs.n > 0;
+	pushsubs_free(&subs);
+}
+
+/* Our client of agent-daemon, with our token: made when first needed. Returns 0 or -errno. */
+static int sender_connect(struct sender *s)
+{
+	struct cause cause = {{0}};
+
+	if (s->agentd != NULL)
+		return 0;
+	if (sender_token(s, &cause) < 0) {
+		log_error("%s", cause.msg);
+		return -EIO;
+	}
+	s->agentd = agentc_create(s->loop, s->url, s->token);
+	return s->agentd != NULL ? 0 : -ENOMEM;
+}
+
 static void sender_tick(struct sender *s, int64_t now)
 {
+	sender_watch_subs(s);
+	if (!s->have_subs) {
+		if (s->stream != NULL) {
+			/* Followed again later from a snapshot: what happened meanwhile was for
+			 * nobody, and is not sent late. */
+			log_info("no subscription left: not following /events");
+			agentc_stream_close(s->stream);
+			s->stream = NULL;
+			s->last_id = 0;
+			s->nsessions = 0;
+		}
+		return;
+	}
 	if (s->stream != NULL || s->retry_at > now)
 		return;
+	if (sender_connect(s) < 0) {
+		s->retry_at = now + SENDER_BACKOFF_MAX;
+		return;
+	}
 	s->got_events = false;
 	s->stream = agentc_stream_open(s->agentd, "GET", "/events", NULL, s->last_id, 0,
 				       sender_event, sender_end, s);
@@ -585,7 +652,8 @@ int sender_run(struct sender *s, int sigfd)
 		r = xfer_loop_run_once(s->loop, SENDER_ROUND_MS, sigfd, &sig);
 		if (r < 0)
 			return r;
-		agentc_dispatch(s->agentd);
+		if (s->agentd != NULL)
+			agentc_dispatch(s->agentd);
 		if (sig) {
 			struct signalfd_siginfo si;
 

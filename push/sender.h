@@ -28,8 +28,9 @@
 
 struct sender;
 
-/* A sender for cfg (kept): the VAPID key (made when absent), its own read-only token (made in
- * the token store when push-token is absent), agent-daemon at cfg's URL. NULL with cause. */
+/* A sender for cfg (kept): the VAPID key (made when absent) and agent-daemon at cfg's URL. Its
+ * own read-only token (made in the token store when push-token is absent) and GET /events wait
+ * for the first subscription: until then it holds nothing of the bridge. NULL with cause. */
 struct sender *sender_create(const struct config *cfg, struct cause *cause);
 void sender_destroy(struct sender *s);
 

@@ -84,6 +84,10 @@ check_not "no subscription store was written" test -e "$SUBS"
 api GET /push/subscriptions
 assert_json "none listed" '.subscriptions | length' 0
 
+check "deploy/up started agentd-push" grep -q 'started agentd-push' "$T/logs/up.log"
+check_not "with nobody subscribed agentd-push made no token (and follows nothing)" \
+	test -e "$T/state/push-token"
+
 # --- subscribe, list, other identities -------------------------------------------------------------
 api POST /push/subscriptions "$GOOD" -H "Origin: http://evil.example"
 assert_status "another origin may not subscribe (CSRF)" 403
