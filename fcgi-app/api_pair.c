@@ -343,9 +343,16 @@ static void api_devices_list(const struct app *app, struct request *req,
 	char store[CONFIG_PATH_MAX], t1[ISOTIME_LEN + 1], t2[ISOTIME_LEN + 1];
 	struct cause cause = {{0}};
 	struct tokens t = {0};
+	struct auth_who who;
 	json_object *o, *arr;
 	int r;
 
+	/* Who holds a token is the admins' business: a viewer lists nothing it could revoke. */
+	auth_who_from_headers(&who, request_param_value(req, "AGENTD_ROLE"), req->by);
+	if (!who.admin) {
+		request_error(req, 403, "read_only", "only an admin sees the paired devices");
+		return;
+	}
 	if (config_state_path(app->cfg, TOKENCMD_STORE, store, sizeof(store)) < 0 ||
 	    ((r = tokens_load(store, &t, &cause)) < 0 && r != -ENOENT)) {
 		request_error(req, 500, "credentials_unavailable",

@@ -74,6 +74,8 @@ check_not "and made no token" grep -q '^device-late' "$T/list.txt"
 api POST /pairings '{"name":"pixel"}'
 open_link "$(jq -r .url <<<"$BODY")"
 assert_match "a second device of the same name gets its own token" '^/\?token=agentd_' "$LOC"
+STATUS=$(curl -q -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $VIEWER" "$BASE_URL/devices")
+assert_eq "a viewer does not see the paired devices" 403 "$STATUS"
 api GET /devices
 assert_status "GET /devices" 200
 assert_json "lists the paired devices only" '[.devices[].name]' '["device-pixel","device-pixel-2"]'
