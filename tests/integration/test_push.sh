@@ -186,3 +186,14 @@ api GET "/sessions/$SID"
 RID=$(jq -r '.pending[0].requestId' <<<"$BODY")
 api POST "/sessions/$SID/permissions/$RID" '{"behavior":"deny"}'
 sse_wait_end p2 30
+
+# --- a session that fails: one push to every subscribed identity -------------------------------------
+create acme missing 5
+wait_state missing-5 failed 60 || fail "missing-5 fails (no such remote)" "$STATUS ${BODY:0:300}"
+check "bob's phone hears that the session failed" wait_pushes bobphone 1 \
+	'.message.kind == "failed" and .message.session == "missing-5"'
+sleep 1
+assert_jq "once, with what failed, at normal urgency" \
+	'length == 1 and .[0].ok and (.[0].message.title == "missing-5 failed") and
+	 (.[0].message.body | length > 0) and .[0].urgency == "normal" and (.[0].ttl | tonumber) >= 3600' \
+	"$(pushes bobphone 'select(.message.session == "missing-5")')"
