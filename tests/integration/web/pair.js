@@ -34,7 +34,7 @@ async function laptopPairs(laptop) {
       for (let i = 0; i < d.length; i += 4) if (d[i] === 0) n++;
       return n / (d.length / 4);
     });
-    const text = await laptop.$eval("#pair-status", (e) => e.textContent);
+    const text = await laptop.$eval("#pair-expiry", (e) => e.textContent);
     if (!(dark > 0.2 && dark < 0.7)) throw new Error("dark share " + dark);
     if (!/^Valid for [45]:\d\d, once/.test(text)) throw new Error(text);
     await shot(laptop, "pair-qr");

@@ -202,6 +202,7 @@ export function setupPairing() {
   $("pair-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
     clearInterval(timer);
+    pairSay("");
     try {
       const p = await api("POST", "/pairings", { name: $("pair-name").value });
       const canvas = $("pair-qr");
@@ -213,10 +214,11 @@ export function setupPairing() {
         if (left <= 0) {
           clearInterval(timer);
           canvas.hidden = true;
-          pairSay("The link expired: make another.");
+          $("pair-expiry").textContent = "The link expired: make another.";
           return;
         }
-        pairSay("Valid for " + Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0") + ", once. It makes the token " + p.device + p.name + ".");
+        // Its own line: a revoke's message below is not overwritten every second.
+        $("pair-expiry").textContent = "Valid for " + Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0") + ", once. It makes the token " + p.device + p.name + ".";
       };
       tick();
       timer = setInterval(tick, 1000);
