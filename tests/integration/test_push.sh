@@ -53,6 +53,13 @@ assert_eq "the key file is the owner's alone" 600 "$(stat -c %a "$T/state/push-v
 api GET /push/key
 assert_eq "the same key again" "$KEY" "$(jq -r .publicKey <<<"$BODY")"
 
+# The same door as every path: another Host is 421 (DNS rebinding), no credentials a JSON 401.
+STATUS=$(curl -q -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$BASE_URL/push/key")
+assert_eq "another Host: 421" 421 "$STATUS"
+STATUS=$(curl -q -s -o "$T/anon.json" -w '%{http_code}' "$BASE_URL/push/subscriptions")
+assert_eq "no credentials: 401 (an API path, not the login page's redirect)" 401 "$STATUS"
+assert_jq "... as JSON" '.code == "unauthenticated"' "$(cat "$T/anon.json")"
+
 # --- bad subscriptions: 400, nothing stored ------------------------------------------------------
 GOOD=$(new_sub phone)
 P256=$(jq -r .keys.p256dh <<<"$GOOD")
