@@ -256,8 +256,9 @@ static void sender_drop(struct sender *s, const char *id)
 	}
 	if (pushsubs_load(s->subs_path, &subs, &cause) < 0)
 		log_error("%s", cause.msg);
-	else if (pushsubs_remove(&subs, NULL, id) == 0 &&
-		 pushsubs_save(s->subs_path, &subs, &cause) < 0)
+	else if (pushsubs_remove(&subs, NULL, id) < 0)
+		; /* removed meanwhile (the page's revoke): nothing to do */
+	else if (pushsubs_save(s->subs_path, &subs, &cause) < 0)
 		log_error("%s", cause.msg);
 	else
 		log_info("subscription %s removed: its push service says it is gone", id);
