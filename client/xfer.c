@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,17 +165,23 @@ struct xfer *xfer_start(struct xfer_loop *l, const struct xfer_req *req)
 		x->headers = h;
 	}
 	if (req->body != NULL) {
-		struct curl_slist *h =
-		    curl_slist_append(x->headers, "Content-Type: application/json");
+		size_t len = req->body_len > 0 ? req->body_len : strlen(req->body);
+		char type[128];
+		struct curl_slist *h;
 
-		if (h == NULL || (x->body = strdup(req->body)) == NULL) {
+		snprintf(type, sizeof(type), "Content-Type: %s",
+			 req->body_type != NULL ? req->body_type : "application/json");
+		h = curl_slist_append(x->headers, type);
+		if (h == NULL || (x->body = malloc(len + 1)) == NULL) {
 			if (h != NULL)
 				x->headers = h;
 			goto fail;
 		}
+		memcpy(x->body, req->body, len);
+		x->body[len] = '\0';
 		x->headers = h;
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(x->body));
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	}
 	if (req->body == NULL && req->nparts > 0) {
 		if ((x->mime = curl_mime_init(e)) == NULL)

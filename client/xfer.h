@@ -48,7 +48,9 @@ struct xfer_part {
 struct xfer_req {
 	const char *method; /* "GET", "POST", "DELETE" */
 	const char *url;
-	const char *body;                      /* sent as application/json when not NULL (copied) */
+	const char *body;      /* sent as application/json when not NULL (copied) */
+	size_t body_len;       /* the body's bytes; 0: strlen(body) (a binary body sets it) */
+	const char *body_type; /* its Content-Type; NULL: application/json */
 	const char *headers[XFER_HEADERS_MAX]; /* "Name: value" lines, NULL-terminated (copied) */
 	/* Sent as multipart/form-data when nparts > 0 (and body is NULL). */
 	struct xfer_part parts[XFER_PARTS_MAX];

@@ -213,6 +213,7 @@ static const struct config_key config_keys[] = {
     KEY_CHECKED("AGENTD_PORT_BASE", port_base, config_check_port, "", "the first of the sessions' own ports (empty: off)"),
     /* A dev server, its tests and a debugger fit in a few; 1000 keeps 60 sessions apart. */
     KEY_INT("AGENTD_PORT_SPAN", port_span, 1, 1000, "10", "how many ports each session gets"),
+    KEY_STR("AGENTD_PUSH_ALLOW_HTTP_ORIGIN", push_allow_http_origin, "", "the one http:// origin a Web Push endpoint may have (a test's fake push service)"),
 };
 /* clang-format on */
 

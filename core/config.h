@@ -72,6 +72,9 @@ struct config {
 	char tailscale_socket[CONFIG_PATH_MAX]; /* AGENTD_TAILSCALE_SOCKET: for nginx (deploy/up) */
 	/* A bearer token that opens GET /metrics and nothing else (core/auth.h; "" = none). */
 	char metrics_token[CONFIG_VALUE_MAX]; /* AGENTD_METRICS_TOKEN */
+	/* Web Push (core/webpush.h): the one http:// origin a subscription's endpoint may have (a
+	 * test's fake push service; "" = https only). */
+	char push_allow_http_origin[CONFIG_VALUE_MAX]; /* AGENTD_PUSH_ALLOW_HTTP_ORIGIN */
 	char hook[CONFIG_PATH_MAX];   /* AGENTD_HOOK: agentd-hook ("" = beside agentd-api) */
 	int terminal_permission_wait; /* AGENTD_TERMINAL_PERMISSION_WAIT, seconds (0: none) */
 

@@ -14,6 +14,7 @@ const SHELL = [
   "/assets/js/changes.js",
   "/assets/js/conversation.js",
   "/assets/js/events.js",
+  "/assets/js/devices.js",
   "/assets/js/live.js",
   "/assets/js/markdown.js",
   "/assets/js/notify.js",

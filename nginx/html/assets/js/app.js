@@ -8,6 +8,7 @@ import { Live, sortSessions } from "./live.js";
 import { TerminalView, KEYS } from "./terminal.js";
 import { ConversationView } from "./conversation.js";
 import { Notifier } from "./notify.js";
+import { pushSupported, setupDevices, setupPairing } from "./devices.js";
 import { ChangesView } from "./changes.js";
 import { EV } from "./events.js";
 
@@ -581,7 +582,11 @@ async function main() {
     renderDetail();
   });
   document.querySelector("#changes-view .changes-refresh").addEventListener("click", () => changes && changes.refresh());
-  if ("Notification" in window && Notification.permission === "default") {
+  // "Notifications" opens this identity's devices (Web Push; devices.js); where the browser can
+  // take no push (plain http off localhost), it still asks for the page's own notifications.
+  setupPairing();
+  if (pushSupported()) setupDevices();
+  else if ("Notification" in window && Notification.permission === "default") {
     $("notify").hidden = false;
     $("notify").addEventListener("click", async () => {
       await notifier.enable();
