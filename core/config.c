@@ -190,6 +190,9 @@ static const struct config_key config_keys[] = {
     STR_KEY_CHECKED("AGENTD_PORT_BASE", port_base, config_check_port),
     /* A dev server, its tests and a debugger fit in a few; 1000 keeps 60 sessions apart. */
     INT_KEY("AGENTD_PORT_SPAN", port_span, 1, 1000),
+    STR_KEY("AGENTD_GITHUB_API", github_api),
+    /* GitHub's own advice for polling: not more than once a minute; tests ask for less. */
+    INT_KEY("AGENTD_PR_POLL_SECONDS", pr_poll_seconds, 1, 86400),
 };
 
 void config_defaults(struct config *cfg)
@@ -222,6 +225,8 @@ void config_defaults(struct config *cfg)
 		 CAGEUID_DEFAULT_MAX);
 	snprintf(cfg->homes_dir, sizeof(cfg->homes_dir), "/var/lib/agentd-homes");
 	snprintf(cfg->secrets_dir, sizeof(cfg->secrets_dir), "/etc/agentd/secrets");
+	snprintf(cfg->github_api, sizeof(cfg->github_api), "https://api.github.com");
+	cfg->pr_poll_seconds = 60;
 }
 
 bool config_path_plain(const char *path)

@@ -80,6 +80,11 @@ struct config {
 	 * AGENTD_PORT_SPAN ports from AGENTD_PORT_BASE on, one range per session. */
 	char port_base[8]; /* AGENTD_PORT_BASE: a port, "" = off */
 	int port_span;     /* AGENTD_PORT_SPAN */
+
+	/* Pull requests (fcgi-app/api_pr.c, prpoll.c): GitHub's REST API, and how often an open
+	 * pull request's state and checks are asked for at most. */
+	char github_api[CONFIG_VALUE_MAX]; /* AGENTD_GITHUB_API */
+	int pr_poll_seconds;               /* AGENTD_PR_POLL_SECONDS */
 };
 
 /* AGENTD_PORT_BASE as a number, 0 when off. */

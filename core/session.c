@@ -458,6 +458,50 @@ static json_object *session_limits_json(const struct cgroup_limits *l)
 	return o;
 }
 
+static const char *const session_pr_state_names[] = {"open", "merged", "closed"};
+static const char *const session_pr_checks_names[] = {"none", "pending", "success", "failure"};
+
+const char *session_pr_state_name(enum session_pr_state st)
+{
+	return session_pr_state_names[st];
+}
+
+int session_pr_state_parse(const char *s, enum session_pr_state *out)
+{
+	for (size_t i = 0; i < sizeof(session_pr_state_names) / sizeof(char *); i++)
+		if (s != NULL && strcmp(s, session_pr_state_names[i]) == 0) {
+			*out = (enum session_pr_state)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *session_pr_checks_name(enum session_pr_checks c)
+{
+	return session_pr_checks_names[c];
+}
+
+bool session_finished(const struct session_pr *pr)
+{
+	return pr->number != 0 && pr->state == SESSION_PR_MERGED;
+}
+
+static json_object *session_pr_json(const struct session_pr *pr)
+{
+	json_object *o = json_object_new_object(), *checks = json_object_new_object(),
+		    *failing = json_object_new_array();
+
+	json_object_object_add(o, "number", json_object_new_int64((int64_t)pr->number));
+	session_add_str(o, "url", pr->url);
+	session_add_str(o, "state", session_pr_state_name(pr->state));
+	session_add_str(checks, "state", session_pr_checks_name(pr->checks));
+	for (unsigned i = 0; i < pr->n_failing; i++)
+		json_object_array_add(failing, json_object_new_string(pr->failing[i]));
+	json_object_object_add(checks, "failing", failing);
+	json_object_object_add(o, "checks", checks);
+	return o;
+}
+
 json_object *session_to_json(const struct session *s, bool for_disk)
 {
 	json_object *o = json_object_new_object(), *repo = json_object_new_object();
@@ -509,6 +553,9 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 		json_object_object_add(ports, "last", json_object_new_int(s->port_last));
 		json_object_object_add(o, "ports", ports);
 	}
+	if (s->pr.number != 0)
+		json_object_object_add(o, "pr", session_pr_json(&s->pr));
+	json_object_object_add(o, "finished", json_object_new_boolean(session_finished(&s->pr)));
 	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
 		json_object_object_add(o, "launch", json_object_new_int64(s->launch));
@@ -662,6 +709,52 @@ static int session_ports_from_json(struct session *s, json_object *obj, struct c
 		return cause_fail(cause, EINVAL, "field ports is not {first, last}");
 	s->port_first = (uint16_t)first;
 	s->port_last = (uint16_t)last;
+	return 0;
+}
+
+/* The record's pull request: optional (none until POST /sessions/<id>/pr), checked when present. */
+static int session_pr_from_json(struct session *s, json_object *obj, struct cause *cause)
+{
+	json_object *p, *c, *f;
+	const char *url, *state, *checks;
+	uint64_t number;
+	size_t i;
+
+	if (!json_object_object_get_ex(obj, "pr", &p))
+		return 0;
+	url = session_get_str(p, "url");
+	state = session_get_str(p, "state");
+	if (!json_object_is_type(p, json_type_object) ||
+	    !session_count_from_json(p, "number", INT32_MAX, &number) || number == 0 ||
+	    url == NULL || strlen(url) > SESSION_PR_URL_MAX ||
+	    session_pr_state_parse(state, &s->pr.state) < 0)
+		return cause_fail(cause, EINVAL, "field pr is not {number, url, state}");
+	s->pr.number = number;
+	snprintf(s->pr.url, sizeof(s->pr.url), "%s", url);
+	if (!json_object_object_get_ex(p, "checks", &c))
+		return 0;
+	checks = session_get_str(c, "state");
+	for (i = 0; i < sizeof(session_pr_checks_names) / sizeof(char *); i++)
+		if (checks != NULL && strcmp(checks, session_pr_checks_names[i]) == 0)
+			break;
+	if (i == sizeof(session_pr_checks_names) / sizeof(char *))
+		return cause_fail(cause, EINVAL, "field pr.checks.state is not a checks state");
+	s->pr.checks = (enum session_pr_checks)i;
+	if (!json_object_object_get_ex(c, "failing", &f))
+		return 0;
+	if (!json_object_is_type(f, json_type_array) ||
+	    json_object_array_length(f) > SESSION_PR_FAILING_MAX)
+		return cause_fail(cause, EINVAL, "field pr.checks.failing is not a list of names");
+	for (i = 0; i < json_object_array_length(f); i++) {
+		json_object *name = json_object_array_get_idx(f, i);
+
+		if (!json_object_is_type(name, json_type_string))
+			return cause_fail(cause, EINVAL,
+					  "field pr.checks.failing is not a list of names");
+		session_copy_cut(s->pr.failing[i], sizeof(s->pr.failing[i]),
+				 json_object_get_string(name));
+	}
+	s->pr.n_failing = (unsigned)i;
 	return 0;
 }
 
@@ -833,7 +926,8 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 		return r;
 	if ((r = session_exit_from_json(s, obj, cause)) < 0 ||
 	    (r = session_limits_from_json(s, obj, cause)) < 0 ||
-	    (r = session_ports_from_json(s, obj, cause)) < 0)
+	    (r = session_ports_from_json(s, obj, cause)) < 0 ||
+	    (r = session_pr_from_json(s, obj, cause)) < 0)
 		return r;
 	return session_attention_from_json(s, obj, cause);
 }

@@ -70,6 +70,36 @@ struct session_pending {
 	char description[SESSION_DESCRIPTION_MAX + 1];
 };
 
+/* The pull request of the session's branch (POST /sessions/<id>/pr), as GitHub last said. */
+#define SESSION_PR_URL_MAX     512 /* an html_url: https://github.com/<owner>/<name>/pull/<n> */
+#define SESSION_PR_FAILING_MAX 8   /* failing check names kept: a phone shows a few, not 60 */
+#define SESSION_PR_CHECK_MAX   64  /* bytes of one check's name kept (cut at UTF-8) */
+
+enum session_pr_state { SESSION_PR_OPEN, SESSION_PR_MERGED, SESSION_PR_CLOSED };
+enum session_pr_checks {
+	SESSION_CHECKS_NONE,    /* not known yet, or the commit has no check runs */
+	SESSION_CHECKS_PENDING, /* a check runs or is queued */
+	SESSION_CHECKS_SUCCESS,
+	SESSION_CHECKS_FAILURE, /* at least one ended failure, timed_out, cancelled or
+				   action_required */
+};
+
+struct session_pr {
+	uint64_t number; /* 0: the session has no pull request */
+	char url[SESSION_PR_URL_MAX + 1];
+	enum session_pr_state state;
+	enum session_pr_checks checks;
+	unsigned n_failing;
+	char failing[SESSION_PR_FAILING_MAX][SESSION_PR_CHECK_MAX + 1];
+};
+
+const char *session_pr_state_name(enum session_pr_state st);
+int session_pr_state_parse(const char *s, enum session_pr_state *out);
+const char *session_pr_checks_name(enum session_pr_checks c);
+
+/* True when the session's work is done: its pull request was merged. */
+bool session_finished(const struct session_pr *pr);
+
 struct session {
 	char id[SESSION_ID_MAX + 1];
 	char owner[SESSION_OWNER_MAX + 1];
@@ -107,6 +137,8 @@ struct session {
 	/* The session's own TCP ports (AGENTD_PORT_BASE): PORT and AGENTD_PORT_RANGE in its
 	 * agent's environment, fixed at creation so they survive restarts; 0: none. */
 	uint16_t port_first, port_last;
+	/* The pull request agentd-api opened for the branch and its poller keeps current. */
+	struct session_pr pr;
 	/* Written by the bridge's attention hub only: */
 	enum session_activity activity;
 	int64_t activity_at; /* unix milliseconds of the last activity change */

@@ -31,8 +31,9 @@ The test steers it by writing JSON to --control FILE (read again at each request
   {"deny_create": "message"}   POST pulls answers 403 with that message (no push rights, ...)
 The control file holds the whole wished state; the fake applies merges/closes once per number.
 
---log FILE appends one JSON line per request: {"time","method","path","status","etag"?}, so a
-test can count polls, conditional ones and 304s.
+--log FILE appends one JSON line per request: {"time","method","path","status","etag"?,"body"?}
+(etag: the If-None-Match sent; body: a POST's JSON), so a test can count polls, conditional ones
+and 304s, and read what was asked for.
 """
 
 import argparse
@@ -97,6 +98,8 @@ class GitHubHandler(fakehttp.Handler):
                 "status": status}
         if etag:
             line["etag"] = etag
+        if getattr(self, "body_json", None) is not None:
+            line["body"] = self.body_json
         with open(self.state.args.log, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
 
@@ -168,6 +171,7 @@ class GitHubHandler(fakehttp.Handler):
                 body = json.loads(raw) if raw else None
             except ValueError:
                 body = None
+        self.body_json = body
         with st.lock:
             if not self.authorized():
                 return

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# From work to a pull request: POST /sessions/<id>/pr pushes feat/issue-<N> to origin (a local
+# bare file:// remote, pushed with libgit2 as the agent) with the session's GH_TOKEN (from
+# AGENTD_SECRETS_DIR) and opens the pull request on a fake GitHub REST API (tests/fakes/
+# github_api.py); the session records `pr`. No token, a bad token, a bad body, no commits, a
+# second call (no second pull request), a pull request that already exists (GitHub's 422), and a
+# refusal of GitHub are answered with what happened.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=SCRIPTDIR/../fakes/lib_fakes.sh
+source "$REPO/tests/fakes/lib_fakes.sh"
+
+GH_PID=
+GH_PORT=
+GH_LOG=$T/github-requests.jsonl
+GH_CONTROL=$T/github-control.json
+GH_TOKEN_GOOD=ghp_good-token-for-tests
+stop_fake_github() {
+	[ -n "$GH_PID" ] && kill "$GH_PID" 2>/dev/null && wait "$GH_PID" 2>/dev/null
+	GH_PID=
+}
+trap 'rc=$?; stop_fake_github; (exit $rc); cleanup' EXIT
+
+# gh_control JSON: what the fake GitHub does from now on (tests/fakes/github_api.py).
+gh_control() { printf '%s\n' "$1" >"$GH_CONTROL.tmp" && mv "$GH_CONTROL.tmp" "$GH_CONTROL"; }
+# gh_count JQ_FILTER: how many logged requests match.
+gh_count() { jq -s "[.[] | select($1)] | length" "$GH_LOG" 2>/dev/null || echo 0; }
+
+echo '{}' >"$GH_CONTROL"
+: >"$GH_LOG"
+fake_start GH_PID GH_PORT "the fake GitHub API" "$T/logs/fake-github.log" "$T/github.port" \
+	"$REPO/tests/fakes/github_api.py" --token "$GH_TOKEN_GOOD" --log "$GH_LOG" \
+	--control "$GH_CONTROL" || exit 1
+
+SECRETS=$T/secrets
+mkdir -p "$SECRETS" && chmod 700 "$SECRETS"
+make_remote acme widgets || exit 1
+start_stack "AGENTD_GITHUB_API=http://127.0.0.1:$GH_PORT" "AGENTD_SECRETS_DIR=$SECRETS" \
+	GH_TOKEN= GITHUB_TOKEN= || exit 1
+
+create acme widgets 7
+assert_status "create widgets-7: 201" 201
+assert_state "widgets-7 becomes running" widgets-7 running 60
+WT=$T/code/widgets-issue-7
+
+# Without a token nothing is pushed and GitHub is not asked.
+api POST /sessions/widgets-7/pr
+assert_status "no GH_TOKEN: 409" 409
+assert_json "no GH_TOKEN: code" '.code' '"no_token"'
+assert_match "no GH_TOKEN: the error says where a token goes" 'AGENTD_SECRETS_DIR' "$BODY"
+assert_eq "no GH_TOKEN: GitHub was not asked" 0 "$(gh_count 'true')"
+
+printf '%s\n' "$GH_TOKEN_GOOD" >"$SECRETS/GH_TOKEN"
+
+# Nothing to review yet: the branch is the default branch.
+api POST /sessions/widgets-7/pr
+assert_status "no commits: 409" 409
+assert_json "no commits: code" '.code' '"no_commits"'
+
+agent_sh "$WT" 'printf "int widget(void) { return 7; }\n" >widget.c && git add widget.c &&
+	git commit -q -m "Add the widget" && printf "/* docs */\n" >>widget.c &&
+	git commit -q -am "Document the widget"' || fail "commit in the worktree"
+HEAD_SHA=$(agent_sh "$WT" 'git rev-parse HEAD')
+
+# Bounded, validated input: nothing reaches git or GitHub.
+long_title=$(printf 't%.0s' $(seq 257))
+for bad in "{\"title\":\"$long_title\"}" '{"title":""}' '{"title":7}' '{"draft":"yes"}' \
+	'{"body":["x"]}' '{"reviewers":["a"]}' '[]' '{"title":"a\u0000b"}'; do
+	api POST /sessions/widgets-7/pr "$bad"
+	assert_status "bad body ${bad:0:30}: 400" 400
+done
+big_body=$(head -c 70000 /dev/zero | tr '\0' 'b')
+api POST /sessions/widgets-7/pr "{\"body\":\"$big_body\"}"
+check "a body over 64 KiB is refused (413 or 400: $STATUS)" test "$STATUS" == 413 -o "$STATUS" == 400
+assert_eq "bad bodies: GitHub was not asked" 0 "$(gh_count '.method == "POST"')"
+
+api POST /sessions/widgets-9/pr
+assert_status "unknown session: 404" 404
+api POST /sessions/Bad%20id/pr
+assert_status "malformed id: 400" 400
+
+# A token GitHub does not take: GitHub's own words come back.
+printf 'ghp_revoked\n' >"$SECRETS/GH_TOKEN"
+api POST /sessions/widgets-7/pr
+assert_status "a bad token: 502" 502
+assert_json "a bad token: code" '.code' '"github_error"'
+assert_match "a bad token: GitHub's answer is in the error" '401 Bad credentials' "$BODY"
+printf '%s\n' "$GH_TOKEN_GOOD" >"$SECRETS/GH_TOKEN"
+
+# GitHub refuses (no rights to open one): what it said, and nothing recorded.
+gh_control '{"deny_create": "Resource not accessible by personal access token"}'
+api POST /sessions/widgets-7/pr
+assert_status "GitHub refuses: 502" 502
+assert_match "GitHub refuses: its message" '403 Resource not accessible by personal access token' "$BODY"
+get_session widgets-7
+assert_jq "a refused pull request is not recorded" '.pr == null and .finished == false'
+gh_control '{}'
+
+# Shipped: pushed to origin, opened with defaults from the issue and the commits.
+api POST /sessions/widgets-7/pr
+assert_status "open the pull request: 201" 201
+assert_jq "the session records pr {number, url, state}" \
+	'.pr.number == 12 and .pr.url == "https://github.com/acme/widgets/pull/12" and
+	 .pr.state == "open" and .finished == false'
+REMOTE_SHA=$(git --git-dir="$T/remotes/acme/widgets.git" rev-parse refs/heads/feat/issue-7 2>&1)
+assert_eq "origin has feat/issue-7 at the worktree's HEAD" "$HEAD_SHA" "$REMOTE_SHA"
+POST_BODY=$(jq -sc '[.[] | select(.method == "POST" and .status == 201)] | last | .body' "$GH_LOG")
+assert_jq "GitHub got head, base, the oldest commit's subject and Closes #7" \
+	'.head == "feat/issue-7" and .base == "main" and .title == "Add the widget" and
+	 (.body | startswith("Closes #7")) and (.body | contains("Document the widget")) and
+	 .draft == false' "$POST_BODY"
+get_session widgets-7
+assert_jq "GET /sessions/<id> shows the pr" '.pr.number == 12 and .pr.state == "open"'
+api GET /sessions
+assert_jq "the list shows the pr" '.[] | select(.id == "widgets-7") | .pr.number == 12'
+
+# Idempotent: a second call pushes new work and answers the same pull request.
+agent_sh "$WT" 'printf "more\n" >more.txt && git add more.txt && git commit -q -m "More"' ||
+	fail "commit more"
+posts_before=$(gh_count '.method == "POST"')
+api POST /sessions/widgets-7/pr '{"title":"Another title"}'
+assert_status "second call: 200" 200
+assert_jq "second call: the same pull request" '.pr.number == 12'
+assert_eq "second call: no second pull request was asked for" "$posts_before" \
+	"$(gh_count '.method == "POST"')"
+assert_eq "second call: the new commit reached origin" \
+	"$(agent_sh "$WT" 'git rev-parse HEAD')" \
+	"$(git --git-dir="$T/remotes/acme/widgets.git" rev-parse refs/heads/feat/issue-7)"
+
+# A pull request that exists already (opened by hand): GitHub's 422 is answered with it.
+create acme widgets 8
+assert_status "create widgets-8: 201" 201
+assert_state "widgets-8 becomes running" widgets-8 running 60
+agent_sh "$T/code/widgets-issue-8" 'printf "x\n" >eight.txt && git add eight.txt &&
+	git commit -q -m "Eight"' || fail "commit in widgets-8"
+code=$(curl -q -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $GH_TOKEN_GOOD" \
+	"http://127.0.0.1:$GH_PORT/repos/acme/widgets/pulls" \
+	-d '{"title":"by hand","head":"feat/issue-8","base":"main"}')
+assert_eq "a pull request for feat/issue-8 opened by hand" 201 "$code"
+api POST /sessions/widgets-8/pr '{"draft":true}'
+assert_status "already exists: 200" 200
+assert_jq "already exists: the existing pull request is recorded" \
+	'.pr.number == 13 and .pr.url == "https://github.com/acme/widgets/pull/13"'
+assert_eq "already exists: GitHub answered 422 once" 1 "$(gh_count '.status == 422')"
+
+# A read-only identity may not ship.
+VIEWER=$("$BUILD_DIR/fcgi-app/agentd-api" token add viewer --read-only)
+code=$(curl -q -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $VIEWER" \
+	"$BASE_URL/sessions/widgets-7/pr")
+assert_eq "a read-only token cannot open a pull request" 403 "$code"
