@@ -27,7 +27,8 @@ The test steers it by writing JSON to --control FILE (read again at each request
   {"close": [N...]}            those are closed without merging
   {"checks": {"<sha or *>": [{"name","status","conclusion"}]}}  the check runs of a commit
   {"secondary_limit": K}       the next K requests answer 403 {"message": "You have exceeded a
-                               secondary rate limit..."} with Retry-After: 60
+                               secondary rate limit..."} with Retry-After: 60 (or
+                               "retry_after": S of the control file)
   {"deny_create": "message"}   POST pulls answers 403 with that message (no push rights, ...)
 The control file holds the whole wished state; the fake applies merges/closes once per number.
 
@@ -158,7 +159,7 @@ class GitHubHandler(fakehttp.Handler):
         self.reply(403, {"message": "You have exceeded a secondary rate limit. Please wait a "
                                     "few minutes before you try again.",
                          "documentation_url": "https://docs.github.com/rest"},
-                   [("Retry-After", str(SECONDARY_RETRY_AFTER))])
+                   [("Retry-After", str(ctl.get("retry_after", SECONDARY_RETRY_AFTER)))])
         return True
 
     def handle_any(self, method):

@@ -4,7 +4,12 @@
 # AGENTD_SECRETS_DIR) and opens the pull request on a fake GitHub REST API (tests/fakes/
 # github_api.py); the session records `pr`. No token, a bad token, a bad body, no commits, a
 # second call (no second pull request), a pull request that already exists (GitHub's 422), and a
-# refusal of GitHub are answered with what happened.
+# refusal of GitHub are answered with what happened. Then the poller (AGENTD_PR_POLL_SECONDS=1):
+# checks pending then failed, as `pr` events on /events; conditional requests answered 304; at
+# most one poll per pull request per interval; a merge makes the session finished (hidden by
+# ?finished=false) and stops its polls; DELETE after the merge removes the worktree and the
+# branch, and keeps a worktree with uncommitted work; a 403 secondary limit stops every poll for
+# its Retry-After.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=SCRIPTDIR/../fakes/lib_fakes.sh
 source "$REPO/tests/fakes/lib_fakes.sh"
@@ -22,6 +27,10 @@ trap 'rc=$?; stop_fake_github; (exit $rc); cleanup' EXIT
 
 # gh_control JSON: what the fake GitHub does from now on (tests/fakes/github_api.py).
 gh_control() { printf '%s\n' "$1" >"$GH_CONTROL.tmp" && mv "$GH_CONTROL.tmp" "$GH_CONTROL"; }
+# wait_check DESC TIMEOUT SCRIPT: passes when SCRIPT (eval'd here) succeeds within TIMEOUT s.
+wait_check() {
+	if wait_for "$2" eval "$3"; then pass "$1"; else fail "$1" "not within $2 s" "${BODY:0:600}"; fi
+}
 # gh_count JQ_FILTER: how many logged requests match.
 gh_count() { jq -s "[.[] | select($1)] | length" "$GH_LOG" 2>/dev/null || echo 0; }
 
@@ -35,7 +44,7 @@ SECRETS=$T/secrets
 mkdir -p "$SECRETS" && chmod 700 "$SECRETS"
 make_remote acme widgets || exit 1
 start_stack "AGENTD_GITHUB_API=http://127.0.0.1:$GH_PORT" "AGENTD_SECRETS_DIR=$SECRETS" \
-	GH_TOKEN= GITHUB_TOKEN= || exit 1
+	AGENTD_PR_POLL_SECONDS=1 GH_TOKEN= GITHUB_TOKEN= || exit 1
 
 create acme widgets 7
 assert_status "create widgets-7: 201" 201
@@ -147,3 +156,78 @@ VIEWER=$("$BUILD_DIR/fcgi-app/agentd-api" token add viewer --read-only)
 code=$(curl -q -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $VIEWER" \
 	"$BASE_URL/sessions/widgets-7/pr")
 assert_eq "a read-only token cannot open a pull request" 403 "$code"
+
+# ---- the poller: state and checks kept current, cheaply ----
+gh_control '{"checks": {"*": [{"name": "build", "status": "in_progress", "conclusion": null}]}}'
+wait_check "checks of #12 become pending" 20 \
+	'get_session widgets-7; [ "$(jq -r .pr.checks.state <<<"$BODY")" == pending ]'
+gh_control '{"checks": {"*": [{"name": "build", "status": "completed", "conclusion": "failure"},
+	{"name": "lint", "status": "completed", "conclusion": "success"}]}}'
+wait_check "checks of #12 fail, naming build" 20 \
+	'get_session widgets-7; [ "$(jq -c .pr.checks <<<"$BODY")" == "{\"state\":\"failure\",\"failing\":[\"build\"]}" ]'
+assert_jq "the list shows the failing checks" \
+	'.pr.checks.state == "failure" and .finished == false'
+EVLOG=$T/state/events.log
+wait_check "a pr event says CI failed on acme/widgets#12" 10 \
+	"grep -F '\"pr\"' '$EVLOG' | grep -F '\"failing\":[\"build\"]' | grep -qF '\"number\":12'"
+
+# Nothing changes for a while: every poll is conditional and answered 304, at most one a second.
+sleep 3
+start=$(date +%s.%N)
+sleep 4
+polls=$(jq -s --argjson t "$start" \
+	'[.[] | select(.time > $t and (.path | test("/pulls/12$")))] | length' "$GH_LOG")
+check "at most one poll of #12 a second (got $polls in 4 s)" test "$polls" -le 5
+check "#12 was polled meanwhile ($polls)" test "$polls" -ge 2
+unchanged=$(jq -s --argjson t "$start" \
+	'[.[] | select(.time > $t and .method == "GET" and .status != 304)] | length' "$GH_LOG")
+assert_eq "unchanged: every poll was answered 304 (If-None-Match)" 0 "$unchanged"
+
+# Merged: the session is finished, its activity as it was; no more polls of it.
+activity_before=$(get_session widgets-7 && jq -r .activity <<<"$BODY")
+gh_control '{"merge": [12]}'
+wait_check "#12 merged: the session is finished" 20 \
+	'get_session widgets-7; [ "$(jq -r "[.pr.state, .finished] | @tsv" <<<"$BODY")" == "merged	true" ]'
+assert_jq "finished: state and activity are what they were" \
+	'.state == "running" and .activity == "'"$activity_before"'"'
+wait_check "a pr event says #12 was merged" 10 \
+	"grep -F '\"pr\"' '$EVLOG' | grep -F '\"state\":\"merged\"' | grep -qF '\"finished\":true'"
+api GET '/sessions?finished=false'
+assert_status "?finished=false: 200" 200
+assert_jq "?finished=false hides the merged session" \
+	'([.[].id] | index("widgets-7") == null) and ([.[].id] | index("widgets-8") != null)'
+api GET '/sessions?finished=true'
+assert_jq "?finished=true shows only it" '[.[].id] == ["widgets-7"]'
+api GET '/sessions?finished=maybe'
+assert_status "?finished=maybe: 400" 400
+sleep 2
+after_merge=$(gh_count '(.path | test("/pulls/12$"))')
+sleep 3
+assert_eq "no poll of a merged pull request" "$after_merge" "$(gh_count '(.path | test("/pulls/12$"))')"
+
+# DELETE after the merge: the worktree and the branch go, without force.
+api DELETE /sessions/widgets-7
+assert_status "delete the merged session: 200" 200
+assert_jq "merged: worktree removed and branch deleted" \
+	'.worktree == "removed" and .branch == "deleted"'
+check_not "the clone has no feat/issue-7 any more" \
+	git --git-dir="$(bare_clone acme widgets)" rev-parse --verify -q refs/heads/feat/issue-7
+
+# A 403 secondary rate limit: no poll at all until its Retry-After has passed.
+gh_control '{"secondary_limit": 1, "retry_after": 4}'
+wait_check "the poller meets the secondary limit" 20 "[ \"\$(gh_count '.status == 403')\" -ge 1 ]"
+sleep 6
+gap=$(jq -s '(map(select(.status == 403)) | last | .time) as $t |
+	(map(select(.time > $t)) | first | .time) - $t' "$GH_LOG")
+check "after the 403, the next request waited for Retry-After (${gap} s)" \
+	python3 -c "import sys; sys.exit(0 if float('$gap') >= 3.9 else 1)"
+
+# Merged with uncommitted work: the worktree stays (as always), and so does the branch.
+agent_sh "$T/code/widgets-issue-8" 'printf "draft\n" >notes.txt' || fail "uncommitted work in widgets-8"
+gh_control '{"merge": [13]}'
+wait_check "#13 merged: widgets-8 is finished" 20 \
+	'get_session widgets-8; [ "$(jq -r .finished <<<"$BODY")" == true ]'
+api DELETE /sessions/widgets-8
+assert_status "delete widgets-8: 200" 200
+assert_jq "uncommitted work keeps the worktree, and the branch with it" \
+	'.worktree == "kept" and .branch == null'
