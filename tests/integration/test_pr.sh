@@ -14,36 +14,21 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=SCRIPTDIR/../fakes/lib_fakes.sh
 source "$REPO/tests/fakes/lib_fakes.sh"
 
-GH_PID=
-GH_PORT=
-GH_LOG=$T/github-requests.jsonl
-GH_CONTROL=$T/github-control.json
-GH_TOKEN_GOOD=ghp_good-token-for-tests
-stop_fake_github() {
-	[ -n "$GH_PID" ] && kill "$GH_PID" 2>/dev/null && wait "$GH_PID" 2>/dev/null
-	GH_PID=
-}
+# shellcheck source=SCRIPTDIR/../fakes/lib_github.sh
+source "$REPO/tests/fakes/lib_github.sh"
 trap 'rc=$?; stop_fake_github; (exit $rc); cleanup' EXIT
 
-# gh_control JSON: what the fake GitHub does from now on (tests/fakes/github_api.py).
-gh_control() { printf '%s\n' "$1" >"$GH_CONTROL.tmp" && mv "$GH_CONTROL.tmp" "$GH_CONTROL"; }
 # wait_check DESC TIMEOUT SCRIPT: passes when SCRIPT (eval'd here) succeeds within TIMEOUT s.
 wait_check() {
 	if wait_for "$2" eval "$3"; then pass "$1"; else fail "$1" "not within $2 s" "${BODY:0:600}"; fi
 }
-# gh_count JQ_FILTER: how many logged requests match.
-gh_count() { jq -s "[.[] | select($1)] | length" "$GH_LOG" 2>/dev/null || echo 0; }
 
-echo '{}' >"$GH_CONTROL"
-: >"$GH_LOG"
-fake_start GH_PID GH_PORT "the fake GitHub API" "$T/logs/fake-github.log" "$T/github.port" \
-	"$REPO/tests/fakes/github_api.py" --token "$GH_TOKEN_GOOD" --log "$GH_LOG" \
-	--control "$GH_CONTROL" || exit 1
+start_fake_github || exit 1
 
 SECRETS=$T/secrets
 mkdir -p "$SECRETS" && chmod 700 "$SECRETS"
 make_remote acme widgets || exit 1
-start_stack "AGENTD_GITHUB_API=http://127.0.0.1:$GH_PORT" "AGENTD_SECRETS_DIR=$SECRETS" \
+start_stack "AGENTD_GITHUB_API=$GH_URL" "AGENTD_SECRETS_DIR=$SECRETS" \
 	AGENTD_PR_POLL_SECONDS=1 GH_TOKEN= GITHUB_TOKEN= || exit 1
 
 create acme widgets 7
@@ -142,7 +127,7 @@ assert_state "widgets-8 becomes running" widgets-8 running 60
 agent_sh "$T/code/widgets-issue-8" 'printf "x\n" >eight.txt && git add eight.txt &&
 	git commit -q -m "Eight"' || fail "commit in widgets-8"
 code=$(curl -q -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $GH_TOKEN_GOOD" \
-	"http://127.0.0.1:$GH_PORT/repos/acme/widgets/pulls" \
+	"$GH_URL/repos/acme/widgets/pulls" \
 	-d '{"title":"by hand","head":"feat/issue-8","base":"main"}')
 assert_eq "a pull request for feat/issue-8 opened by hand" 201 "$code"
 api POST /sessions/widgets-8/pr '{"draft":true}'
