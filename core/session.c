@@ -486,6 +486,85 @@ bool session_finished(const struct session_pr *pr)
 	return pr->number != 0 && pr->state == SESSION_PR_MERGED;
 }
 
+/* A result's count under key of o (an integer from 0), or 0. */
+static uint64_t session_cost_count(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) < 0)
+		return 0;
+	return (uint64_t)json_object_get_int64(v);
+}
+
+void session_cost_add(struct session_cost *c, json_object *result)
+{
+	json_object *usage = NULL, *v;
+
+	if (json_object_object_get_ex(result, "total_cost_usd", &v) &&
+	    (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)) &&
+	    json_object_get_double(v) >= 0 && json_object_get_double(v) < 1e9)
+		c->usd_micros += (uint64_t)(json_object_get_double(v) * 1e6 + 0.5);
+	if (json_object_object_get_ex(result, "usage", &usage) &&
+	    json_object_is_type(usage, json_type_object)) {
+		c->input_tokens += session_cost_count(usage, "input_tokens");
+		c->output_tokens += session_cost_count(usage, "output_tokens");
+		c->cache_read_tokens += session_cost_count(usage, "cache_read_input_tokens");
+	}
+	c->turns++;
+}
+
+static json_object *session_cost_json(const struct session_cost *c)
+{
+	json_object *o = json_object_new_object();
+	char text[48];
+	size_t n = (size_t)snprintf(text, sizeof(text), "%" PRIu64 ".%06" PRIu64,
+				    c->usd_micros / 1000000, c->usd_micros % 1000000);
+
+	/* Written from its digits: json-c would print 0.0001 as 0.00010000000000000001. */
+	while (n > 0 && text[n - 1] == '0')
+		text[--n] = '\0';
+	if (n > 0 && text[n - 1] == '.')
+		text[--n] = '\0';
+	json_object_object_add(o, "usd",
+			       c->usd_micros % 1000000 == 0
+				   ? json_object_new_int64((int64_t)(c->usd_micros / 1000000))
+				   : json_object_new_double_s((double)c->usd_micros / 1e6, text));
+	json_object_object_add(o, "inputTokens", json_object_new_int64((int64_t)c->input_tokens));
+	json_object_object_add(o, "outputTokens", json_object_new_int64((int64_t)c->output_tokens));
+	json_object_object_add(o, "cacheReadTokens",
+			       json_object_new_int64((int64_t)c->cache_read_tokens));
+	json_object_object_add(o, "turns", json_object_new_int64((int64_t)c->turns));
+	return o;
+}
+
+static bool session_count_from_json(json_object *o, const char *key, uint64_t max, uint64_t *out);
+
+/* The record's cost: optional (none before it existed), checked when present. */
+static int session_cost_from_json(struct session *s, json_object *obj, struct cause *cause)
+{
+	json_object *c, *v;
+	double usd;
+
+	if (!json_object_object_get_ex(obj, "cost", &c))
+		return 0;
+	if (!json_object_is_type(c, json_type_object) ||
+	    !session_count_from_json(c, "inputTokens", INT64_MAX, &s->cost.input_tokens) ||
+	    !session_count_from_json(c, "outputTokens", INT64_MAX, &s->cost.output_tokens) ||
+	    !session_count_from_json(c, "cacheReadTokens", INT64_MAX, &s->cost.cache_read_tokens) ||
+	    !session_count_from_json(c, "turns", INT64_MAX, &s->cost.turns))
+		return cause_fail(cause, EINVAL, "field cost is not {usd, inputTokens, ...}");
+	if (json_object_object_get_ex(c, "usd", &v)) {
+		usd = json_object_get_double(v);
+		if ((!json_object_is_type(v, json_type_double) &&
+		     !json_object_is_type(v, json_type_int)) ||
+		    !(usd >= 0 && usd < 1e12))
+			return cause_fail(cause, EINVAL, "field cost.usd is not an amount");
+		s->cost.usd_micros = (uint64_t)(usd * 1e6 + 0.5);
+	}
+	return 0;
+}
+
 static json_object *session_pr_json(const struct session_pr *pr)
 {
 	json_object *o = json_object_new_object(), *checks = json_object_new_object(),
@@ -556,6 +635,7 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	if (s->pr.number != 0)
 		json_object_object_add(o, "pr", session_pr_json(&s->pr));
 	json_object_object_add(o, "finished", json_object_new_boolean(session_finished(&s->pr)));
+	json_object_object_add(o, "cost", session_cost_json(&s->cost));
 	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
 		json_object_object_add(o, "launch", json_object_new_int64(s->launch));
@@ -927,7 +1007,8 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	if ((r = session_exit_from_json(s, obj, cause)) < 0 ||
 	    (r = session_limits_from_json(s, obj, cause)) < 0 ||
 	    (r = session_ports_from_json(s, obj, cause)) < 0 ||
-	    (r = session_pr_from_json(s, obj, cause)) < 0)
+	    (r = session_pr_from_json(s, obj, cause)) < 0 ||
+	    (r = session_cost_from_json(s, obj, cause)) < 0)
 		return r;
 	return session_attention_from_json(s, obj, cause);
 }

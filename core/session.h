@@ -100,6 +100,18 @@ const char *session_pr_checks_name(enum session_pr_checks c);
 /* True when the session's work is done: its pull request was merged. */
 bool session_finished(const struct session_pr *pr);
 
+/* What the session's agent cost, summed over its structured turns' results (claude's
+ * total_cost_usd and usage): kept in the record, so it survives restarts and mode switches. */
+struct session_cost {
+	uint64_t usd_micros; /* millionths of a US dollar: exact sums, no float drift */
+	uint64_t input_tokens, output_tokens, cache_read_tokens;
+	uint64_t turns;
+};
+
+/* Adds a result's total_cost_usd and usage (input_tokens, output_tokens,
+ * cache_read_input_tokens) to c, one turn more. Fields absent or of another type add nothing. */
+void session_cost_add(struct session_cost *c, json_object *result);
+
 struct session {
 	char id[SESSION_ID_MAX + 1];
 	char owner[SESSION_OWNER_MAX + 1];
@@ -148,6 +160,8 @@ struct session {
 	/* Disk only: the last event of the session's agentd-host the hub took in (structured
 	 * mode), so a restarted bridge goes on from there. */
 	uint64_t host_event;
+	/* Written by the hub with host_event, so a result is counted once across restarts. */
+	struct session_cost cost;
 };
 
 /* Notes that claude was just started for s (the first time or again: create, restart, mode
