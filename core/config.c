@@ -214,6 +214,9 @@ static const struct config_key config_keys[] = {
     /* A dev server, its tests and a debugger fit in a few; 1000 keeps 60 sessions apart. */
     KEY_INT("AGENTD_PORT_SPAN", port_span, 1, 1000, "10", "how many ports each session gets"),
     KEY_STR("AGENTD_PUSH_ALLOW_HTTP_ORIGIN", push_allow_http_origin, "", "the one http:// origin a Web Push endpoint may have (a test's fake push service)"),
+    KEY_STR("AGENTD_GITHUB_API", github_api, "https://api.github.com", "GitHub's REST API (pull requests)"),
+    /* GitHub's own advice for polling: not more than once a minute; tests ask for less. */
+    KEY_INT("AGENTD_PR_POLL_SECONDS", pr_poll_seconds, 1, 86400, "60", "seconds between polls of an open pull request, at least"),
 };
 /* clang-format on */
 

@@ -98,6 +98,10 @@ struct config {
 	 * table), and the file ("" when the default file does not exist). */
 	unsigned char source[CONFIG_KEYS_MAX];
 	char file[CONFIG_PATH_MAX];
+	/* Pull requests (fcgi-app/api_pr.c, prpoll.c): GitHub's REST API, and how often an open
+	 * pull request's state and checks are asked for at most. */
+	char github_api[CONFIG_VALUE_MAX]; /* AGENTD_GITHUB_API */
+	int pr_poll_seconds;               /* AGENTD_PR_POLL_SECONDS */
 };
 
 /* One key of the table in config.c, the one list of every key, its default and meaning. */

@@ -458,6 +458,129 @@ static json_object *session_limits_json(const struct cgroup_limits *l)
 	return o;
 }
 
+static const char *const session_pr_state_names[] = {"open", "merged", "closed"};
+static const char *const session_pr_checks_names[] = {"none", "pending", "success", "failure"};
+
+const char *session_pr_state_name(enum session_pr_state st)
+{
+	return session_pr_state_names[st];
+}
+
+int session_pr_state_parse(const char *s, enum session_pr_state *out)
+{
+	for (size_t i = 0; i < sizeof(session_pr_state_names) / sizeof(char *); i++)
+		if (s != NULL && strcmp(s, session_pr_state_names[i]) == 0) {
+			*out = (enum session_pr_state)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *session_pr_checks_name(enum session_pr_checks c)
+{
+	return session_pr_checks_names[c];
+}
+
+bool session_finished(const struct session_pr *pr)
+{
+	return pr->number != 0 && pr->state == SESSION_PR_MERGED;
+}
+
+/* A result's count under key of o (an integer from 0), or 0. */
+static uint64_t session_cost_count(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) < 0)
+		return 0;
+	return (uint64_t)json_object_get_int64(v);
+}
+
+void session_cost_add(struct session_cost *c, json_object *result)
+{
+	json_object *usage = NULL, *v;
+
+	if (json_object_object_get_ex(result, "total_cost_usd", &v) &&
+	    (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)) &&
+	    json_object_get_double(v) >= 0 && json_object_get_double(v) < 1e9)
+		c->usd_micros += (uint64_t)(json_object_get_double(v) * 1e6 + 0.5);
+	if (json_object_object_get_ex(result, "usage", &usage) &&
+	    json_object_is_type(usage, json_type_object)) {
+		c->input_tokens += session_cost_count(usage, "input_tokens");
+		c->output_tokens += session_cost_count(usage, "output_tokens");
+		c->cache_read_tokens += session_cost_count(usage, "cache_read_input_tokens");
+	}
+	c->turns++;
+}
+
+static json_object *session_cost_json(const struct session_cost *c)
+{
+	json_object *o = json_object_new_object();
+	char text[48];
+	size_t n = (size_t)snprintf(text, sizeof(text), "%" PRIu64 ".%06" PRIu64,
+				    c->usd_micros / 1000000, c->usd_micros % 1000000);
+
+	/* Written from its digits: json-c would print 0.0001 as 0.00010000000000000001. */
+	while (n > 0 && text[n - 1] == '0')
+		text[--n] = '\0';
+	if (n > 0 && text[n - 1] == '.')
+		text[--n] = '\0';
+	json_object_object_add(o, "usd",
+			       c->usd_micros % 1000000 == 0
+				   ? json_object_new_int64((int64_t)(c->usd_micros / 1000000))
+				   : json_object_new_double_s((double)c->usd_micros / 1e6, text));
+	json_object_object_add(o, "inputTokens", json_object_new_int64((int64_t)c->input_tokens));
+	json_object_object_add(o, "outputTokens", json_object_new_int64((int64_t)c->output_tokens));
+	json_object_object_add(o, "cacheReadTokens",
+			       json_object_new_int64((int64_t)c->cache_read_tokens));
+	json_object_object_add(o, "turns", json_object_new_int64((int64_t)c->turns));
+	return o;
+}
+
+static bool session_count_from_json(json_object *o, const char *key, uint64_t max, uint64_t *out);
+
+/* The record's cost: optional (none before it existed), checked when present. */
+static int session_cost_from_json(struct session *s, json_object *obj, struct cause *cause)
+{
+	json_object *c, *v;
+	double usd;
+
+	if (!json_object_object_get_ex(obj, "cost", &c))
+		return 0;
+	if (!json_object_is_type(c, json_type_object) ||
+	    !session_count_from_json(c, "inputTokens", INT64_MAX, &s->cost.input_tokens) ||
+	    !session_count_from_json(c, "outputTokens", INT64_MAX, &s->cost.output_tokens) ||
+	    !session_count_from_json(c, "cacheReadTokens", INT64_MAX, &s->cost.cache_read_tokens) ||
+	    !session_count_from_json(c, "turns", INT64_MAX, &s->cost.turns))
+		return cause_fail(cause, EINVAL, "field cost is not {usd, inputTokens, ...}");
+	if (json_object_object_get_ex(c, "usd", &v)) {
+		usd = json_object_get_double(v);
+		if ((!json_object_is_type(v, json_type_double) &&
+		     !json_object_is_type(v, json_type_int)) ||
+		    !(usd >= 0 && usd < 1e12))
+			return cause_fail(cause, EINVAL, "field cost.usd is not an amount");
+		s->cost.usd_micros = (uint64_t)(usd * 1e6 + 0.5);
+	}
+	return 0;
+}
+
+static json_object *session_pr_json(const struct session_pr *pr)
+{
+	json_object *o = json_object_new_object(), *checks = json_object_new_object(),
+		    *failing = json_object_new_array();
+
+	json_object_object_add(o, "number", json_object_new_int64((int64_t)pr->number));
+	session_add_str(o, "url", pr->url);
+	session_add_str(o, "state", session_pr_state_name(pr->state));
+	session_add_str(checks, "state", session_pr_checks_name(pr->checks));
+	for (unsigned i = 0; i < pr->n_failing; i++)
+		json_object_array_add(failing, json_object_new_string(pr->failing[i]));
+	json_object_object_add(checks, "failing", failing);
+	json_object_object_add(o, "checks", checks);
+	return o;
+}
+
 json_object *session_to_json(const struct session *s, bool for_disk)
 {
 	json_object *o = json_object_new_object(), *repo = json_object_new_object();
@@ -511,6 +634,10 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	}
 	if (s->uid != 0)
 		json_object_object_add(o, "uid", json_object_new_int64(s->uid));
+	if (s->pr.number != 0)
+		json_object_object_add(o, "pr", session_pr_json(&s->pr));
+	json_object_object_add(o, "finished", json_object_new_boolean(session_finished(&s->pr)));
+	json_object_object_add(o, "cost", session_cost_json(&s->cost));
 	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
 		json_object_object_add(o, "launch", json_object_new_int64(s->launch));
@@ -664,6 +791,52 @@ static int session_ports_from_json(struct session *s, json_object *obj, struct c
 		return cause_fail(cause, EINVAL, "field ports is not {first, last}");
 	s->port_first = (uint16_t)first;
 	s->port_last = (uint16_t)last;
+	return 0;
+}
+
+/* The record's pull request: optional (none until POST /sessions/<id>/pr), checked when present. */
+static int session_pr_from_json(struct session *s, json_object *obj, struct cause *cause)
+{
+	json_object *p, *c, *f;
+	const char *url, *state, *checks;
+	uint64_t number;
+	size_t i;
+
+	if (!json_object_object_get_ex(obj, "pr", &p))
+		return 0;
+	url = session_get_str(p, "url");
+	state = session_get_str(p, "state");
+	if (!json_object_is_type(p, json_type_object) ||
+	    !session_count_from_json(p, "number", INT32_MAX, &number) || number == 0 ||
+	    url == NULL || strlen(url) > SESSION_PR_URL_MAX ||
+	    session_pr_state_parse(state, &s->pr.state) < 0)
+		return cause_fail(cause, EINVAL, "field pr is not {number, url, state}");
+	s->pr.number = number;
+	snprintf(s->pr.url, sizeof(s->pr.url), "%s", url);
+	if (!json_object_object_get_ex(p, "checks", &c))
+		return 0;
+	checks = session_get_str(c, "state");
+	for (i = 0; i < sizeof(session_pr_checks_names) / sizeof(char *); i++)
+		if (checks != NULL && strcmp(checks, session_pr_checks_names[i]) == 0)
+			break;
+	if (i == sizeof(session_pr_checks_names) / sizeof(char *))
+		return cause_fail(cause, EINVAL, "field pr.checks.state is not a checks state");
+	s->pr.checks = (enum session_pr_checks)i;
+	if (!json_object_object_get_ex(c, "failing", &f))
+		return 0;
+	if (!json_object_is_type(f, json_type_array) ||
+	    json_object_array_length(f) > SESSION_PR_FAILING_MAX)
+		return cause_fail(cause, EINVAL, "field pr.checks.failing is not a list of names");
+	for (i = 0; i < json_object_array_length(f); i++) {
+		json_object *name = json_object_array_get_idx(f, i);
+
+		if (!json_object_is_type(name, json_type_string))
+			return cause_fail(cause, EINVAL,
+					  "field pr.checks.failing is not a list of names");
+		session_copy_cut(s->pr.failing[i], sizeof(s->pr.failing[i]),
+				 json_object_get_string(name));
+	}
+	s->pr.n_failing = (unsigned)i;
 	return 0;
 }
 
@@ -836,7 +1009,9 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 		return r;
 	if ((r = session_exit_from_json(s, obj, cause)) < 0 ||
 	    (r = session_limits_from_json(s, obj, cause)) < 0 ||
-	    (r = session_ports_from_json(s, obj, cause)) < 0)
+	    (r = session_ports_from_json(s, obj, cause)) < 0 ||
+	    (r = session_pr_from_json(s, obj, cause)) < 0 ||
+	    (r = session_cost_from_json(s, obj, cause)) < 0)
 		return r;
 	/* Optional: none for an uncaged session or a record made before per-session uids. */
 	if (!session_count_from_json(obj, "uid", SESSION_UID_MAX, &uid))

@@ -71,6 +71,48 @@ struct session_pending {
 	char description[SESSION_DESCRIPTION_MAX + 1];
 };
 
+/* The pull request of the session's branch (POST /sessions/<id>/pr), as GitHub last said. */
+#define SESSION_PR_URL_MAX     512 /* an html_url: https://github.com/<owner>/<name>/pull/<n> */
+#define SESSION_PR_FAILING_MAX 8   /* failing check names kept: a phone shows a few, not 60 */
+#define SESSION_PR_CHECK_MAX   64  /* bytes of one check's name kept (cut at UTF-8) */
+
+enum session_pr_state { SESSION_PR_OPEN, SESSION_PR_MERGED, SESSION_PR_CLOSED };
+enum session_pr_checks {
+	SESSION_CHECKS_NONE,    /* not known yet, or the commit has no check runs */
+	SESSION_CHECKS_PENDING, /* a check runs or is queued */
+	SESSION_CHECKS_SUCCESS,
+	SESSION_CHECKS_FAILURE, /* at least one ended failure, timed_out, cancelled or
+				   action_required */
+};
+
+struct session_pr {
+	uint64_t number; /* 0: the session has no pull request */
+	char url[SESSION_PR_URL_MAX + 1];
+	enum session_pr_state state;
+	enum session_pr_checks checks;
+	unsigned n_failing;
+	char failing[SESSION_PR_FAILING_MAX][SESSION_PR_CHECK_MAX + 1];
+};
+
+const char *session_pr_state_name(enum session_pr_state st);
+int session_pr_state_parse(const char *s, enum session_pr_state *out);
+const char *session_pr_checks_name(enum session_pr_checks c);
+
+/* True when the session's work is done: its pull request was merged. */
+bool session_finished(const struct session_pr *pr);
+
+/* What the session's agent cost, summed over its structured turns' results (claude's
+ * total_cost_usd and usage): kept in the record, so it survives restarts and mode switches. */
+struct session_cost {
+	uint64_t usd_micros; /* millionths of a US dollar: exact sums, no float drift */
+	uint64_t input_tokens, output_tokens, cache_read_tokens;
+	uint64_t turns;
+};
+
+/* Adds a result's total_cost_usd and usage (input_tokens, output_tokens,
+ * cache_read_input_tokens) to c, one turn more. Fields absent or of another type add nothing. */
+void session_cost_add(struct session_cost *c, json_object *result);
+
 struct session {
 	char id[SESSION_ID_MAX + 1];
 	char owner[SESSION_OWNER_MAX + 1];
@@ -111,6 +153,8 @@ struct session {
 	/* A caged session's own uid, and gid of the same number (core/cageuid.h), fixed at
 	 * creation and claimed again after a reboot; 0: it runs as the one agent user. */
 	uint32_t uid;
+	/* The pull request agentd-api opened for the branch and its poller keeps current. */
+	struct session_pr pr;
 	/* Written by the bridge's attention hub only: */
 	enum session_activity activity;
 	int64_t activity_at; /* unix milliseconds of the last activity change */
@@ -120,6 +164,8 @@ struct session {
 	/* Disk only: the last event of the session's agentd-host the hub took in (structured
 	 * mode), so a restarted bridge goes on from there. */
 	uint64_t host_event;
+	/* Written by the hub with host_event, so a result is counted once across restarts. */
+	struct session_cost cost;
 };
 
 /* Notes that claude was just started for s (the first time or again: create, restart, mode

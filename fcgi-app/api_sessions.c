@@ -241,17 +241,28 @@ static void api_sessions_list(const struct app *app, struct request *req,
 			      const char *const args[ROUTER_MAX_ARGS])
 {
 	struct session *list;
+	char v[8];
+	const char *finished = request_query(req, "finished", v, sizeof(v));
 	json_object *arr;
 	size_t n;
-	int r = store_list(&app->store, &list, &n);
+	int r;
 
+	/* ?finished=false hides the sessions whose work is merged, ?finished=true shows them. */
+	if ((finished == NULL && strstr(req->query, "finished=") != NULL) ||
+	    (finished != NULL && strcmp(finished, "true") != 0 && strcmp(finished, "false") != 0)) {
+		request_error(req, 400, "invalid_finished", "finished must be true or false");
+		return;
+	}
+	r = store_list(&app->store, &list, &n);
 	if (r < 0) {
 		request_error(req, 500, "store_error", "cannot list sessions: %s", strerror(-r));
 		return;
 	}
 	arr = json_object_new_array_ext((int)n);
 	for (size_t i = 0; i < n; i++)
-		json_object_array_add(arr, session_to_json(&list[i], false));
+		if (finished == NULL ||
+		    session_finished(&list[i].pr) == (strcmp(finished, "true") == 0))
+			json_object_array_add(arr, session_to_json(&list[i], false));
 	free(list);
 	request_reply(req, 200, arr, NULL);
 }
@@ -315,6 +326,20 @@ static void api_sessions_get(const struct app *app, struct request *req,
 	free(s);
 }
 
+/* Deletes the branch of a finished session's clone (the caller holds its lock, as the agent),
+ * and says so in the answer o: "branch": "deleted", or "kept" with "branchReason". */
+static void api_delete_merged_branch(const struct app *app, const struct session *s, json_object *o)
+{
+	struct cause cause = {{0}};
+	int r = worktree_branch_delete(app->cfg->base_dir, s->owner, s->name, s->branch, &cause);
+
+	json_object_object_add(o, "branch", json_object_new_string(r == 0 ? "deleted" : "kept"));
+	if (r < 0)
+		json_object_object_add(o, "branchReason", json_object_new_string(cause.msg));
+	log_info("session %s: merged; branch %s %s%s", s->id, s->branch,
+		 r == 0 ? "deleted" : "kept: ", r == 0 ? "" : cause.msg);
+}
+
 /* Removes the worktree unless that would lose work (worktree_delete; force keeps only commits).
  * Returns the answer object. */
 static json_object *api_remove_worktree(const struct app *app, const struct session *s, bool force)
@@ -341,6 +366,11 @@ static json_object *api_remove_worktree(const struct app *app, const struct sess
 	else if (worktree_delete(app->cfg->base_dir, s->owner, s->name, s->worktree, s->branch,
 				 s->id, force, &rm, &cause) < 0)
 		log_error("cannot remove worktree %s: %s", s->worktree, cause.msg);
+	/* Merged: the branch's work is the default branch's now, so the branch goes too, under the
+	 * rule of DELETE /branches (origin has every commit of it): a commit made after the last
+	 * push keeps it. */
+	else if (session_finished(&s->pr) && rm.fate != WORKTREE_KEPT)
+		api_delete_merged_branch(app, s, o);
 	store_unlock(lock);
 	agentuser_fs_leave(&fs);
 	api_worktree_removal_json(o, &rm);

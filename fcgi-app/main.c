@@ -14,6 +14,7 @@
 #include "standby.h"
 #include "tokencmd.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -146,6 +147,11 @@ int main(int argc, char **argv)
 	 * configuration, or none: never the daemon's. */
 	if ((r = worktree_global_init(cagecmd_git_home(&app))) < 0) {
 		log_error("libgit2 cannot be set up: %s", strerror(-r));
+		return 1;
+	}
+	/* Before any thread: the pull requests' GitHub calls (github.h) share libcurl's state. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		log_error("libcurl cannot be set up");
 		return 1;
 	}
 	if ((r = prepare(&app, &cause)) < 0) {

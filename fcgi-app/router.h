@@ -25,6 +25,7 @@ struct route {
 
 extern const struct route api_sessions_routes[];
 extern const struct route api_diff_routes[];
+extern const struct route api_pr_routes[];
 extern const struct route api_misc_routes[];
 extern const struct route api_mode_routes[];
 extern const struct route api_worktrees_routes[];

@@ -3,6 +3,7 @@
 #include "apimetrics.h"
 #include "conns.h"
 #include "log.h"
+#include "prpoll.h"
 #include "router.h"
 #include "watch.h"
 
@@ -140,6 +141,7 @@ int server_run(const struct app *app, struct cause *cause)
 	struct server srv = {.app = app, .listen_fd = -1};
 	pthread_t workers[APP_WORKER_THREADS];
 	struct watch *watch;
+	struct prpoll *prpoll;
 	char path[CONFIG_PATH_MAX];
 	sigset_t ss;
 	int sig, r, started = 0;
@@ -170,6 +172,8 @@ int server_run(const struct app *app, struct cause *cause)
 	watch = watch_start(app);
 	if (watch == NULL)
 		log_error("cannot start the liveness watcher: %s", strerror(errno));
+	if ((prpoll = prpoll_start(app)) == NULL)
+		log_error("cannot start the pull-request poller: %s", strerror(errno));
 	log_info("listening on %s", path);
 	/* systemd's Type=notify: ready once nginx can connect; nothing without NOTIFY_SOCKET. */
 	sd_notifyf(0, "READY=1\nSTATUS=listening on %s", path);
@@ -182,6 +186,7 @@ int server_run(const struct app *app, struct cause *cause)
 		pthread_join(workers[i], NULL);
 	conns_free(srv.conns);
 	watch_stop(watch);
+	prpoll_stop(prpoll);
 	close(srv.listen_fd);
 	unlink(path);
 	return 0;

@@ -56,7 +56,8 @@ struct att_session {
 	enum session_activity activity;
 	int64_t activity_at;
 	uint64_t host_event;
-	uint32_t launch; /* the record's: which claude the requests below come from */
+	struct session_cost cost; /* the record's, plus the results taken in since */
+	uint32_t launch;          /* the record's: which claude the requests below come from */
 	struct att_request req[ATT_PENDING_MAX];
 	struct att_answered answered[ATT_ANSWERED_MAX];
 	size_t answered_next;
@@ -116,6 +117,7 @@ static void att_write(struct att_session *s)
 	ra.activity = s->activity;
 	ra.activity_at = s->activity_at;
 	ra.host_event = s->host_event;
+	ra.cost = s->cost;
 	ra.pending_launch = s->launch;
 	for (size_t i = 0; i < ATT_PENDING_MAX && ra.n_pending < SESSION_PENDING_MAX; i++) {
 		const struct att_request *q = &s->req[i];
@@ -297,6 +299,9 @@ static void att_host_result(struct att_session *s, json_object *data)
 
 	if (ev == NULL)
 		return;
+	/* Counted once: a result at or before host_event never gets here, and the sum is written
+	 * with the new host_event (att_set below). */
+	session_cost_add(&s->cost, data);
 	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 		if (json_object_object_get_ex(data, keep[i], &v))
 			json_object_object_add(ev, keep[i], json_object_get(v));
@@ -531,6 +536,7 @@ static struct att_session *att_session_new(struct attention *a, const struct ses
 		       (rec->state == SESSION_CREATING || rec->state == SESSION_RUNNING ||
 			rec->state == SESSION_ATTACHED);
 	s->host_event = rec->host_event;
+	s->cost = rec->cost;
 	for (unsigned i = 0; i < rec->n_pending && i < SESSION_PENDING_MAX; i++) {
 		struct att_request *q = &s->req[i];
 

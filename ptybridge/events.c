@@ -252,6 +252,34 @@ static void events_publish_session(struct events *ev, const char *change, json_o
 	events_publish(ev, EV_SESSION, data);
 }
 
+/* The pull request of a session changed (opened, merged, closed, its checks): a `pr` event of
+ * its own, so a client that notifies ("CI failed on acme/widgets#12") need not diff sessions. */
+static void events_publish_pr(struct events *ev, const struct session *s, json_object *last,
+			      json_object *obj)
+{
+	json_object *was = NULL, *now = NULL, *data, *repo;
+
+	if (last != NULL)
+		json_object_object_get_ex(last, "pr", &was);
+	if (!json_object_object_get_ex(obj, "pr", &now) || json_object_equal(was, now))
+		return;
+	if ((data = json_object_new_object()) == NULL ||
+	    (repo = json_object_new_object()) == NULL) {
+		json_object_put(data);
+		log_error("session %s: its pr event is lost: out of memory", s->id);
+		return;
+	}
+	json_object_object_add(data, "session", json_object_new_string(s->id));
+	json_object_object_add(repo, "owner", json_object_new_string(s->owner));
+	json_object_object_add(repo, "name", json_object_new_string(s->name));
+	json_object_object_add(data, "repo", repo);
+	json_object_object_add(data, "pr", json_object_get(now));
+	if (was != NULL)
+		json_object_object_add(data, "previous", json_object_get(was));
+	json_object_object_add(data, "finished", json_object_new_boolean(session_finished(&s->pr)));
+	events_publish(ev, "pr", data);
+}
+
 /* The record of session s was read: publishes what changed since the last one seen. */
 static void events_record_seen(struct events *ev, const struct session *s)
 {
@@ -262,8 +290,10 @@ static void events_record_seen(struct events *ev, const struct session *s)
 		log_error("session %s: its event is lost: out of memory", s->id);
 		return;
 	}
-	if (events_session_changed(last, obj))
+	if (events_session_changed(last, obj)) {
 		events_publish_session(ev, known ? "updated" : "created", json_object_get(obj));
+		events_publish_pr(ev, s, last, obj);
+	}
 	/* The latest object is kept even when only ignored members moved: snapshots are fresh. */
 	json_object_object_add(ev->known, s->id, obj);
 	/* This watch is also the hub's view of the records (it subscribes to structured hosts,

@@ -96,6 +96,7 @@ static void roster_work(uv_work_t *req)
 			memcpy(s.pending, e->job_att.pending, sizeof(s.pending));
 			s.pending_launch = e->job_att.pending_launch;
 			s.host_event = e->job_att.host_event;
+			s.cost = e->job_att.cost;
 		}
 		r = store_write(st, &s, &cause);
 	}

@@ -50,6 +50,7 @@ struct roster_attention {
 	struct session_pending pending[SESSION_PENDING_MAX];
 	uint32_t pending_launch; /* the record's launch those requests were asked under */
 	uint64_t host_event;
+	struct session_cost cost; /* summed with host_event: one result counts once */
 };
 
 /* Writes a into session id's record (coalesced as the counts are: the latest one wins). Returns

@@ -36,6 +36,7 @@
 	"/interrupt: end the running turn of this chat's session\n"                                \
 	"/diff [<id>]: what the session changed since the default branch, and the diff as a "      \
 	"file\n"                                                                                   \
+	"/pr [<id>]: push the session's branch and open its pull request (or show it)\n"           \
 	"Anything else is a prompt to this chat's session (structured mode)."
 
 struct cmd_call;
@@ -590,6 +591,52 @@ static void cmd_diff(struct bot *b, const struct botapi_update *u)
 	cmd_send(c, "GET", path, NULL, false, cmd_diff_answer);
 }
 
+/* ---- /pr ------------------------------------------------------------------------------------- */
+
+static void cmd_pr_answer(struct cmd_call *c, const struct agentc_answer *a, char *msg,
+			  size_t msglen)
+{
+	json_object *pr = NULL, *repo = NULL, *checks = NULL;
+	const char *state, *cs;
+
+	if ((a->status != 200 && a->status != 201) ||
+	    !json_object_object_get_ex(a->body, "pr", &pr) ||
+	    !json_object_object_get_ex(a->body, "repo", &repo)) {
+		snprintf(msg, msglen, "%s: no pull request: %s", c->session, a->err);
+		return;
+	}
+	json_object_object_get_ex(pr, "checks", &checks);
+	state = jsontext_str(pr, "state");
+	cs = jsontext_str(checks, "state");
+	snprintf(msg, msglen, "%s: pull request %s/%s#%" PRId64 " %s (%s, checks %s)\n%s",
+		 c->session, jsontext_str(repo, "owner"), jsontext_str(repo, "name"),
+		 json_object_get_int64(json_object_object_get(pr, "number")),
+		 a->status == 201 ? "opened" : "exists", state ? state : "?", cs ? cs : "?",
+		 jsontext_str(pr, "url") ? jsontext_str(pr, "url") : "");
+}
+
+/* /pr [<id>]: pushes the session's branch and opens its pull request (or shows the one it has). */
+static void cmd_pr(struct bot *b, const struct botapi_update *u)
+{
+	char args[COMMANDS_ARGS_MAX][COMMANDS_ARG_MAX], path[COMMANDS_ARG_MAX + 64];
+	const char *session = NULL;
+	struct cmd_call *c;
+	int n = cmd_args(u->text, args, 1);
+
+	if (n < 0 || (n == 1 && !session_id_valid(args[0]))) {
+		bot_say(b, u->chat, "Usage: /pr [<id>]");
+		return;
+	}
+	if (n == 1)
+		session = args[0];
+	else if ((session = cmd_current(b, u)) == NULL)
+		return;
+	if (snprintf(path, sizeof(path), "/sessions/%s/pr", session) >= (int)sizeof(path) ||
+	    (c = cmd_call(b, u, session)) == NULL)
+		return;
+	cmd_send(c, "POST", path, NULL, true, cmd_pr_answer);
+}
+
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
 void commands_message(struct bot *b, const struct botapi_update *u)
@@ -624,6 +671,8 @@ void commands_message(struct bot *b, const struct botapi_update *u)
 		cmd_interrupt(b, u);
 	} else if (strcmp(word, "diff") == 0) {
 		cmd_diff(b, u);
+	} else if (strcmp(word, "pr") == 0) {
+		cmd_pr(b, u);
 	} else if (strcmp(word, "help") == 0 || strcmp(word, "start") == 0) {
 		bot_say(b, u->chat, COMMANDS_HELP);
 	} else {

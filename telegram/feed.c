@@ -4,6 +4,7 @@
 #include "eventnames.h"
 #include "jsontext.h"
 #include "log.h"
+#include "render.h"
 #include "session.h"
 
 #include <inttypes.h>
@@ -123,6 +124,20 @@ static unsigned feed_snapshot(struct feed *f, json_object *data)
 	return approvals_snapshot(f->b, sessions, feed_op_done, f);
 }
 
+/* A pull request's news (opened, CI failed or passed, merged, closed) to every chat that follows
+ * its session. Nothing waits for the messages: they are the outbox's. */
+static unsigned feed_pr(struct feed *f, const char *session, json_object *data)
+{
+	char text[1024];
+
+	if (!render_pr_event(text, sizeof(text), data))
+		return 0;
+	for (unsigned i = 0; i < f->b->st->nchats; i++)
+		if (state_follows(&f->b->st->chats[i], session))
+			bot_say(f->b, f->b->st->chats[i].chat, text);
+	return 0;
+}
+
 /* Starts handling it; returns the messages it waits for. */
 static unsigned feed_handle(struct feed *f, struct feed_item *it)
 {
@@ -159,6 +174,8 @@ static unsigned feed_handle(struct feed *f, struct feed_item *it)
 		return approvals_request(f->b, session, it->data, feed_op_done, f);
 	if (strcmp(it->name, EV_PERMISSION_RESOLVED) == 0)
 		return approvals_resolved(f->b, session, it->data, feed_op_done, f);
+	if (strcmp(it->name, "pr") == 0)
+		return feed_pr(f, session, it->data);
 	return 0; /* result: a turn started here shows its own; others are not announced */
 }
 

@@ -5,6 +5,7 @@
 #include "session.h"
 #include "split.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,4 +396,64 @@ void render_user_name(char *out, size_t outlen, const char *first_name, long lon
 	}
 	render_cut(tmp, sizeof(tmp), first_name, RENDER_NAME_MAX / 2);
 	snprintf(out, outlen, "%s", tmp);
+}
+
+/* "a, b, c" of the failing check names into out. */
+static void render_failing(char *out, size_t outlen, json_object *checks)
+{
+	json_object *failing = NULL;
+	size_t used = 0;
+
+	out[0] = '\0';
+	if (!json_object_object_get_ex(checks, "failing", &failing) ||
+	    !json_object_is_type(failing, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(failing) && used < outlen; i++)
+		used +=
+		    (size_t)snprintf(out + used, outlen - used, "%s%s", i > 0 ? ", " : "",
+				     json_object_get_string(json_object_array_get_idx(failing, i)));
+}
+
+bool render_pr_event(char *out, size_t outlen, json_object *data)
+{
+	json_object *repo = NULL, *pr = NULL, *prev = NULL, *checks = NULL, *prev_checks = NULL, *n;
+	const char *session = jsontext_str(data, "session"), *state, *was = NULL, *cs, *pcs = NULL;
+	const char *url;
+	char ref[256], names[512];
+
+	if (!json_object_object_get_ex(data, "pr", &pr) ||
+	    !json_object_object_get_ex(data, "repo", &repo) ||
+	    !json_object_object_get_ex(pr, "number", &n) || session == NULL)
+		return false;
+	snprintf(ref, sizeof(ref), "%s/%s#%" PRId64,
+		 jsontext_str(repo, "owner") ? jsontext_str(repo, "owner") : "?",
+		 jsontext_str(repo, "name") ? jsontext_str(repo, "name") : "?",
+		 json_object_get_int64(n));
+	state = jsontext_str(pr, "state");
+	url = jsontext_str(pr, "url") ? jsontext_str(pr, "url") : "";
+	json_object_object_get_ex(pr, "checks", &checks);
+	cs = jsontext_str(checks, "state");
+	if (json_object_object_get_ex(data, "previous", &prev)) {
+		was = jsontext_str(prev, "state");
+		json_object_object_get_ex(prev, "checks", &prev_checks);
+		pcs = jsontext_str(prev_checks, "state");
+	}
+	if (state == NULL || cs == NULL)
+		return false;
+	if (prev == NULL) {
+		snprintf(out, outlen, "Pull request %s opened for %s: %s", ref, session, url);
+	} else if (was != NULL && strcmp(state, was) != 0 && strcmp(state, "merged") == 0) {
+		snprintf(out, outlen, "%s was merged: %s is finished.\n%s", ref, session, url);
+	} else if (was != NULL && strcmp(state, was) != 0 && strcmp(state, "closed") == 0) {
+		snprintf(out, outlen, "%s was closed without merging (%s).\n%s", ref, session, url);
+	} else if (strcmp(cs, "failure") == 0) {
+		render_failing(names, sizeof(names), checks);
+		snprintf(out, outlen, "CI failed on %s (%s)%s%s\n%s", ref, session,
+			 names[0] != '\0' ? ": " : "", names, url);
+	} else if (strcmp(cs, "success") == 0 && (pcs == NULL || strcmp(pcs, "success") != 0)) {
+		snprintf(out, outlen, "CI passed on %s (%s).\n%s", ref, session, url);
+	} else {
+		return false;
+	}
+	return true;
 }

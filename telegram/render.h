@@ -57,6 +57,15 @@ void render_decision(char *out, size_t outlen, const char *behavior, const char 
  */
 int render_sessions(struct buf *out, json_object *sessions, const char *current);
 
+/*
+ * The message for a `pr` event of /events (its data: session, repo, pr, previous), or false when
+ * the change is not worth a message (checks that start running again): "CI failed on
+ * acme/widgets#12 (widgets-7): build, lint", "CI passed on …", "acme/widgets#12 was merged:
+ * widgets-7 is finished.", "… was closed without merging", "Pull request … opened", each with
+ * the pull request's URL.
+ */
+bool render_pr_event(char *out, size_t outlen, json_object *data);
+
 /* Copies a Telegram user's name (first_name, else "user <id>") cut to RENDER_NAME_MAX. */
 void render_user_name(char *out, size_t outlen, const char *first_name, long long id);
 

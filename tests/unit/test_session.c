@@ -427,6 +427,19 @@ static void full_session(struct session *s)
 	    (struct cgroup_limits){.memory_max = 2ULL << 30, .cpu_milli = 1500, .tasks_max = 1024};
 	s->port_first = 65526;
 	s->port_last = 65535;
+	s->pr.number = 12;
+	snprintf(s->pr.url, sizeof(s->pr.url),
+		 "https://github.com/cardano-foundation/socket.io/pull/12");
+	s->pr.state = SESSION_PR_MERGED;
+	s->pr.checks = SESSION_CHECKS_FAILURE;
+	s->pr.n_failing = 2;
+	snprintf(s->pr.failing[0], sizeof(s->pr.failing[0]), "build (ubuntu)");
+	snprintf(s->pr.failing[1], sizeof(s->pr.failing[1]), "lint \xc3\xa9");
+	s->cost = (struct session_cost){.usd_micros = 12345678,
+					.input_tokens = 5000000000ULL,
+					.output_tokens = 7,
+					.cache_read_tokens = 9,
+					.turns = 3};
 }
 
 static void assert_same_session(const struct session *a, const struct session *b)
@@ -464,6 +477,18 @@ static void assert_same_session(const struct session *a, const struct session *b
 	cr_assert_eq(a->limits.tasks_max, b->limits.tasks_max);
 	cr_assert_eq(a->port_first, b->port_first);
 	cr_assert_eq(a->port_last, b->port_last);
+	cr_assert_eq(a->pr.number, b->pr.number);
+	cr_assert_str_eq(a->pr.url, b->pr.url);
+	cr_assert_eq(a->pr.state, b->pr.state);
+	cr_assert_eq(a->pr.checks, b->pr.checks);
+	cr_assert_eq(a->pr.n_failing, b->pr.n_failing);
+	cr_assert_eq(a->cost.usd_micros, b->cost.usd_micros);
+	cr_assert_eq(a->cost.input_tokens, b->cost.input_tokens);
+	cr_assert_eq(a->cost.output_tokens, b->cost.output_tokens);
+	cr_assert_eq(a->cost.cache_read_tokens, b->cost.cache_read_tokens);
+	cr_assert_eq(a->cost.turns, b->cost.turns);
+	for (unsigned i = 0; i < a->pr.n_failing; i++)
+		cr_assert_str_eq(a->pr.failing[i], b->pr.failing[i]);
 	cr_assert_eq(a->state == SESSION_EXITED ? a->exit_reason : 0,
 		     b->state == SESSION_EXITED ? b->exit_reason : 0);
 	cr_assert_eq(a->state == SESSION_EXITED ? a->exit_status : 0,
@@ -534,6 +559,89 @@ Test(session, ports_in_the_api_form_and_refused_when_malformed)
 	json_object_object_add(p, "last", json_object_new_int(70000));
 	cr_assert_eq(session_from_json(&b, o, NULL), -EINVAL);
 	json_object_put(o);
+}
+
+Test(session, pr_in_the_api_form_finished_when_merged_and_checked)
+{
+	struct session a, b;
+	struct cause c = {{0}};
+	json_object *o, *p, *v;
+
+	cr_assert_eq(session_init(&a, "/code", "o", "n", 1), 0);
+	o = session_to_json(&a, false);
+	cr_assert(!json_object_object_get_ex(o, "pr", &p), "no pr before one is opened");
+	cr_assert(json_object_object_get_ex(o, "finished", &v) && !json_object_get_boolean(v));
+	json_object_put(o);
+	a.pr.number = 7;
+	snprintf(a.pr.url, sizeof(a.pr.url), "https://github.com/o/n/pull/7");
+	a.pr.state = SESSION_PR_OPEN;
+	a.pr.checks = SESSION_CHECKS_PENDING;
+	o = session_to_json(&a, false);
+	cr_assert(json_object_object_get_ex(o, "finished", &v) && !json_object_get_boolean(v),
+		  "an open pull request does not finish the session");
+	cr_assert(json_object_object_get_ex(o, "pr", &p));
+	cr_assert(json_object_object_get_ex(p, "state", &v));
+	cr_assert_str_eq(json_object_get_string(v), "open");
+	cr_assert(json_object_object_get_ex(p, "checks", &v));
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(v, "state")), "pending");
+	json_object_put(o);
+	a.pr.state = SESSION_PR_MERGED;
+	o = session_to_json(&a, false);
+	cr_assert(json_object_object_get_ex(o, "finished", &v) && json_object_get_boolean(v),
+		  "a merged pull request finishes the session");
+	json_object_put(o);
+	a.pr.state = SESSION_PR_CLOSED;
+	o = session_to_json(&a, false);
+	cr_assert(json_object_object_get_ex(o, "finished", &v) && !json_object_get_boolean(v),
+		  "a pull request closed unmerged does not");
+	json_object_put(o);
+
+	o = session_to_json(&a, true);
+	json_object_object_get_ex(o, "pr", &p);
+	json_object_object_add(p, "state", json_object_new_string("approved"));
+	cr_assert_eq(session_from_json(&b, o, &c), -EINVAL);
+	cr_assert(strstr(c.msg, "pr") != NULL, "%s", c.msg);
+	json_object_object_add(p, "state", json_object_new_string("open"));
+	json_object_object_add(p, "number", json_object_new_int(0));
+	cr_assert_eq(session_from_json(&b, o, NULL), -EINVAL, "number 0 is no pull request");
+	json_object_object_add(p, "number", json_object_new_int(7));
+	json_object_object_get_ex(p, "checks", &v);
+	json_object_object_add(v, "failing", json_object_new_string("build"));
+	cr_assert_eq(session_from_json(&b, o, NULL), -EINVAL, "failing is a list");
+	json_object_object_add(v, "failing", json_object_new_array());
+	cr_assert_eq(session_from_json(&b, o, &c), 0, "%s", c.msg);
+	json_object_put(o);
+}
+
+Test(session, cost_sums_results_exactly)
+{
+	struct session_cost c = {0};
+	json_object *r = json_tokener_parse(
+	    "{\"total_cost_usd\":0.0001,\"usage\":{\"input_tokens\":10,\"output_tokens\":5,"
+	    "\"cache_read_input_tokens\":100}}");
+	json_object *bad = json_tokener_parse(
+	    "{\"total_cost_usd\":\"1\",\"usage\":{\"input_tokens\":-3,\"output_tokens\":\"x\"}}");
+	json_object *o, *v;
+
+	for (int i = 0; i < 3; i++)
+		session_cost_add(&c, r);
+	session_cost_add(&c, bad);
+	cr_assert_eq(c.usd_micros, 300, "three times 0.0001 is exactly 0.0003");
+	cr_assert_eq(c.input_tokens, 30);
+	cr_assert_eq(c.output_tokens, 15);
+	cr_assert_eq(c.cache_read_tokens, 300);
+	cr_assert_eq(c.turns, 4, "a result without usable figures is still a turn");
+	struct session s;
+	cr_assert_eq(session_init(&s, "/code", "o", "n", 1), 0);
+	s.cost = c;
+	o = session_to_json(&s, false);
+	cr_assert(json_object_object_get_ex(o, "cost", &v));
+	cr_assert_str_eq(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN),
+			 "{\"usd\":0.0003,\"inputTokens\":30,\"outputTokens\":15,"
+			 "\"cacheReadTokens\":300,\"turns\":4}");
+	json_object_put(o);
+	json_object_put(r);
+	json_object_put(bad);
 }
 
 Test(session, json_round_trip_every_state_and_mode)
@@ -609,7 +717,7 @@ Test(session, api_form_fields_and_types)
 	cr_assert_str_eq(
 	    keys, "id,repo,issue,worktree,branch,tmuxName,state,mode,agentSessionId,"
 		  "clients,prompt,createdAt,updatedAt,rev,lastActivity,activity,activityAt,pending,"
-		  "limits,ports,");
+		  "limits,ports,pr,finished,cost,");
 	cr_assert(json_object_object_get_ex(o, "issue", &v));
 	cr_assert(json_object_is_type(v, json_type_int));
 	cr_assert_eq(json_object_get_int64(v), 2147483647);

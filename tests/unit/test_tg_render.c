@@ -160,3 +160,56 @@ Test(tg_render, sessions_waiting_first)
 	json_object_put(list);
 	buf_free(&b);
 }
+
+Test(tg_render, pr_events)
+{
+	char out[512];
+	json_object *o;
+
+	o = J("{\"session\":\"widgets-7\",\"repo\":{\"owner\":\"acme\",\"name\":\"widgets\"},"
+	      "\"pr\":{\"number\":12,\"url\":\"https://github.com/acme/widgets/pull/12\","
+	      "\"state\":\"open\",\"checks\":{\"state\":\"none\",\"failing\":[]}}}");
+	cr_assert(render_pr_event(out, sizeof(out), o));
+	cr_assert_str_eq(out, "Pull request acme/widgets#12 opened for widgets-7: "
+			      "https://github.com/acme/widgets/pull/12");
+	json_object_put(o);
+
+	o = J("{\"session\":\"widgets-7\",\"repo\":{\"owner\":\"acme\",\"name\":\"widgets\"},"
+	      "\"pr\":{\"number\":12,\"url\":\"u\",\"state\":\"open\","
+	      "\"checks\":{\"state\":\"failure\",\"failing\":[\"build\",\"lint\"]}},"
+	      "\"previous\":{\"number\":12,\"url\":\"u\",\"state\":\"open\","
+	      "\"checks\":{\"state\":\"pending\",\"failing\":[]}}}");
+	cr_assert(render_pr_event(out, sizeof(out), o));
+	cr_assert_str_eq(out, "CI failed on acme/widgets#12 (widgets-7): build, lint\nu");
+	json_object_put(o);
+
+	o = J("{\"session\":\"widgets-7\",\"repo\":{\"owner\":\"acme\",\"name\":\"widgets\"},"
+	      "\"pr\":{\"number\":12,\"url\":\"u\",\"state\":\"open\","
+	      "\"checks\":{\"state\":\"pending\",\"failing\":[]}},"
+	      "\"previous\":{\"number\":12,\"url\":\"u\",\"state\":\"open\","
+	      "\"checks\":{\"state\":\"none\",\"failing\":[]}}}");
+	cr_assert(!render_pr_event(out, sizeof(out), o), "checks that start running: no message");
+	json_object_put(o);
+
+	o = J("{\"session\":\"widgets-7\",\"repo\":{\"owner\":\"acme\",\"name\":\"widgets\"},"
+	      "\"pr\":{\"number\":12,\"url\":\"u\",\"state\":\"open\","
+	      "\"checks\":{\"state\":\"success\",\"failing\":[]}},"
+	      "\"previous\":{\"number\":12,\"url\":\"u\",\"state\":\"open\","
+	      "\"checks\":{\"state\":\"pending\",\"failing\":[]}}}");
+	cr_assert(render_pr_event(out, sizeof(out), o));
+	cr_assert_str_eq(out, "CI passed on acme/widgets#12 (widgets-7).\nu");
+	json_object_put(o);
+
+	o = J("{\"session\":\"widgets-7\",\"repo\":{\"owner\":\"acme\",\"name\":\"widgets\"},"
+	      "\"pr\":{\"number\":12,\"url\":\"u\",\"state\":\"merged\","
+	      "\"checks\":{\"state\":\"success\",\"failing\":[]}},"
+	      "\"previous\":{\"number\":12,\"url\":\"u\",\"state\":\"open\","
+	      "\"checks\":{\"state\":\"success\",\"failing\":[]}}}");
+	cr_assert(render_pr_event(out, sizeof(out), o));
+	cr_assert_str_eq(out, "acme/widgets#12 was merged: widgets-7 is finished.\nu");
+	json_object_put(o);
+
+	o = J("{\"session\":\"widgets-7\"}");
+	cr_assert(!render_pr_event(out, sizeof(out), o), "no pr: no message");
+	json_object_put(o);
+}

@@ -21,6 +21,7 @@ let selected = null; // session id shown on the right
 let view = null; // {key, kind: "terminal"|"conversation", obj}
 let busyMode = false;
 let whoami = null; // GET /whoami's answer, once known
+let busyPr = false; // a POST /sessions/<id>/pr is under way
 let showChanges = false; // the Changes view stands in for the terminal or conversation
 let changes = null; // its ChangesView while shown
 let changesActivity = null; // the selected session's activity when the view last looked
@@ -62,7 +63,46 @@ function badges(s) {
   else if (s.state === "creating") out.push(el("span", "badge state", "creating"));
   // No agent runs yet while creating: its stored activity (idle) would say one waits for a prompt.
   if (s.activity && s.state !== "failed" && s.state !== "creating") out.push(el("span", "badge " + s.activity, s.activity));
+  // The pull request (POST /sessions/<id>/pr) and its checks, as agentd-api's poller last saw them.
+  if (s.pr) {
+    out.push(el("span", "badge pr-" + s.pr.state, "PR #" + s.pr.number + " " + s.pr.state));
+    const c = s.pr.checks && s.pr.checks.state;
+    if (c && c !== "none") out.push(el("span", "badge ci-" + c, "CI " + c));
+  }
   return out;
+}
+
+/** The detail's pull-request button and link: "Pull request" opens one, then the link shows it. */
+function renderPr(s) {
+  const b = $("d-pr");
+  const a = $("d-pr-link");
+  b.hidden = !!s.pr;
+  b.disabled = busyPr;
+  b.textContent = busyPr ? "pushing…" : "Pull request";
+  a.hidden = !s.pr;
+  if (!s.pr) return;
+  const failing = (s.pr.checks && s.pr.checks.failing) || [];
+  a.href = s.pr.url;
+  a.textContent = repoOf(s) + "#" + s.pr.number + " (" + s.pr.state +
+    (s.pr.checks && s.pr.checks.state !== "none" ? ", CI " + s.pr.checks.state : "") +
+    (failing.length ? ": " + failing.join(", ") : "") + ")" + (s.finished ? " · finished" : "");
+}
+
+async function openPr() {
+  if (!isAdmin() || busyPr) return;
+  const id = selected;
+  busyPr = true;
+  renderDetail();
+  try {
+    const answer = await api("POST", sessionPath(id, "/pr"), {});
+    say(id + ": pull request #" + answer.pr.number + " " + answer.pr.state, true);
+    live.upsert(answer);
+  } catch (e) {
+    say(id + ": no pull request: " + e.message, false);
+  } finally {
+    busyPr = false;
+    renderDetail();
+  }
 }
 
 // ---- the list ------------------------------------------------------------------------------
@@ -232,6 +272,7 @@ function renderDetail() {
     (s.clients || 0) + " terminal client" + (s.clients === 1 ? "" : "s"),
     s.lastActivity ? "last activity " + ago(s.lastActivity) : ""].filter(Boolean).join(" · ");
   syncChanges(s);
+  renderPr(s);
   const other = s.mode === "structured" ? "terminal" : "structured";
   $("d-mode").hidden = false;
   $("d-mode").textContent = busyMode ? "restarting…" : "Switch to " + other;
@@ -576,6 +617,7 @@ async function main() {
   $("prompt-text").placeholder = matchMedia("(pointer: coarse)").matches ? "Message the agent" : "Message the agent (Ctrl+Enter sends)";
   $("d-mode").addEventListener("click", switchMode);
   $("d-delete").addEventListener("click", removeSession);
+  $("d-pr").addEventListener("click", openPr);
   $("back").addEventListener("click", () => (location.hash = "#/"));
   $("d-changes").addEventListener("click", () => {
     showChanges = !showChanges;
