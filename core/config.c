@@ -1,6 +1,9 @@
 #include "config.h"
 
 #include "cageuid.h"
+#include "policy.h"
+
+#include <json-c/json.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -139,6 +142,49 @@ static const char *config_check_port(const char *v)
 		   : NULL;
 }
 
+static const char *config_check_restart(const char *v)
+{
+	enum policy_restart r;
+
+	return policy_restart_parse(v, &r) < 0 ? "must be no, on-failure or always" : NULL;
+}
+
+static const char *config_check_duration(const char *v)
+{
+	int64_t secs;
+
+	return v[0] != '\0' && policy_parse_duration(v, &secs) < 0
+		   ? "must be empty (none) or a duration such as 90s, 30m, 2h or 1d"
+		   : NULL;
+}
+
+/* argv as a JSON array of 1 to POLICY_SETUP_ARGV_MAX strings, the first an absolute path: no
+ * shell reads it. */
+static const char *config_check_setup(const char *v)
+{
+	const char *why = NULL;
+	json_object *a;
+	size_t n;
+
+	if (v[0] == '\0')
+		return NULL;
+	a = json_tokener_parse(v);
+	if (a == NULL || !json_object_is_type(a, json_type_array) ||
+	    (n = json_object_array_length(a)) == 0 || n > POLICY_SETUP_ARGV_MAX)
+		why = "must be a JSON array of 1 to 64 strings (argv; no shell)";
+	for (size_t i = 0; why == NULL && i < n; i++) {
+		json_object *w = json_object_array_get_idx(a, i);
+
+		if (!json_object_is_type(w, json_type_string) ||
+		    strlen(json_object_get_string(w)) != (size_t)json_object_get_string_len(w))
+			why = "must hold strings only, without NUL";
+		else if (i == 0 && json_object_get_string(w)[0] != '/')
+			why = "must start with an absolute path";
+	}
+	json_object_put(a);
+	return why;
+}
+
 int config_port_base(const struct config *cfg)
 {
 	return config_check_port(cfg->port_base) == NULL ? atoi(cfg->port_base) : 0;
@@ -190,6 +236,15 @@ static const struct config_key config_keys[] = {
     STR_KEY_CHECKED("AGENTD_PORT_BASE", port_base, config_check_port),
     /* A dev server, its tests and a debugger fit in a few; 1000 keeps 60 sessions apart. */
     INT_KEY("AGENTD_PORT_SPAN", port_span, 1, 1000),
+    STR_KEY_CHECKED("AGENTD_RESTART_POLICY", restart_policy, config_check_restart),
+    INT_KEY("AGENTD_MAX_RESTARTS", max_restarts, 0, POLICY_MAX_RESTARTS_MAX),
+    /* An hour: a first wait longer than that is no restart policy any more. */
+    INT_KEY("AGENTD_RESTART_BACKOFF_MS", restart_backoff_ms, 1, 3600000),
+    STR_KEY_CHECKED("AGENTD_SESSION_TIMEOUT", session_timeout, config_check_duration),
+    /* An hour: an agent that needs longer to write its transcript is stuck. */
+    INT_KEY("AGENTD_STOP_GRACE", stop_grace, 0, 3600),
+    STR_KEY_CHECKED("AGENTD_SETUP_COMMAND", setup_command, config_check_setup),
+    STR_KEY_CHECKED("AGENTD_SETUP_DIR", setup_dir, config_check_home),
 };
 
 void config_defaults(struct config *cfg)
@@ -205,6 +260,10 @@ void config_defaults(struct config *cfg)
 	snprintf(cfg->agent_env, sizeof(cfg->agent_env), "%s", CONFIG_DEFAULT_AGENT_ENV);
 	cfg->max_sessions = 16;
 	cfg->port_span = 10;
+	snprintf(cfg->restart_policy, sizeof(cfg->restart_policy), "on-failure");
+	cfg->max_restarts = 5;
+	cfg->restart_backoff_ms = 3000; /* the agentd seed's 3 s */
+	cfg->stop_grace = 30;           /* the agentd seed's: claude finishes its transcript */
 	cfg->permission_timeout = 600;
 	cfg->terminal_permission_wait = 600;
 	snprintf(cfg->tmux, sizeof(cfg->tmux), "tmux");

@@ -80,6 +80,16 @@ struct config {
 	 * AGENTD_PORT_SPAN ports from AGENTD_PORT_BASE on, one range per session. */
 	char port_base[8]; /* AGENTD_PORT_BASE: a port, "" = off */
 	int port_span;     /* AGENTD_PORT_SPAN */
+
+	/* Policies (core/policy.h): what a session gets when its POST does not say, how long the
+	 * daemon waits for an interrupted agent, and the setup command of a new worktree. */
+	char restart_policy[16];  /* AGENTD_RESTART_POLICY: no, on-failure, always */
+	int max_restarts;         /* AGENTD_MAX_RESTARTS */
+	int restart_backoff_ms;   /* AGENTD_RESTART_BACKOFF_MS: the first wait */
+	char session_timeout[24]; /* AGENTD_SESSION_TIMEOUT: a duration, "" = none */
+	int stop_grace;           /* AGENTD_STOP_GRACE: seconds from interrupt to kill */
+	char setup_command[CONFIG_VALUE_MAX]; /* AGENTD_SETUP_COMMAND: argv as a JSON array */
+	char setup_dir[CONFIG_PATH_MAX];      /* AGENTD_SETUP_DIR: <dir>/<owner>/<name> programs */
 };
 
 /* AGENTD_PORT_BASE as a number, 0 when off. */

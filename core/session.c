@@ -317,6 +317,8 @@ static const char *const session_exit_reason_names[] = {
     [SESSION_EXIT_SIGNAL] = "signal",
     [SESSION_EXIT_OOM] = "oom",
     [SESSION_EXIT_UNKNOWN] = "unknown",
+    [SESSION_EXIT_RESTART_LIMIT] = "restart_limit",
+    [SESSION_EXIT_TIMEOUT] = "timeout",
 };
 
 const char *session_exit_reason_name(enum session_exit_reason r)
@@ -509,6 +511,7 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 		json_object_object_add(ports, "last", json_object_new_int(s->port_last));
 		json_object_object_add(o, "ports", ports);
 	}
+	policy_to_json(&s->policy, o, for_disk);
 	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
 		json_object_object_add(o, "launch", json_object_new_int64(s->launch));
@@ -833,7 +836,8 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 		return r;
 	if ((r = session_exit_from_json(s, obj, cause)) < 0 ||
 	    (r = session_limits_from_json(s, obj, cause)) < 0 ||
-	    (r = session_ports_from_json(s, obj, cause)) < 0)
+	    (r = session_ports_from_json(s, obj, cause)) < 0 ||
+	    (r = policy_from_json(&s->policy, obj, cause)) < 0)
 		return r;
 	return session_attention_from_json(s, obj, cause);
 }
