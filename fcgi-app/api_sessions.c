@@ -7,6 +7,7 @@
 #include "log.h"
 #include "router.h"
 #include "sessioncg.h"
+#include "stop.h"
 #include "worktree.h"
 
 #include <errno.h>
@@ -346,6 +347,7 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	struct session *s = NULL;
 	char force[8];
 	json_object *answer;
+	bool running;
 	int fd = -1, r;
 
 	if (!api_check_id(req, args[0]))
@@ -358,9 +360,15 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	}
 	if ((fd = api_session_lock(app, req, args[0], &s)) < 0)
 		goto out;
+	running = s->state == SESSION_RUNNING || s->state == SESSION_ATTACHED;
 	s->state = SESSION_STOPPING;
 	snprintf(s->by, sizeof(s->by), "%s", req->by);
 	store_write(&app->store, s, NULL);
+	/* Gracefully: claude finishes its transcript before its tmux session goes. This request
+	 * waits for it (its answer says what became of the worktree, which the agent may still
+	 * write); an agent that obeys the interrupt takes a moment, one that does not the grace. */
+	if (running && (r = stop_agent(app, s, &cause)) < 0 && r != -ENOENT && r != -EPERM)
+		log_warn("session %s: cannot stop its agent gracefully: %s", s->id, cause.msg);
 	/* A tmux session of that name that carries another session's id is not this session's:
 	 * it is left alone, and this session is deleted as one whose tmux session is gone. */
 	r = tmux_kill_session(&app->tmux, s->tmux_name, s->id, &cause);
