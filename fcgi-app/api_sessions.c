@@ -5,6 +5,7 @@
 #include "create.h"
 #include "gitrepo.h"
 #include "log.h"
+#include "policies.h"
 #include "router.h"
 #include "sessioncg.h"
 #include "stop.h"
@@ -101,6 +102,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 		/* Its tmux session and worktree are there: only claude starts again. It keeps the
 		 * slot it holds, so the limit is not checked. */
 		snprintf(old.by, sizeof(old.by), "%s", req->by);
+		policies_started(&old); /* a person's restart: the policy's count starts over */
 		if (create_respawn(app, &old, old.mode, &cause) < 0) {
 			request_error(req, 500, "restart_failed", "cannot restart %s: %s", old.id,
 				      cause.msg);
@@ -186,6 +188,8 @@ static void api_sessions_create(const struct app *app, struct request *req,
 				const char *const args[ROUTER_MAX_ARGS])
 {
 	struct cgroup_limits max = sessioncg_max(app->cfg);
+	struct policy_defaults defaults = policies_defaults(app->cfg);
+	struct session_policy policy;
 	struct cause cause = {{0}};
 	struct session_create in;
 	struct cgroup_limits limits;
@@ -196,7 +200,8 @@ static void api_sessions_create(const struct app *app, struct request *req,
 	if ((root = request_json_body(req, APP_BODY_MAX, API_JSON_DEPTH)) == NULL)
 		return;
 	if (session_parse_create(root, &in, &cause) < 0 ||
-	    session_parse_limits(root, &max, &limits, &cause) < 0) {
+	    session_parse_limits(root, &max, &limits, &cause) < 0 ||
+	    policy_parse_create(root, &defaults, &policy, &cause) < 0) {
 		request_error(req, 400, "invalid_request", "%s", cause.msg);
 		goto out;
 	}
@@ -207,6 +212,8 @@ static void api_sessions_create(const struct app *app, struct request *req,
 	}
 	s->mode = in.mode;
 	s->limits = limits;
+	s->policy = policy;
+	policies_started(s);
 	if (in.prompt != NULL)
 		snprintf(s->prompt, sizeof(s->prompt), "%s", in.prompt);
 	else if (session_render_prompt(app->cfg->prompt, in.owner, in.name, in.issue, s->prompt,

@@ -5,6 +5,7 @@
 #include "gitrepo.h"
 #include "isotime.h"
 #include "log.h"
+#include "policies.h"
 #include "sessioncg.h"
 
 #include <errno.h>
@@ -231,11 +232,12 @@ static bool recovery_fix_record(const struct app *app, struct session *s,
 }
 
 static void recovery_record(const struct app *app, const char *id, const struct tmux_info *ti,
-			    int *gone)
+			    int *gone, int64_t *wake_ms)
 {
 	struct session *s = malloc(sizeof(*s)), *before = malloc(sizeof(*before));
 	struct tmux_info *now = malloc(sizeof(*now));
 	struct cause cause = {{0}};
+	bool changed;
 	/* May create the record from tmux; store_unlock_session drops the lock file if not. */
 	int fd = s != NULL && before != NULL && now != NULL ? store_lock_create(&app->store, id)
 							    : -ENOMEM;
@@ -263,9 +265,8 @@ static void recovery_record(const struct app *app, const char *id, const struct 
 	if (r < 0)
 		goto out;
 	*before = *s;
-	if (!recovery_fix_record(app, s, ti, gone))
-		goto out;
-	if (s->state != before->state) {
+	changed = recovery_fix_record(app, s, ti, gone);
+	if (changed && s->state != before->state) {
 		/* The tmux list is older than the lock: a DELETE, a restart or a mode switch may
 		 * have acted since. The state is decided on what tmux says now. */
 		int has = tmux_pane_state(&app->tmux, before->tmux_name, now);
@@ -278,9 +279,13 @@ static void recovery_record(const struct app *app, const char *id, const struct 
 		*s = *before;
 		if (has == 1)
 			now->activity = ti != NULL ? ti->activity : 0;
-		if (!recovery_fix_record(app, s, has == 1 ? now : NULL, gone))
-			goto out;
+		changed = recovery_fix_record(app, s, has == 1 ? now : NULL, gone);
 	}
+	/* Restarts and timeouts (policies.h), decided on the state just found. */
+	if (policies_apply(app, s, before, wake_ms))
+		changed = true;
+	if (!changed)
+		goto out;
 	if (store_write(&app->store, s, &cause) < 0) {
 		log_warn("session %s: cannot write its record: %s", id, cause.msg);
 		goto out;
@@ -310,11 +315,14 @@ static const char *recovery_tmux_id(const struct tmux_info *ti)
 
 int recovery_run(const struct app *app, struct cause *cause)
 {
-	return recovery_pass(app, NULL, NULL, cause);
+	return recovery_pass(app, NULL, NULL, NULL, cause);
 }
 
-int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, struct cause *cause)
+int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, int64_t *wake_ms,
+		  struct cause *cause)
 {
+	int64_t wake = 0;
+
 	struct tmux_info *ti = NULL;
 	struct session *recs = NULL;
 	size_t nt = 0, nr = 0;
@@ -331,7 +339,7 @@ int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, str
 		const char *id = recovery_tmux_id(&ti[i]);
 
 		if (id != NULL)
-			recovery_record(app, id, &ti[i], &gone);
+			recovery_record(app, id, &ti[i], &gone, &wake);
 	}
 	r = store_list(&app->store, &recs, &nr);
 	if (r < 0) {
@@ -340,11 +348,13 @@ int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, str
 	}
 	for (size_t i = 0; i < nr; i++)
 		if (recovery_find_tmux(ti, nt, recs[i].tmux_name, recs[i].id) == NULL)
-			recovery_record(app, recs[i].id, NULL, &gone);
+			recovery_record(app, recs[i].id, NULL, &gone, &wake);
 out:
 	/* Records may have been removed by hand: the list view must not outlive them. */
 	store_rebuild_view(&app->store);
 	free(recs);
+	if (wake_ms != NULL)
+		*wake_ms = wake;
 	if (list != NULL) {
 		*list = ti;
 		*n = nt;

@@ -111,6 +111,9 @@ export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
 # Sessions are not caged in the tests unless a test asks (test_cages.sh: AGENTD_CAGE=auto):
 # the other tests look into the agent's shared HOME and their fakes write where a cage hides.
 export AGENTD_CAGE=${AGENTD_CAGE:-off}
+# Agents that end stay ended unless a test asks for a restart policy (test_policies.sh): the
+# other tests judge an exited session as the agent left it.
+export AGENTD_RESTART_POLICY=${AGENTD_RESTART_POLICY:-no}
 
 # The sessions' cgroups of this script's stacks go under a parent of its own (stacks side by side
 # never share one), which cleanup removes with everything left in it.

@@ -17,6 +17,41 @@ running() { [ -e "/proc/$1" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null
 # signals_of PID: the SIGINT lines the fake claude PID wrote ("" when none).
 signals_of() { cat "$T/home/fake-claude/$1.signals" 2>/dev/null; }
 
+# transcript ID: gives claude a transcript of the session's conversation (as the real CLI would
+# have written), so that a restart resumes it. Prints the agentSessionId.
+transcript() {
+	local wt asid dir
+	api GET "/sessions/$1"
+	wt=$(jq -r .worktree <<<"$BODY")
+	asid=$(jq -r .agentSessionId <<<"$BODY")
+	dir=$T/home/.claude/projects/$(printf '%s' "$wt" | tr '/.' '--')
+	as_agent mkdir -p "$dir" && as_agent sh -c "echo '{}' >'$dir/$asid.jsonl'"
+	echo "$asid"
+}
+
+# started_ms PID: when the fake claude PID started (unix ms), from its record.
+started_ms() { jq -r '.started * 1000 | floor' "$T/home/fake-claude/$1.json"; }
+
+# new_pane TMUXNAME OLDPID: waits until the pane runs a fake claude other than OLDPID; prints it.
+new_pane() {
+	local deadline=$((SECONDS + 15)) pid
+	while [ $SECONDS -lt $deadline ]; do
+		pid=$(pane_pid "$1")
+		if [ -n "$pid" ] && [ "$pid" != "$2" ] && [ -f "$T/home/fake-claude/$pid.json" ]; then
+			echo "$pid"
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# create_with ISSUE JSON: POST /sessions for acme/widgets#ISSUE with the fields of JSON added.
+create_with() {
+	api POST /sessions "$(jq -cn --argjson i "$1" --argjson x "$2" \
+		'{repo: {owner: "acme", name: "widgets"}, issue: $i} + $x')"
+}
+
 # type_in TMUXNAME TEXT: a line typed into the fake claude of the pane.
 type_in() { tmx send-keys -t "=$1:" "$2" Enter; }
 
@@ -26,7 +61,9 @@ wait_ready() {
 }
 
 make_remote acme widgets
-start_stack AGENTD_STOP_GRACE=$GRACE AGENTD_RESTART_POLICY=no || exit 1
+BACKOFF=400
+start_stack AGENTD_STOP_GRACE=$GRACE AGENTD_RESTART_POLICY=on-failure AGENTD_MAX_RESTARTS=2 \
+	AGENTD_RESTART_BACKOFF_MS=$BACKOFF || exit 1
 
 # --- DELETE interrupts the agent, which ends at once ---------------------------------------------
 create acme widgets 1
@@ -77,3 +114,110 @@ assert_status "widgets-3 to structured: 200" 200
 assert_match "the mode switch sent SIGINT to the terminal agent" '^SIGINT ' "$(signals_of "$P3")"
 api DELETE /sessions/widgets-3
 assert_status "DELETE widgets-3: 200" 200
+
+# --- on-failure: a crash is resumed after the backoff, counted; restart_limit after maxRestarts ----
+create acme widgets 4
+assert_status "create widgets-4: 201" 201
+assert_json "its policy is the configuration's" '[.restart, .maxRestarts, .restarts]' \
+	'["on-failure",2,0]'
+assert_state "widgets-4 runs" widgets-4 running 30
+P=$(pane_pid widgets-4)
+claude_record widgets-4 10 >/dev/null || fail "the fake claude of widgets-4 started"
+wait_ready widgets-4
+ASID=$(transcript widgets-4)
+T0=$(now_ms)
+type_in widgets-4 "/exit 3"
+if NP=$(new_pane widgets-4 "$P"); then
+	pass "an agent that exits 3 is started again in its tmux session"
+	REC=$(cat "$T/home/fake-claude/$NP.json")
+	assert_jq "... with --resume=<agentSessionId>" "any(.argv[]; . == \"--resume=$ASID\")" "$REC"
+	assert_json "... in the same worktree" .cwd "\"$T/code/widgets-issue-4\"" "$REC"
+	D=$(($(started_ms "$NP") - T0))
+	if [ "$D" -ge "$BACKOFF" ]; then pass "... after the backoff ($D ms)"; else fail "... after the backoff" "after $D ms, backoff $BACKOFF"; fi
+	wait_activity widgets-4 '.state == "running" and .restarts == 1' 10
+	assert_json "running, restarts 1" '[.state, .restarts]' '["running",1]'
+else
+	fail "an agent that exits 3 is started again in its tmux session" "$(tmx capture-pane -p -t '=widgets-4:' | tail -5)"
+fi
+P=$(pane_pid widgets-4)
+wait_ready widgets-4
+T0=$(now_ms)
+type_in widgets-4 "/signal 11"
+if NP=$(new_pane widgets-4 "$P"); then
+	pass "an agent killed by SIGSEGV is started again"
+	D=$(($(started_ms "$NP") - T0))
+	if [ "$D" -ge $((2 * BACKOFF)) ]; then pass "... after twice the backoff ($D ms)"; else fail "... after twice the backoff" "after $D ms"; fi
+	wait_activity widgets-4 '.state == "running" and .restarts == 2' 10
+	assert_json "running, restarts 2" '[.state, .restarts]' '["running",2]'
+else
+	fail "an agent killed by SIGSEGV is started again" "$(tmx capture-pane -p -t '=widgets-4:' | tail -5)"
+fi
+api GET /metrics
+assert_match "agentd_session_restarts counts them" 'agentd_session_restarts\{session="widgets-4"\} 2' "$BODY"
+OUT=$(AGENTD_URL=$BASE_URL AGENTD_TOKEN=$AGENTD_TEST_TOKEN HOME=$T/ctlhome "$BUILD_DIR/agentctl/agentctl" ls 2>&1)
+assert_match "agentctl ls has a RESTARTS column" '^ID +STATE .* +RESTARTS$' "$(head -n 1 <<<"$OUT")"
+assert_match "... showing widgets-4's 2" '^widgets-4 +running .* 2$' "$(grep '^widgets-4 ' <<<"$OUT")"
+P=$(pane_pid widgets-4)
+wait_ready widgets-4
+type_in widgets-4 "/exit 4"
+assert_state "a third crash: exited" widgets-4 exited 10
+assert_json "... with exitReason restart_limit, its status kept" \
+	'[.exitReason, .exitStatus, .restarts, has("restartAt")]' '["restart_limit",4,2,false]'
+sleep $((BACKOFF * 4 / 1000 + 1))
+get_session widgets-4
+assert_json "... and it stays exited" '[.state, .restarts]' '["exited",2]'
+assert_eq "... no new agent in its pane" "$P" "$(pane_pid widgets-4)"
+# A person's restart starts the count over.
+create acme widgets 4
+assert_status "POST /sessions restarts it: 201" 201
+assert_json "... running, restarts 0" '[.state, .restarts]' '["running",0]'
+
+# --- "no" stays exited; "always" restarts after exit 0 -------------------------------------------
+create_with 5 '{"restart":"no"}'
+assert_status "create widgets-5 with restart no: 201" 201
+assert_json "its policy" .restart '"no"'
+assert_state "widgets-5 runs" widgets-5 running 30
+P=$(pane_pid widgets-5)
+wait_ready widgets-5
+type_in widgets-5 "/exit 3"
+assert_state "restart no: exited" widgets-5 exited 10
+sleep $((BACKOFF * 2 / 1000 + 1))
+get_session widgets-5
+assert_json "... and stays so, exitReason exit" '[.state, .exitReason, .restarts]' '["exited","exit",0]'
+assert_eq "... no new agent in its pane" "$P" "$(pane_pid widgets-5)"
+
+create_with 6 '{"restart":"always","maxRestarts":1}'
+assert_status "create widgets-6 with restart always: 201" 201
+assert_state "widgets-6 runs" widgets-6 running 30
+P=$(pane_pid widgets-6)
+wait_ready widgets-6
+type_in widgets-6 "/exit 0"
+if NP=$(new_pane widgets-6 "$P"); then pass "always: an agent that exits 0 is started again"; else fail "always: an agent that exits 0 is started again"; fi
+wait_activity widgets-6 '.restarts == 1' 10
+assert_json "... counted" '[.state, .restarts]' '["running",1]'
+
+# --- the counter and the next attempt's time survive a restart of the daemons --------------------
+create_with 7 '{"maxRestarts":3}'
+assert_state "widgets-7 runs" widgets-7 running 30
+P=$(pane_pid widgets-7)
+wait_ready widgets-7
+stop_stack
+type_in widgets-7 "/exit 5"
+start_stack || exit 1
+if NP=$(new_pane widgets-7 "$P"); then pass "a crash while agentd-api was down is restarted once it runs"; else fail "a crash while agentd-api was down is restarted once it runs"; fi
+wait_activity widgets-7 '.restarts == 1' 10
+assert_json "... counted" '[.state, .restarts]' '["running",1]'
+P=$(pane_pid widgets-7)
+wait_ready widgets-7
+stop_stack
+start_stack AGENTD_STOP_GRACE=$GRACE AGENTD_RESTART_POLICY=on-failure AGENTD_MAX_RESTARTS=2 \
+	AGENTD_RESTART_BACKOFF_MS=60000 || exit 1
+get_session widgets-7
+assert_json "after a restart of the daemons: restarts 1 kept" .restarts 1
+type_in widgets-7 "/exit 6"
+wait_activity widgets-7 '.state == "exited" and has("restartAt")' 10
+assert_json "a crash with a long backoff: exited, restartAt set" '[.state, .restarts]' '["exited",1]'
+RA=$(jq -r .restartAt <<<"$BODY")
+restart_stack || exit 1
+get_session widgets-7
+assert_json "after a restart of the daemons: the same restartAt" '[.state, .restartAt]' "[\"exited\",\"$RA\"]"
