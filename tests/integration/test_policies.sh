@@ -211,7 +211,9 @@ P=$(pane_pid widgets-7)
 wait_ready widgets-7
 stop_stack
 start_stack AGENTD_STOP_GRACE=$GRACE AGENTD_RESTART_POLICY=on-failure AGENTD_MAX_RESTARTS=2 \
-	AGENTD_RESTART_BACKOFF_MS=60000 || exit 1
+	AGENTD_RESTART_BACKOFF_MS=60000 AGENTD_SESSION_TIMEOUT=1h || exit 1
+create acme widgets 10
+assert_json "AGENTD_SESSION_TIMEOUT is a new session's timeout" .timeout 3600
 get_session widgets-7
 assert_json "after a restart of the daemons: restarts 1 kept" .restarts 1
 type_in widgets-7 "/exit 6"
@@ -221,3 +223,32 @@ RA=$(jq -r .restartAt <<<"$BODY")
 restart_stack || exit 1
 get_session widgets-7
 assert_json "after a restart of the daemons: the same restartAt" '[.state, .restartAt]' "[\"exited\",\"$RA\"]"
+
+# --- timeout: stopped gracefully, exitReason timeout, never restarted ----------------------------
+create_with 8 '{"timeout":"3s"}'
+assert_status "create widgets-8 with timeout 3s: 201" 201
+assert_json "its timeout in seconds, and when" '[.timeout, (.timeoutAt | test("^[0-9-]+T[0-9:]+Z$"))]' '[3,true]'
+assert_state "widgets-8 runs" widgets-8 running 30
+P=$(pane_pid widgets-8)
+claude_record widgets-8 10 >/dev/null
+wait_state widgets-8 exited 15
+assert_json "past its timeout: exited, exitReason timeout" '[.state, .exitReason]' '["exited","timeout"]'
+assert_match "... after an interrupt" '^SIGINT ' "$(signals_of "$P")"
+sleep $((BACKOFF * 2 / 1000 + 1))
+get_session widgets-8
+assert_json "... and not restarted (on-failure)" '[.state, .restarts]' '["exited",0]'
+assert_eq "... no new agent in its pane" "$P" "$(pane_pid widgets-8)"
+
+create_with 9 '{"timeout":3}'
+assert_status "create widgets-9 with timeout 3 (seconds): 201" 201
+assert_state "widgets-9 runs" widgets-9 running 30
+P=$(pane_pid widgets-9)
+wait_ready widgets-9
+type_in widgets-9 /ignore-int
+wait_state widgets-9 exited 20
+assert_json "a stubborn agent past its timeout: killed after the grace" \
+	'[.state, .exitReason, .exitSignal]' '["exited","timeout","SIGKILL"]'
+assert_match "... after an interrupt" '^SIGINT ' "$(signals_of "$P")"
+api POST /sessions '{"repo":{"owner":"acme","name":"widgets"},"issue":1,"timeout":"2 h"}'
+assert_status "a timeout that is no duration: 400" 400
+assert_match "... naming the field" 'timeout' "$(jq -r .error <<<"$BODY")"
