@@ -14,6 +14,13 @@ static const char *const policy_restart_names[] = {
     [POLICY_RESTART_ALWAYS] = "always",
 };
 
+static const char *const policy_setup_names[] = {
+    [POLICY_SETUP_NONE] = "",
+    [POLICY_SETUP_RUNNING] = "running",
+    [POLICY_SETUP_OK] = "ok",
+    [POLICY_SETUP_FAILED] = "failed",
+};
+
 int policy_restart_parse(const char *s, enum policy_restart *out)
 {
 	for (size_t i = POLICY_RESTART_NO;
@@ -161,6 +168,19 @@ void policy_to_json(const struct session_policy *p, json_object *o, bool for_dis
 		json_object_object_add(o, "timeout", json_object_new_int64(p->timeout));
 	if (p->timeout_at != 0)
 		policy_add_time(o, "timeoutAt", p->timeout_at);
+	if (p->setup != POLICY_SETUP_NONE) {
+		json_object *su = json_object_new_object();
+
+		json_object_object_add(su, "status",
+				       json_object_new_string(policy_setup_names[p->setup]));
+		if (p->setup != POLICY_SETUP_RUNNING) {
+			json_object_object_add(su, "exitStatus",
+					       json_object_new_int(p->setup_exit));
+			json_object_object_add(su, "output",
+					       json_object_new_string(p->setup_output));
+		}
+		json_object_object_add(o, "setup", su);
+	}
 	if (for_disk) {
 		if (p->stop_at_ms != 0)
 			json_object_object_add(o, "stopAt", json_object_new_int64(p->stop_at_ms));
@@ -197,6 +217,40 @@ static bool policy_time_from_json(json_object *o, const char *key, bool ms, int6
 		   : isotime_parse(json_object_get_string(v), out)) == 0;
 }
 
+/* The optional "setup" object of a record. */
+static int policy_setup_from_json(struct session_policy *p, json_object *o, struct cause *cause)
+{
+	json_object *su, *v;
+	size_t i = POLICY_SETUP_RUNNING;
+
+	if (!json_object_object_get_ex(o, "setup", &su))
+		return 0;
+	if (!json_object_is_type(su, json_type_object) ||
+	    !json_object_object_get_ex(su, "status", &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return cause_fail(cause, EINVAL, "field setup is not {status, exitStatus, output}");
+	while (i < sizeof(policy_setup_names) / sizeof(policy_setup_names[0]) &&
+	       strcmp(json_object_get_string(v), policy_setup_names[i]) != 0)
+		i++;
+	if (i == sizeof(policy_setup_names) / sizeof(policy_setup_names[0]))
+		return cause_fail(cause, EINVAL, "field setup.status is not a setup status");
+	p->setup = (enum policy_setup)i;
+	if (json_object_object_get_ex(su, "exitStatus", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
+		    json_object_get_int64(v) > 255)
+			return cause_fail(cause, EINVAL, "field setup.exitStatus is not 0..255");
+		p->setup_exit = json_object_get_int(v);
+	}
+	if (json_object_object_get_ex(su, "output", &v)) {
+		if (!json_object_is_type(v, json_type_string) ||
+		    (size_t)json_object_get_string_len(v) >= sizeof(p->setup_output))
+			return cause_fail(cause, EINVAL, "field setup.output is not a short text");
+		memcpy(p->setup_output, json_object_get_string(v),
+		       (size_t)json_object_get_string_len(v) + 1);
+	}
+	return 0;
+}
+
 int policy_from_json(struct session_policy *p, json_object *o, struct cause *cause)
 {
 	json_object *v;
@@ -226,5 +280,5 @@ int policy_from_json(struct session_policy *p, json_object *o, struct cause *cau
 			return cause_fail(cause, EINVAL, "field setupDone is not a boolean");
 		p->setup_done = json_object_get_boolean(v);
 	}
-	return 0;
+	return policy_setup_from_json(p, o, cause);
 }

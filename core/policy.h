@@ -33,15 +33,23 @@ enum policy_restart {
 	POLICY_RESTART_ALWAYS,     /* also after exit 0 */
 };
 
+/* The setup command of a new worktree: not run (none configured), running, done, failed. */
+enum policy_setup { POLICY_SETUP_NONE, POLICY_SETUP_RUNNING, POLICY_SETUP_OK, POLICY_SETUP_FAILED };
+#define POLICY_SETUP_LINES  10   /* the last lines of its output kept */
+#define POLICY_SETUP_OUTPUT 1024 /* at most these bytes of them (the tail) */
+
 struct session_policy {
 	enum policy_restart restart;
-	int max_restarts;      /* with restart set: how many restarts before restart_limit */
-	uint32_t restarts;     /* restarts by the policy since the last start by a person */
-	int64_t restart_at_ms; /* unix ms of the next restart; 0: none due */
-	int64_t timeout;       /* seconds the session may run; 0: no timeout */
-	int64_t timeout_at;    /* unix seconds when it is stopped; 0: none */
-	int64_t stop_at_ms;    /* disk only: unix ms a graceful stop for the timeout was asked */
-	bool setup_done;       /* disk only: the setup command ran in this worktree */
+	int max_restarts;        /* with restart set: how many restarts before restart_limit */
+	uint32_t restarts;       /* restarts by the policy since the last start by a person */
+	int64_t restart_at_ms;   /* unix ms of the next restart; 0: none due */
+	int64_t timeout;         /* seconds the session may run; 0: no timeout */
+	int64_t timeout_at;      /* unix seconds when it is stopped; 0: none */
+	int64_t stop_at_ms;      /* disk only: unix ms a graceful stop for the timeout was asked */
+	bool setup_done;         /* disk only: the setup command ran in this worktree */
+	enum policy_setup setup; /* the setup command's progress ("setup") */
+	int setup_exit;          /* its exit status (128 + N: signal N) */
+	char setup_output[POLICY_SETUP_OUTPUT]; /* its last lines ("" while it runs) */
 };
 
 /* The defaults of a new session (AGENTD_RESTART_POLICY, AGENTD_MAX_RESTARTS,

@@ -793,3 +793,24 @@ int tmux_pane_state(const struct tmux *t, const char *name, struct tmux_info *ou
 	out->meta.id[strcspn(out->meta.id, "\n")] = '\0';
 	return 1;
 }
+
+int tmux_capture(const struct tmux *t, const char *name, const char *id, int history, char *out,
+		 size_t outlen, struct cause *cause)
+{
+	struct tmux_cmd c;
+	char start[16];
+	int r;
+
+	snprintf(start, sizeof(start), "-%d", history);
+
+	tmux_cmd_init(&c, t);
+	tmux_guard(&c, name, id);
+	tmux_raw(&c, "capture-pane");
+	tmux_raw(&c, "-p");
+	tmux_raw(&c, "-J");
+	tmux_raw(&c, "-S");
+	tmux_raw(&c, start);
+	tmux_target(&c, name, ":");
+	r = tmux_exec(&c, out, outlen, cause);
+	return r == 1 ? tmux_guard_result(out) : r;
+}

@@ -168,4 +168,12 @@ int tmux_signal(const struct tmux *t);
  */
 int tmux_pane_state(const struct tmux *t, const char *name, struct tmux_info *out);
 
+/*
+ * Writes the text of the pane of session name of id, from history lines above its screen to its
+ * end (capture-pane -p -J), into out (cut to outlen). Returns 0, -ENOENT, -EPERM or -errno with
+ * cause.
+ */
+int tmux_capture(const struct tmux *t, const char *name, const char *id, int history, char *out,
+		 size_t outlen, struct cause *cause);
+
 #endif

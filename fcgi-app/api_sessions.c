@@ -133,6 +133,8 @@ static void api_create_locked(const struct app *app, struct request *req,
 			s->launched = true;
 		}
 		s->launch = old.launch; /* requests of an earlier claude stay known as gone */
+		/* Its worktree is not new: a setup command that ran in it does not run again. */
+		s->policy.setup_done = old.policy.setup_done;
 		/* Its dev servers' ports stay what they were. */
 		s->port_first = old.port_first;
 		s->port_last = old.port_last;

@@ -115,13 +115,7 @@ static void recovery_set_lost(const struct app *app, struct session *s, int *gon
 		 s->tmux_name);
 }
 
-/*
- * The wait status of pid while it is a zombie child of the tmux server, from /proc/<pid>/stat.
- * tmux 3.3a sometimes sees a pane's terminal close before it reaps the process, and then reaps it
- * only with the next child that exits: until then the pane is dead without a status. Returns 0
- * with *status set, or -ESRCH.
- */
-static int recovery_zombie_status(long pid, long server_pid, int *status)
+int recovery_zombie_status(long pid, long server_pid, int *status)
 {
 	char path[64], buf[RECOVERY_STAT_MAX];
 	char *p, *save = NULL;

@@ -252,3 +252,58 @@ assert_match "... after an interrupt" '^SIGINT ' "$(signals_of "$P")"
 api POST /sessions '{"repo":{"owner":"acme","name":"widgets"},"issue":1,"timeout":"2 h"}'
 assert_status "a timeout that is no duration: 400" 400
 assert_match "... naming the field" 'timeout' "$(jq -r .error <<<"$BODY")"
+
+# --- setup command: once in a new worktree, as the agent, before claude; a failure fails --------
+# AGENTD_SETUP_COMMAND for every repository, a program in AGENTD_SETUP_DIR/<owner>/<name> for one.
+mkdir -p "$T/setup/acme"
+cat >"$T/setup-all" <<'SH'
+#!/bin/sh
+echo "setup ran in $(pwd) as $(id -un) with [$1]"
+echo ran >>.setup-count
+SH
+cat >"$T/setup/acme/gadgets" <<'SH'
+#!/bin/sh
+echo "step 1: copying .env"
+echo "npm ERR! missing thing"
+exit 3
+SH
+chmod 0755 "$T/setup-all" "$T/setup/acme/gadgets" "$T/setup" "$T/setup/acme"
+make_remote acme gadgets
+stop_stack
+start_stack AGENTD_STOP_GRACE=$GRACE AGENTD_RESTART_POLICY=on-failure AGENTD_MAX_RESTARTS=2 \
+	AGENTD_RESTART_BACKOFF_MS=$BACKOFF AGENTD_SETUP_DIR="$T/setup" \
+	AGENTD_SETUP_COMMAND="[\"$T/setup-all\",\"one arg\"]" || exit 1
+
+create acme widgets 11
+assert_status "create widgets-11 (a setup command): 201" 201
+assert_state "widgets-11 runs after its setup" widgets-11 running 60
+assert_json "its setup: ok, exit status 0" '[.setup.status, .setup.exitStatus]' '["ok",0]'
+assert_match "... with its output's last lines" "setup ran in $T/code/widgets-issue-11 as $AGENT_USER with \\[one arg\\]" \
+	"$(jq -r .setup.output <<<"$BODY")"
+assert_eq "it ran once, in the worktree" ran "$(cat "$T/code/widgets-issue-11/.setup-count" 2>&1)"
+assert_eq "... as the agent" "$AGENT_USER" "$(stat -c %U "$T/code/widgets-issue-11/.setup-count" 2>&1)"
+REC=$(claude_record widgets-11 10)
+assert_json "claude started after it, in the same tmux session and worktree" .cwd \
+	"\"$T/code/widgets-issue-11\"" "${REC:-null}"
+if wait_for 10 grep -q 'setup ran in' "$T/state/events.log"; then
+	pass "the setup's output is on /events (the session's setup object)"
+else
+	fail "the setup's output is on /events (the session's setup object)" "$(tail -c 600 "$T/state/events.log")"
+fi
+P=$(pane_pid widgets-11)
+wait_ready widgets-11
+type_in widgets-11 "/exit 3"
+if new_pane widgets-11 "$P" >/dev/null; then pass "widgets-11 restarted by its policy"; else fail "widgets-11 restarted by its policy"; fi
+assert_eq "... without running its setup again" ran "$(cat "$T/code/widgets-issue-11/.setup-count" 2>&1)"
+api DELETE /sessions/widgets-11?force=true
+assert_status "DELETE widgets-11: 200" 200
+
+N0=$(ls "$T/home/fake-claude" | grep -c '\.json$')
+api POST /sessions '{"repo":{"owner":"acme","name":"gadgets"},"issue":1}'
+assert_status "create gadgets-1 (a setup that fails): 201" 201
+assert_state "a failed setup fails the session" gadgets-1 failed 60
+assert_match "... its error has the command's status and last lines" \
+	'exit status 3.*step 1: copying .env.*npm ERR! missing thing' "$(jq -r .error <<<"$BODY" | tr '\n' ' ')"
+assert_json "... and its setup says failed" '[.setup.status, .setup.exitStatus]' '["failed",3]'
+if tmux_has gadgets-1; then fail "no tmux session is left of it" "gadgets-1 is there"; else pass "no tmux session is left of it"; fi
+assert_eq "... and no claude started" "$N0" "$(ls "$T/home/fake-claude" | grep -c '\.json$')"

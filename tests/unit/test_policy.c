@@ -102,8 +102,17 @@ Test(policy, backoff_doubles_to_its_cap)
 
 Test(policy, record_round_trip)
 {
-	struct session_policy p = {POLICY_RESTART_ALWAYS, 7,   3, 1700000000123, 7200, 1700007200,
-				   1700000001000,         true},
+	struct session_policy p = {.restart = POLICY_RESTART_ALWAYS,
+				   .max_restarts = 7,
+				   .restarts = 3,
+				   .restart_at_ms = 1700000000123,
+				   .timeout = 7200,
+				   .timeout_at = 1700007200,
+				   .stop_at_ms = 1700000001000,
+				   .setup_done = true,
+				   .setup = POLICY_SETUP_FAILED,
+				   .setup_exit = 3,
+				   .setup_output = "npm ERR! missing\nexit"},
 			      q;
 	struct cause c = {{0}};
 	json_object *o = json_object_new_object(), *v;
@@ -114,7 +123,9 @@ Test(policy, record_round_trip)
 	cr_assert(p.restart == q.restart && p.max_restarts == q.max_restarts &&
 		  p.restarts == q.restarts && p.restart_at_ms == q.restart_at_ms &&
 		  p.timeout == q.timeout && p.timeout_at == q.timeout_at &&
-		  p.stop_at_ms == q.stop_at_ms && p.setup_done == q.setup_done);
+		  p.stop_at_ms == q.stop_at_ms && p.setup_done == q.setup_done &&
+		  p.setup == q.setup && p.setup_exit == q.setup_exit &&
+		  strcmp(p.setup_output, q.setup_output) == 0);
 	/* The API form leaves the daemons' own fields out. */
 	o = json_object_new_object();
 	policy_to_json(&p, o, false);
