@@ -814,3 +814,21 @@ int tmux_capture(const struct tmux *t, const char *name, const char *id, int his
 	r = tmux_exec(&c, out, outlen, cause);
 	return r == 1 ? tmux_guard_result(out) : r;
 }
+
+int tmux_reap(const struct tmux *t, struct cause *cause)
+{
+	struct tmux_cmd c;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "new-session");
+	tmux_raw(&c, "-d");
+	tmux_raw(&c, "-s");
+	tmux_raw(&c, TMUX_REAP_SESSION);
+	tmux_raw(&c, "--");
+	tmux_raw(&c, TMUX_REAP_PROGRAM);
+	tmux_raw(&c, "agentd-reap"); /* two words: tmux execs them without a shell */
+	tmux_raw(&c, ";");
+	tmux_raw(&c, "kill-session");
+	tmux_target(&c, TMUX_REAP_SESSION, "");
+	return tmux_exec(&c, NULL, 0, cause) == 0 ? 0 : -EIO;
+}

@@ -127,6 +127,13 @@ bool policies_apply(const struct app *app, struct session *s, const struct sessi
 	int64_t now = policies_now_ms();
 	bool changed = false;
 
+	/* Lost (or failed): nothing of its agent is left to restart or stop. */
+	if (s->state != SESSION_EXITED && s->state != SESSION_RUNNING &&
+	    s->state != SESSION_ATTACHED && (p->restart_at_ms != 0 || p->stop_at_ms != 0)) {
+		p->restart_at_ms = 0;
+		p->stop_at_ms = 0;
+		changed = true;
+	}
 	if (s->state == SESSION_EXITED && before->state != SESSION_EXITED) {
 		policies_exited(app, s, now);
 		changed = true;

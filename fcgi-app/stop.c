@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define STOP_STAT_MAX 1024
@@ -165,6 +166,44 @@ int stop_kill(const struct app *app, const struct session *s, struct cause *caus
 	return 0;
 }
 
+/* Whether pid is a zombie (ended, not reaped). */
+static bool stop_zombie(pid_t pid)
+{
+	char path[64], buf[STOP_STAT_MAX], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p != NULL && p[1] == ' ' && p[2] == 'Z';
+}
+
+/*
+ * The pane's process ended: gives tmux STOP_REAP_WAIT_MS to reap it, then makes it (tmux_reap),
+ * so that no zombie of the agent outlives its stop (tmux 3.3a reaps some only with its next
+ * child's exit).
+ */
+static void stop_reaped(const struct app *app, pid_t pane)
+{
+	struct timespec pause = {0, STOP_REAP_POLL_MS * 1000000L};
+	struct cause cause = {{0}};
+
+	for (int waited = 0; waited < STOP_REAP_WAIT_MS; waited += STOP_REAP_POLL_MS) {
+		if (!stop_zombie(pane))
+			return;
+		nanosleep(&pause, NULL);
+	}
+	if (tmux_reap(&app->tmux, &cause) < 0)
+		log_warn("cannot make tmux reap pane process %d: %s", (int)pane, cause.msg);
+}
+
 int stop_agent(const struct app *app, const struct session *s, struct cause *cause)
 {
 	pid_t pane = 0;
@@ -182,5 +221,6 @@ int stop_agent(const struct app *app, const struct session *s, struct cause *cau
 		r = 1;
 	}
 	close(fd);
+	stop_reaped(app, pane);
 	return r;
 }

@@ -17,6 +17,8 @@
 
 #define STOP_WRAPPER_DEPTH 4    /* agentd-cage's bwrap, its pid namespace's init, and room */
 #define STOP_KILL_WAIT_MS  2000 /* after SIGKILL: how long the pane's process may take to end */
+#define STOP_REAP_WAIT_MS  200  /* then how long tmux may take to reap it on its own */
+#define STOP_REAP_POLL_MS  10
 
 /*
  * Interrupts the agent of s and waits up to AGENTD_STOP_GRACE for the pane's process to end,

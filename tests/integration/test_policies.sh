@@ -11,9 +11,6 @@ GRACE=2
 
 now_ms() { date +%s%3N; }
 
-# running PID: PID is a live process (a zombie tmux has not reaped yet has ended).
-running() { [ -e "/proc/$1" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]; }
-
 # signals_of PID: the SIGINT lines the fake claude PID wrote ("" when none).
 signals_of() { cat "$T/home/fake-claude/$1.signals" 2>/dev/null; }
 
@@ -81,7 +78,7 @@ if [ $((T1 - T0)) -lt $((GRACE * 1000)) ]; then
 else
 	fail "an agent that ends on the interrupt is not waited for the grace" "took $((T1 - T0)) ms"
 fi
-if running "$P1"; then fail "widgets-1's agent is gone" "pid $P1 lives"; else pass "widgets-1's agent is gone"; fi
+if alive "$P1"; then fail "widgets-1's agent is gone (not even a zombie)" "pid $P1 lives"; else pass "widgets-1's agent is gone (not even a zombie)"; fi
 
 # --- an agent that ignores the interrupt is killed after the grace -------------------------------
 create acme widgets 2
@@ -101,7 +98,7 @@ if [ $((T1 - T0)) -ge $((GRACE * 1000 - 100)) ]; then
 else
 	fail "the stubborn agent had the grace of $GRACE s" "DELETE took $((T1 - T0)) ms"
 fi
-if running "$P2"; then fail "widgets-2's agent was killed" "pid $P2 lives"; else pass "widgets-2's agent was killed"; fi
+if alive "$P2"; then fail "widgets-2's agent was killed" "pid $P2 lives"; else pass "widgets-2's agent was killed"; fi
 
 # --- a mode switch interrupts the agent before it starts the other mode --------------------------
 create acme widgets 3
@@ -223,6 +220,9 @@ RA=$(jq -r .restartAt <<<"$BODY")
 restart_stack || exit 1
 get_session widgets-7
 assert_json "after a restart of the daemons: the same restartAt" '[.state, .restartAt]' "[\"exited\",\"$RA\"]"
+tmx kill-session -t '=widgets-7'
+assert_state "its tmux session killed while it waits: lost" widgets-7 lost 10
+assert_jq "... and no restart is due any more" 'has("restartAt") | not'
 
 # --- timeout: stopped gracefully, exitReason timeout, never restarted ----------------------------
 create_with 8 '{"timeout":"3s"}'
