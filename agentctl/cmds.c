@@ -241,8 +241,8 @@ static int ctl_ls(struct ctl *ctl, const struct ctl_args *args)
 		ctl_print_json(list, stdout);
 		goto out;
 	}
-	printf("%-32s %-9s %-8s %-8s %-10s %5s %7s %7s\n", "ID", "STATE", "ACTIVITY", "AGENT",
-	       "MODE", "AGE", "PENDING", "COST");
+	printf("%-32s %-9s %-8s %-8s %-10s %5s %7s %7s %8s\n", "ID", "STATE", "ACTIVITY", "AGENT",
+	       "MODE", "AGE", "PENDING", "COST", "RESTARTS");
 	for (size_t i = 0; i < json_object_array_length(list); i++) {
 		json_object *s = json_object_array_get_idx(list, i), *pending;
 		char age[16] = "-", cost[32];
@@ -255,9 +255,14 @@ static int ctl_ls(struct ctl *ctl, const struct ctl_args *args)
 		    json_object_is_type(pending, json_type_array))
 			np = json_object_array_length(pending);
 		ctl_ls_cost(s, cost, sizeof(cost));
-		printf("%-32s %-9s %-8s %-8s %-10s %5s %7zu %7s\n", ctl_str(s, "id", "?"),
-		       ctl_str(s, "state", "?"), ctl_str(s, "activity", "-"),
-		       ctl_str(s, "agent", "claude"), ctl_str(s, "mode", "?"), age, np, cost);
+		json_object *restarts = NULL;
+
+		/* The restart policy's count (absent in a session made before policies). */
+		json_object_object_get_ex(s, "restarts", &restarts);
+		printf("%-32s %-9s %-8s %-8s %-10s %5s %7zu %7s %8" PRId64 "\n",
+		       ctl_str(s, "id", "?"), ctl_str(s, "state", "?"), ctl_str(s, "activity", "-"),
+		       ctl_str(s, "agent", "claude"), ctl_str(s, "mode", "?"), age, np, cost,
+		       restarts != NULL ? json_object_get_int64(restarts) : (int64_t)0);
 	}
 out:
 	json_object_put(list);

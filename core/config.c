@@ -1,6 +1,9 @@
 #include "config.h"
 
 #include "cageuid.h"
+#include "policy.h"
+
+#include <json-c/json.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -156,6 +159,49 @@ static const char *config_check_port(const char *v)
 		   : NULL;
 }
 
+static const char *config_check_restart(const char *v)
+{
+	enum policy_restart r;
+
+	return policy_restart_parse(v, &r) < 0 ? "must be no, on-failure or always" : NULL;
+}
+
+static const char *config_check_duration(const char *v)
+{
+	int64_t secs;
+
+	return v[0] != '\0' && policy_parse_duration(v, &secs) < 0
+		   ? "must be empty (none) or a duration such as 90s, 30m, 2h or 1d"
+		   : NULL;
+}
+
+/* argv as a JSON array of 1 to POLICY_SETUP_ARGV_MAX strings, the first an absolute path: no
+ * shell reads it. */
+static const char *config_check_setup(const char *v)
+{
+	const char *why = NULL;
+	json_object *a;
+	size_t n;
+
+	if (v[0] == '\0')
+		return NULL;
+	a = json_tokener_parse(v);
+	if (a == NULL || !json_object_is_type(a, json_type_array) ||
+	    (n = json_object_array_length(a)) == 0 || n > POLICY_SETUP_ARGV_MAX)
+		why = "must be a JSON array of 1 to 64 strings (argv; no shell)";
+	for (size_t i = 0; why == NULL && i < n; i++) {
+		json_object *w = json_object_array_get_idx(a, i);
+
+		if (!json_object_is_type(w, json_type_string) ||
+		    strlen(json_object_get_string(w)) != (size_t)json_object_get_string_len(w))
+			why = "must hold strings only, without NUL";
+		else if (i == 0 && json_object_get_string(w)[0] != '/')
+			why = "must start with an absolute path";
+	}
+	json_object_put(a);
+	return why;
+}
+
 int config_port_base(const struct config *cfg)
 {
 	return config_check_port(cfg->port_base) == NULL ? atoi(cfg->port_base) : 0;
@@ -217,6 +263,15 @@ static const struct config_key config_keys[] = {
     KEY_STR("AGENTD_GITHUB_API", github_api, "https://api.github.com", "GitHub's REST API (pull requests)"),
     /* GitHub's own advice for polling: not more than once a minute; tests ask for less. */
     KEY_INT("AGENTD_PR_POLL_SECONDS", pr_poll_seconds, 1, 86400, "60", "seconds between polls of an open pull request, at least"),
+    KEY_CHECKED("AGENTD_RESTART_POLICY", restart_policy, config_check_restart, "on-failure", "no, on-failure or always: whether an agent that ends is resumed"),
+    KEY_INT("AGENTD_MAX_RESTARTS", max_restarts, 0, POLICY_MAX_RESTARTS_MAX, "5", "restarts before a crashing session stays exited (restart_limit)"),
+    /* An hour: a first wait longer than that is no restart policy any more. */
+    KEY_INT("AGENTD_RESTART_BACKOFF_MS", restart_backoff_ms, 1, 3600000, "3000", "the wait before the first restart, doubled at each one"),
+    KEY_CHECKED("AGENTD_SESSION_TIMEOUT", session_timeout, config_check_duration, "", "how long a session may run (90s, 2h; empty: no limit)"),
+    /* An hour: an agent that needs longer to write its transcript is stuck. */
+    KEY_INT("AGENTD_STOP_GRACE", stop_grace, 0, 3600, "30", "seconds from an agent's interrupt to its kill"),
+    KEY_CHECKED("AGENTD_SETUP_COMMAND", setup_command, config_check_setup, "", "argv (a JSON array) run once in a new worktree before the agent"),
+    KEY_CHECKED("AGENTD_SETUP_DIR", setup_dir, config_check_home, "", "per-repository setup programs, <dir>/<owner>/<name>"),
 };
 /* clang-format on */
 

@@ -102,6 +102,15 @@ struct config {
 	 * pull request's state and checks are asked for at most. */
 	char github_api[CONFIG_VALUE_MAX]; /* AGENTD_GITHUB_API */
 	int pr_poll_seconds;               /* AGENTD_PR_POLL_SECONDS */
+	/* Policies (core/policy.h): what a session gets when its POST does not say, how long the
+	 * daemon waits for an interrupted agent, and the setup command of a new worktree. */
+	char restart_policy[16];  /* AGENTD_RESTART_POLICY: no, on-failure, always */
+	int max_restarts;         /* AGENTD_MAX_RESTARTS */
+	int restart_backoff_ms;   /* AGENTD_RESTART_BACKOFF_MS: the first wait */
+	char session_timeout[24]; /* AGENTD_SESSION_TIMEOUT: a duration, "" = none */
+	int stop_grace;           /* AGENTD_STOP_GRACE: seconds from interrupt to kill */
+	char setup_command[CONFIG_VALUE_MAX]; /* AGENTD_SETUP_COMMAND: argv as a JSON array */
+	char setup_dir[CONFIG_PATH_MAX];      /* AGENTD_SETUP_DIR: <dir>/<owner>/<name> programs */
 };
 
 /* One key of the table in config.c, the one list of every key, its default and meaning. */

@@ -317,6 +317,8 @@ static const char *const session_exit_reason_names[] = {
     [SESSION_EXIT_SIGNAL] = "signal",
     [SESSION_EXIT_OOM] = "oom",
     [SESSION_EXIT_UNKNOWN] = "unknown",
+    [SESSION_EXIT_RESTART_LIMIT] = "restart_limit",
+    [SESSION_EXIT_TIMEOUT] = "timeout",
 };
 
 const char *session_exit_reason_name(enum session_exit_reason r)
@@ -638,6 +640,7 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 		json_object_object_add(o, "pr", session_pr_json(&s->pr));
 	json_object_object_add(o, "finished", json_object_new_boolean(session_finished(&s->pr)));
 	json_object_object_add(o, "cost", session_cost_json(&s->cost));
+	policy_to_json(&s->policy, o, for_disk);
 	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));
 		json_object_object_add(o, "launch", json_object_new_int64(s->launch));
@@ -1011,7 +1014,8 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	    (r = session_limits_from_json(s, obj, cause)) < 0 ||
 	    (r = session_ports_from_json(s, obj, cause)) < 0 ||
 	    (r = session_pr_from_json(s, obj, cause)) < 0 ||
-	    (r = session_cost_from_json(s, obj, cause)) < 0)
+	    (r = session_cost_from_json(s, obj, cause)) < 0 ||
+	    (r = policy_from_json(&s->policy, obj, cause)) < 0)
 		return r;
 	/* Optional: none for an uncaged session or a record made before per-session uids. */
 	if (!session_count_from_json(obj, "uid", SESSION_UID_MAX, &uid))

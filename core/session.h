@@ -9,6 +9,7 @@
 
 #include "cause.h"
 #include "cgroup.h"
+#include "policy.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -47,6 +48,8 @@ enum session_exit_reason {
 	SESSION_EXIT_SIGNAL,  /* "signal": a signal ended it (exitSignal), not the memory limit */
 	SESSION_EXIT_OOM,     /* "oom": the kernel killed it inside its session's memory limit */
 	SESSION_EXIT_UNKNOWN, /* "unknown": neither tmux nor the kernel could tell */
+	SESSION_EXIT_RESTART_LIMIT, /* "restart_limit": it kept crashing; restarts stopped */
+	SESSION_EXIT_TIMEOUT,       /* "timeout": stopped by the daemon at its timeout */
 };
 
 /*
@@ -155,6 +158,8 @@ struct session {
 	uint32_t uid;
 	/* The pull request agentd-api opened for the branch and its poller keeps current. */
 	struct session_pr pr;
+	/* Restart, timeout and setup (core/policy.h): fixed at creation, counted by recovery. */
+	struct session_policy policy;
 	/* Written by the bridge's attention hub only: */
 	enum session_activity activity;
 	int64_t activity_at; /* unix milliseconds of the last activity change */

@@ -793,3 +793,42 @@ int tmux_pane_state(const struct tmux *t, const char *name, struct tmux_info *ou
 	out->meta.id[strcspn(out->meta.id, "\n")] = '\0';
 	return 1;
 }
+
+int tmux_capture(const struct tmux *t, const char *name, const char *id, int history, char *out,
+		 size_t outlen, struct cause *cause)
+{
+	struct tmux_cmd c;
+	char start[16];
+	int r;
+
+	snprintf(start, sizeof(start), "-%d", history);
+
+	tmux_cmd_init(&c, t);
+	tmux_guard(&c, name, id);
+	tmux_raw(&c, "capture-pane");
+	tmux_raw(&c, "-p");
+	tmux_raw(&c, "-J");
+	tmux_raw(&c, "-S");
+	tmux_raw(&c, start);
+	tmux_target(&c, name, ":");
+	r = tmux_exec(&c, out, outlen, cause);
+	return r == 1 ? tmux_guard_result(out) : r;
+}
+
+int tmux_reap(const struct tmux *t, struct cause *cause)
+{
+	struct tmux_cmd c;
+
+	tmux_cmd_init(&c, t);
+	tmux_raw(&c, "new-session");
+	tmux_raw(&c, "-d");
+	tmux_raw(&c, "-s");
+	tmux_raw(&c, TMUX_REAP_SESSION);
+	tmux_raw(&c, "--");
+	tmux_raw(&c, TMUX_REAP_PROGRAM);
+	tmux_raw(&c, "agentd-reap"); /* two words: tmux execs them without a shell */
+	tmux_raw(&c, ";");
+	tmux_raw(&c, "kill-session");
+	tmux_target(&c, TMUX_REAP_SESSION, "");
+	return tmux_exec(&c, NULL, 0, cause) == 0 ? 0 : -EIO;
+}

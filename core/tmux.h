@@ -168,4 +168,23 @@ int tmux_signal(const struct tmux *t);
  */
 int tmux_pane_state(const struct tmux *t, const char *name, struct tmux_info *out);
 
+/*
+ * Writes the text of the pane of session name of id, from history lines above its screen to its
+ * end (capture-pane -p -J), into out (cut to outlen). Returns 0, -ENOENT, -EPERM or -errno with
+ * cause.
+ */
+int tmux_capture(const struct tmux *t, const char *name, const char *id, int history, char *out,
+		 size_t outlen, struct cause *cause);
+
+/*
+ * Makes the server reap its children that have ended: tmux 3.3a sometimes leaves a pane's process
+ * a zombie until its next child exits, and a process that ended by itself just before its
+ * session was killed stays one for good. A child that exits at once (TMUX_REAP_PROGRAM in a
+ * session of its own, TMUX_REAP_SESSION, which no agent id can be, killed in the same call)
+ * brings the SIGCHLD. Only while a server runs. Returns 0 or -EIO with cause.
+ */
+#define TMUX_REAP_SESSION "_agentd-reap"
+#define TMUX_REAP_PROGRAM "/bin/true"
+int tmux_reap(const struct tmux *t, struct cause *cause);
+
 #endif

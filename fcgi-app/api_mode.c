@@ -7,6 +7,7 @@
 #include "create.h"
 #include "log.h"
 #include "router.h"
+#include "stop.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,6 +49,9 @@ static void api_mode_post(const struct app *app, struct request *req,
 	}
 	if (s->mode != mode)
 		snprintf(s->by, sizeof(s->by), "%s", req->by);
+	/* The agent ends gracefully first (its transcript is what --resume reads). */
+	if (s->mode != mode && (r = stop_agent(app, s, &cause)) < 0 && r != -ENOENT && r != -EPERM)
+		log_warn("session %s: cannot stop its agent gracefully: %s", s->id, cause.msg);
 	if (s->mode != mode && ((r = create_respawn(app, s, mode, &cause)) < 0 ||
 				(r = store_write(&app->store, s, &cause)) < 0)) {
 		if (r == -EPERM)

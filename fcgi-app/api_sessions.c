@@ -5,8 +5,10 @@
 #include "create.h"
 #include "gitrepo.h"
 #include "log.h"
+#include "policies.h"
 #include "router.h"
 #include "sessioncg.h"
+#include "stop.h"
 #include "worktree.h"
 
 #include <errno.h>
@@ -100,6 +102,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 		/* Its tmux session and worktree are there: only claude starts again. It keeps the
 		 * slot it holds, so the limit is not checked. */
 		snprintf(old.by, sizeof(old.by), "%s", req->by);
+		policies_started(&old); /* a person's restart: the policy's count starts over */
 		if (create_respawn(app, &old, old.mode, &cause) < 0) {
 			request_error(req, 500, "restart_failed", "cannot restart %s: %s", old.id,
 				      cause.msg);
@@ -130,6 +133,8 @@ static void api_create_locked(const struct app *app, struct request *req,
 			s->launched = true;
 		}
 		s->launch = old.launch; /* requests of an earlier claude stay known as gone */
+		/* Its worktree is not new: a setup command that ran in it does not run again. */
+		s->policy.setup_done = old.policy.setup_done;
 		/* Its dev servers' ports stay what they were. */
 		s->port_first = old.port_first;
 		s->port_last = old.port_last;
@@ -193,6 +198,8 @@ static void api_sessions_create(const struct app *app, struct request *req,
 				const char *const args[ROUTER_MAX_ARGS])
 {
 	struct cgroup_limits max = sessioncg_max(app->cfg);
+	struct policy_defaults defaults = policies_defaults(app->cfg);
+	struct session_policy policy;
 	struct cause cause = {{0}};
 	struct session_create in;
 	struct cgroup_limits limits;
@@ -203,7 +210,8 @@ static void api_sessions_create(const struct app *app, struct request *req,
 	if ((root = request_json_body(req, APP_BODY_MAX, API_JSON_DEPTH)) == NULL)
 		return;
 	if (session_parse_create(root, &in, &cause) < 0 ||
-	    session_parse_limits(root, &max, &limits, &cause) < 0) {
+	    session_parse_limits(root, &max, &limits, &cause) < 0 ||
+	    policy_parse_create(root, &defaults, &policy, &cause) < 0) {
 		request_error(req, 400, "invalid_request", "%s", cause.msg);
 		goto out;
 	}
@@ -214,6 +222,8 @@ static void api_sessions_create(const struct app *app, struct request *req,
 	}
 	s->mode = in.mode;
 	s->limits = limits;
+	s->policy = policy;
+	policies_started(s);
 	if (in.prompt != NULL)
 		snprintf(s->prompt, sizeof(s->prompt), "%s", in.prompt);
 	else if (session_render_prompt(app->cfg->prompt, in.owner, in.name, in.issue, s->prompt,
@@ -384,6 +394,7 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	struct session *s = NULL;
 	char force[8];
 	json_object *answer;
+	bool running;
 	int fd = -1, r;
 
 	if (!api_check_id(req, args[0]))
@@ -396,9 +407,15 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	}
 	if ((fd = api_session_lock(app, req, args[0], &s)) < 0)
 		goto out;
+	running = s->state == SESSION_RUNNING || s->state == SESSION_ATTACHED;
 	s->state = SESSION_STOPPING;
 	snprintf(s->by, sizeof(s->by), "%s", req->by);
 	store_write(&app->store, s, NULL);
+	/* Gracefully: claude finishes its transcript before its tmux session goes. This request
+	 * waits for it (its answer says what became of the worktree, which the agent may still
+	 * write); an agent that obeys the interrupt takes a moment, one that does not the grace. */
+	if (running && (r = stop_agent(app, s, &cause)) < 0 && r != -ENOENT && r != -EPERM)
+		log_warn("session %s: cannot stop its agent gracefully: %s", s->id, cause.msg);
 	/* A tmux session of that name that carries another session's id is not this session's:
 	 * it is left alone, and this session is deleted as one whose tmux session is gone. */
 	r = tmux_kill_session(&app->tmux, s->tmux_name, s->id, &cause);

@@ -7,18 +7,22 @@
 #include "isotime.h"
 #include "log.h"
 #include "proc.h"
+#include "recovery.h"
 #include "sessioncg.h"
 #include "standby.h"
 #include "worktree.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +31,14 @@
 #define CREATE_REAP_POLL_MS 20
 #define CREATE_LOCK_FD      3         /* where the worker finds its lock (proc_opts.keep_fd) */
 #define CREATE_WORKERS_DIR  "workers" /* in the runtime dir: the worker locks */
+/* A setup command (copying .env, installing dependencies) that runs an hour is stuck. */
+#define CREATE_SETUP_WAIT_MS (60 * 60 * 1000)
+/* After its process ended: how long tmux may take to reap it and tell its status. */
+#define CREATE_SETUP_STATUS_MS 2000
+/* The setup's pane text read for its last lines: its screen and this much history above it
+ * (capture-pane -S -N), which bounds what is read whatever it printed. */
+#define CREATE_SETUP_HISTORY     40
+#define CREATE_SETUP_CAPTURE_MAX (64 * 1024)
 
 /*
  * The worker lock file <runtime_dir>/workers/<id>.worker exists while a worker may run:
@@ -268,7 +280,13 @@ static int create_pane_command(const struct app *app, const struct session *s,
 	return r;
 }
 
-int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
+/*
+ * Starts s's pane: claude (its argv built here), or setup (the setup command's argv) when it is
+ * not NULL; in a new tmux session, or with respawn in the one the setup command left. Returns 0
+ * or -errno with cause.
+ */
+static int create_pane_start(const struct app *app, const struct session *s, char *const *setup,
+			     bool respawn, struct cause *cause)
 {
 	char *cmd[CLAUDE_ARGV_MAX + CAGECMD_PREFIX + 1];
 	struct cagecmd *cage = NULL;
@@ -312,8 +330,8 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
 		goto out;
 	}
-	if ((r = create_pane_command(app, s, s->mode, cargv->argv, cage, cmd,
-				     sizeof(cmd) / sizeof(cmd[0]) - 1, cause)) < 0)
+	if ((r = create_pane_command(app, s, s->mode, setup != NULL ? setup : cargv->argv, cage,
+				     cmd, sizeof(cmd) / sizeof(cmd[0]) - 1, cause)) < 0)
 		goto out;
 	snprintf(meta->id, sizeof(meta->id), "%s", s->id);
 	snprintf(meta->owner, sizeof(meta->owner), "%s", s->owner);
@@ -336,10 +354,11 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	/* Its share of the machine first: the pane joins the cgroup as it starts. */
 	if ((r = sessioncg_create(app, s, cause)) < 0)
 		goto out;
-	r = tmux_new_session(&app->tmux, &req, cause);
+	r = respawn ? tmux_respawn(&app->tmux, s->tmux_name, s->id, env->words, cmd, cause)
+		    : tmux_new_session(&app->tmux, &req, cause);
 	if (r == -EEXIST)
 		cause_set(cause, "a tmux session named %s already exists", s->tmux_name);
-	if (r == 0 && copy->launched)
+	if (r == 0 && copy->launched && setup == NULL)
 		log_info("session %s: claude started in %s mode (--resume)", s->id,
 			 session_mode_name(s->mode));
 out:
@@ -349,6 +368,11 @@ out:
 	free(meta);
 	free(env);
 	return r;
+}
+
+int create_tmux_session(const struct app *app, const struct session *s, struct cause *cause)
+{
+	return create_pane_start(app, s, NULL, false, cause);
 }
 
 /* Waits for pid to exit; past the deadline its process group is killed. */
@@ -480,7 +504,8 @@ out:
  * Starts claude in s's tmux session and records the outcome (running, or failed with the reason)
  * under the record's lock. Returns 0 or -errno with cause.
  */
-static int create_launch(const struct app *app, const struct session *s, struct cause *cause)
+static int create_launch(const struct app *app, const struct session *s, bool after_setup,
+			 struct cause *cause)
 {
 	struct session *rec = malloc(sizeof(*rec));
 	int fd = store_lock(&app->store, s->id), r;
@@ -492,7 +517,9 @@ static int create_launch(const struct app *app, const struct session *s, struct 
 		log_error("%s", cause->msg);
 		goto out;
 	}
-	r = create_tmux_session(app, s, cause);
+	r = create_pane_start(app, s, NULL, after_setup, cause);
+	if (after_setup)
+		rec->policy.setup_done = true;
 	create_outcome(rec, r, cause->msg);
 	create_log_outcome(s->id, r, cause->msg);
 	store_write(&app->store, rec, NULL);
@@ -575,6 +602,176 @@ out:
 	return r;
 }
 
+/* Writes the setup command's progress into the record of id (under its lock, briefly: the
+ * command itself runs without it). */
+static void create_setup_record(const struct app *app, const char *id, enum policy_setup st,
+				int code, const char *output)
+{
+	struct session *rec = malloc(sizeof(*rec));
+	int fd = store_lock(&app->store, id);
+
+	if (rec == NULL || fd < 0 || store_read(&app->store, id, rec, NULL) < 0)
+		goto out;
+	rec->policy.setup = st;
+	rec->policy.setup_exit = code;
+	snprintf(rec->policy.setup_output, sizeof(rec->policy.setup_output), "%s", output);
+	store_write(&app->store, rec, NULL);
+out:
+	store_unlock(fd);
+	free(rec);
+}
+
+/*
+ * The setup command of s: <AGENTD_SETUP_DIR>/<owner>/<name> when that is an executable file,
+ * else AGENTD_SETUP_COMMAND's words (json holds them; the caller puts it). Returns the number of
+ * words in argv (NULL-ended), 0 when there is none.
+ */
+static size_t create_setup_argv(const struct app *app, const struct session *s, char *path,
+				size_t pathlen, json_object **json, char **argv)
+{
+	const struct config *cfg = app->cfg;
+	struct stat st;
+	size_t n = 0;
+
+	*json = NULL;
+	if (cfg->setup_dir[0] != '\0' &&
+	    snprintf(path, pathlen, "%s/%s/%s", cfg->setup_dir, s->owner, s->name) < (int)pathlen &&
+	    stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0) {
+		argv[0] = path;
+		argv[1] = NULL;
+		return 1;
+	}
+	if (cfg->setup_command[0] == '\0' ||
+	    (*json = json_tokener_parse(cfg->setup_command)) == NULL)
+		return 0;
+	/* config_set checked it: an array of 1 to POLICY_SETUP_ARGV_MAX strings. */
+	for (; n < json_object_array_length(*json) && n < POLICY_SETUP_ARGV_MAX; n++)
+		argv[n] = (char *)json_object_get_string(json_object_array_get_idx(*json, n));
+	argv[n] = NULL;
+	return n;
+}
+
+/* The exit status (0..255, 128 + N for signal N) of the pane process pid once it ended: from
+ * tmux, or from /proc while tmux has not reaped it. -1 when neither can tell. */
+static int create_setup_status(const struct app *app, const struct session *s, pid_t pid)
+{
+	struct timespec pause = {0, CREATE_REAP_POLL_MS * 1000000L};
+	struct tmux_info *ti = malloc(sizeof(*ti));
+	int code = -1, ws;
+
+	for (int waited = 0; ti != NULL && waited < CREATE_SETUP_STATUS_MS;
+	     waited += CREATE_REAP_POLL_MS) {
+		if (tmux_pane_state(&app->tmux, s->tmux_name, ti) == 1 && ti->pane_dead &&
+		    (ti->dead_status >= 0 || ti->dead_signal > 0)) {
+			code = ti->dead_signal > 0 ? 128 + ti->dead_signal : ti->dead_status;
+			break;
+		}
+		if (ti->server_pid > 0 && recovery_zombie_status(pid, ti->server_pid, &ws) == 0) {
+			code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+			break;
+		}
+		nanosleep(&pause, NULL);
+	}
+	free(ti);
+	return code > 255 ? 255 : code;
+}
+
+/* The last POLICY_SETUP_LINES lines of the pane's text (without tmux's "Pane is dead" line and
+ * blank lines at the end), at most outlen - 1 bytes of their end. */
+static void create_setup_tail(const struct app *app, const struct session *s, char *out,
+			      size_t outlen)
+{
+	char *text = malloc(CREATE_SETUP_CAPTURE_MAX), *start;
+	struct cause cause = {{0}};
+	size_t n;
+	int lines = 0;
+
+	out[0] = '\0';
+	if (text == NULL || tmux_capture(&app->tmux, s->tmux_name, s->id, CREATE_SETUP_HISTORY,
+					 text, CREATE_SETUP_CAPTURE_MAX, &cause) != 0)
+		goto out;
+	n = strlen(text);
+	for (;;) {
+		while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+			text[--n] = '\0';
+		start = memrchr(text, '\n', n);
+		start = start != NULL ? start + 1 : text;
+		if (strncmp(start, "Pane is dead", 12) != 0 || start == text)
+			break;
+		n = (size_t)(start - text);
+		text[n] = '\0';
+	}
+	for (start = text + n; start > text; start--)
+		if (start[-1] == '\n' && ++lines == POLICY_SETUP_LINES)
+			break;
+	if (strlen(start) >= outlen)
+		start += strlen(start) - (outlen - 1);
+	snprintf(out, outlen, "%s", start);
+out:
+	free(text);
+}
+
+/*
+ * Runs the setup command of s's new worktree (create_setup_argv) once, before claude: in a new
+ * tmux session for s, as the agent and in its cage like claude, so its output shows in the pane
+ * (tmux attach), and waits for it. Its progress and last lines go into the record ("setup",
+ * published on /events). Returns 1 when it succeeded (claude starts in that tmux session), 0
+ * when there is none or it ran before, -EIO when it failed (cause: its status and last lines;
+ * its tmux session is gone), or -errno with cause.
+ */
+static int create_setup(const struct app *app, const struct session *s, struct cause *cause)
+{
+	char path[CONFIG_PATH_MAX], *argv[POLICY_SETUP_ARGV_MAX + 1];
+	char output[POLICY_SETUP_OUTPUT];
+	json_object *json = NULL;
+	int r, fd = -1, code;
+	struct pollfd p;
+	pid_t pid;
+
+	if (s->policy.setup_done ||
+	    create_setup_argv(app, s, path, sizeof(path), &json, argv) == 0) {
+		json_object_put(json);
+		return 0;
+	}
+	log_info("session %s: running its setup command %s", s->id, argv[0]);
+	create_setup_record(app, s->id, POLICY_SETUP_RUNNING, 0, "");
+	r = create_pane_start(app, s, argv, false, cause);
+	json_object_put(json);
+	if (r < 0)
+		goto fail;
+	if ((r = tmux_pane_pid(&app->tmux, s->tmux_name, s->id, cause)) < 0)
+		goto fail;
+	pid = (pid_t)r;
+	if ((fd = pidfd_open(pid, 0)) >= 0) {
+		p = (struct pollfd){.fd = fd, .events = POLLIN};
+		while ((r = poll(&p, 1, CREATE_SETUP_WAIT_MS)) < 0 && errno == EINTR)
+			;
+		if (r == 0) {
+			log_warn("session %s: its setup command ran past %d s; killing it", s->id,
+				 CREATE_SETUP_WAIT_MS / 1000);
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			poll(&p, 1, CREATE_SETUP_STATUS_MS);
+		}
+		close(fd);
+	}
+	code = create_setup_status(app, s, pid);
+	create_setup_tail(app, s, output, sizeof(output));
+	if (code == 0) {
+		create_setup_record(app, s->id, POLICY_SETUP_OK, 0, output);
+		log_info("session %s: its setup command succeeded", s->id);
+		return 1;
+	}
+	create_setup_record(app, s->id, POLICY_SETUP_FAILED, code < 0 ? 255 : code, output);
+	tmux_kill_session(&app->tmux, s->tmux_name, s->id, NULL);
+	return cause_fail(cause, EIO, "the setup command failed (exit status %d): %s",
+			  code < 0 ? 255 : code, output);
+fail:
+	create_setup_record(app, s->id, POLICY_SETUP_FAILED, 255, cause->msg);
+	tmux_kill_session(&app->tmux, s->tmux_name, s->id, NULL);
+	return r;
+}
+
 /* The worker's steps for s: git, then tmux and the record (create_launch), or the failure.
  * git_ready is worktree_global_init's result: without it libgit2 would read the daemon's git
  * configuration, not the agent's. */
@@ -593,11 +790,15 @@ static int create_run(const struct app *app, const struct session *s, int git_re
 		r = cause_fail(cause, ENAMETOOLONG, "AGENTD_REPO_URL renders too long a URL");
 	else
 		r = create_git(app, s, url, cause);
+	/* The setup command of a new worktree, before claude: 1 when it ran (in the tmux session
+	 * claude then starts in), 0 when there is none or it ran before. */
+	if (r == 0)
+		r = create_setup(app, s, cause);
 	if (r < 0) {
 		create_fail(app, s->id, r, cause->msg);
 		return r;
 	}
-	return create_launch(app, s, cause);
+	return create_launch(app, s, r == 1, cause);
 }
 
 /* Detaches the worker: the process that started it waits only for this first one. Fork is

@@ -5,6 +5,7 @@
 #include "gitrepo.h"
 #include "isotime.h"
 #include "log.h"
+#include "policies.h"
 #include "sessioncg.h"
 
 #include <errno.h>
@@ -114,13 +115,7 @@ static void recovery_set_lost(const struct app *app, struct session *s, int *gon
 		 s->tmux_name);
 }
 
-/*
- * The wait status of pid while it is a zombie child of the tmux server, from /proc/<pid>/stat.
- * tmux 3.3a sometimes sees a pane's terminal close before it reaps the process, and then reaps it
- * only with the next child that exits: until then the pane is dead without a status. Returns 0
- * with *status set, or -ESRCH.
- */
-static int recovery_zombie_status(long pid, long server_pid, int *status)
+int recovery_zombie_status(long pid, long server_pid, int *status)
 {
 	char path[64], buf[RECOVERY_STAT_MAX];
 	char *p, *save = NULL;
@@ -231,11 +226,12 @@ static bool recovery_fix_record(const struct app *app, struct session *s,
 }
 
 static void recovery_record(const struct app *app, const char *id, const struct tmux_info *ti,
-			    int *gone)
+			    int *gone, int64_t *wake_ms)
 {
 	struct session *s = malloc(sizeof(*s)), *before = malloc(sizeof(*before));
 	struct tmux_info *now = malloc(sizeof(*now));
 	struct cause cause = {{0}};
+	bool changed;
 	/* May create the record from tmux; store_unlock_session drops the lock file if not. */
 	int fd = s != NULL && before != NULL && now != NULL ? store_lock_create(&app->store, id)
 							    : -ENOMEM;
@@ -263,9 +259,8 @@ static void recovery_record(const struct app *app, const char *id, const struct 
 	if (r < 0)
 		goto out;
 	*before = *s;
-	if (!recovery_fix_record(app, s, ti, gone))
-		goto out;
-	if (s->state != before->state) {
+	changed = recovery_fix_record(app, s, ti, gone);
+	if (changed && s->state != before->state) {
 		/* The tmux list is older than the lock: a DELETE, a restart or a mode switch may
 		 * have acted since. The state is decided on what tmux says now. */
 		int has = tmux_pane_state(&app->tmux, before->tmux_name, now);
@@ -278,9 +273,13 @@ static void recovery_record(const struct app *app, const char *id, const struct 
 		*s = *before;
 		if (has == 1)
 			now->activity = ti != NULL ? ti->activity : 0;
-		if (!recovery_fix_record(app, s, has == 1 ? now : NULL, gone))
-			goto out;
+		changed = recovery_fix_record(app, s, has == 1 ? now : NULL, gone);
 	}
+	/* Restarts and timeouts (policies.h), decided on the state just found. */
+	if (policies_apply(app, s, before, wake_ms))
+		changed = true;
+	if (!changed)
+		goto out;
 	if (store_write(&app->store, s, &cause) < 0) {
 		log_warn("session %s: cannot write its record: %s", id, cause.msg);
 		goto out;
@@ -310,11 +309,14 @@ static const char *recovery_tmux_id(const struct tmux_info *ti)
 
 int recovery_run(const struct app *app, struct cause *cause)
 {
-	return recovery_pass(app, NULL, NULL, cause);
+	return recovery_pass(app, NULL, NULL, NULL, cause);
 }
 
-int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, struct cause *cause)
+int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, int64_t *wake_ms,
+		  struct cause *cause)
 {
+	int64_t wake = 0;
+
 	struct tmux_info *ti = NULL;
 	struct session *recs = NULL;
 	size_t nt = 0, nr = 0;
@@ -331,7 +333,7 @@ int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, str
 		const char *id = recovery_tmux_id(&ti[i]);
 
 		if (id != NULL)
-			recovery_record(app, id, &ti[i], &gone);
+			recovery_record(app, id, &ti[i], &gone, &wake);
 	}
 	r = store_list(&app->store, &recs, &nr);
 	if (r < 0) {
@@ -340,11 +342,13 @@ int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, str
 	}
 	for (size_t i = 0; i < nr; i++)
 		if (recovery_find_tmux(ti, nt, recs[i].tmux_name, recs[i].id) == NULL)
-			recovery_record(app, recs[i].id, NULL, &gone);
+			recovery_record(app, recs[i].id, NULL, &gone, &wake);
 out:
 	/* Records may have been removed by hand: the list view must not outlive them. */
 	store_rebuild_view(&app->store);
 	free(recs);
+	if (wake_ms != NULL)
+		*wake_ms = wake;
 	if (list != NULL) {
 		*list = ti;
 		*n = nt;

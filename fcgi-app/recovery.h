@@ -21,8 +21,19 @@ int recovery_run(const struct app *app, struct cause *cause);
 
 /*
  * As recovery_run, and hands over tmux's list as it was at the start of the pass when list is not
- * NULL (*list allocated, caller frees; NULL and 0 when tmux could not be listed).
+ * NULL (*list allocated, caller frees; NULL and 0 when tmux could not be listed), and when
+ * wake_ms is not NULL the time (unix ms) a session's policy needs the next pass (policies.h: a
+ * restart's backoff, a timeout, its grace), 0 for none.
  */
-int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, struct cause *cause);
+int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, int64_t *wake_ms,
+		  struct cause *cause);
+
+/*
+ * The wait status of pid while it is a zombie child of the tmux server, from /proc/<pid>/stat.
+ * tmux 3.3a sometimes sees a pane's terminal close before it reaps the process, and then reaps it
+ * only with the next child that exits: until then the pane is dead without a status. Returns 0
+ * with *status set, or -ESRCH.
+ */
+int recovery_zombie_status(long pid, long server_pid, int *status);
 
 #endif

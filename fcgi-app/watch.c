@@ -87,6 +87,14 @@ static bool watch_add_pid(struct pollfd *fds, nfds_t *nfds, long pid)
 	return true;
 }
 
+static int64_t watch_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void *watch_worker(void *arg)
 {
 	struct watch *w = arg;
@@ -104,14 +112,18 @@ static void *watch_worker(void *arg)
 		size_t n = 0;
 		nfds_t nfds = 1;
 		int timeout = RECOVERY_INTERVAL_S * 1000;
+		int64_t wake = 0;
 
 		/* A new tmux server first: the sessions that were running in the one before start
 		 * in it before recovery judges them (a small reboot, boot.h). */
 		if (boot_resume(w->app, &cause) < 0)
 			log_warn("%s", cause.msg);
 		cause.msg[0] = '\0';
-		if (recovery_pass(w->app, &list, &n, &cause) < 0)
+		if (recovery_pass(w->app, &list, &n, &wake, &cause) < 0)
 			log_warn("reconciliation failed: %s", cause.msg);
+		/* A restart's backoff, a timeout or its grace ends before the next pass is due. */
+		if (wake != 0 && wake - watch_now_ms() < timeout)
+			timeout = wake - watch_now_ms() > 0 ? (int)(wake - watch_now_ms()) : 0;
 		fds[0].fd = w->kick[0];
 		fds[0].events = POLLIN;
 		fds[0].revents = 0;

@@ -117,6 +117,9 @@ export AGENTD_CAGE=${AGENTD_CAGE:-off}
 # default ($T/state/git). Scripts that check where git keeps things branch on GIT_LAYOUT.
 GIT_LAYOUT=${ITEST_GIT_LAYOUT:-worktree}
 [ "$GIT_LAYOUT" != store ] || export AGENTD_GIT_STORE_DIR=$T/state/git
+# Agents that end stay ended unless a test asks for a restart policy (test_policies.sh): the
+# other tests judge an exited session as the agent left it.
+export AGENTD_RESTART_POLICY=${AGENTD_RESTART_POLICY:-no}
 
 # The sessions' cgroups of this script's stacks go under a parent of its own (stacks side by side
 # never share one), which cleanup removes with everything left in it.
