@@ -1,9 +1,11 @@
 #include "api_sessions.h"
+#include "agentlaunch.h"
 #include "agents.h"
 #include "cagecmd.h"
 
 #include "api_worktrees.h"
 #include "create.h"
+#include "fsutil.h"
 #include "gitrepo.h"
 #include "log.h"
 #include "router.h"
@@ -369,6 +371,22 @@ static json_object *api_remove_worktree(const struct app *app, const struct sess
 	return o;
 }
 
+/* Removes s's directory of agentlaunch.h in the agent user's HOME (a caged session's is in its
+ * own HOME, removed with it), as the agent: its files. Returns 0 or -errno. */
+static int api_remove_agent_dir(const struct app *app, const struct session *s)
+{
+	char dir[CONFIG_PATH_MAX];
+	struct agentuser_fs fs;
+	int r;
+
+	if ((r = agentlaunch_dir(app->agent.home, s, dir, sizeof(dir))) < 0 ||
+	    (r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		return r;
+	r = fsutil_rm_tree(dir);
+	agentuser_fs_leave(&fs);
+	return r;
+}
+
 static void api_sessions_delete(const struct app *app, struct request *req,
 				const char *const args[ROUTER_MAX_ARGS])
 {
@@ -376,6 +394,7 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	struct session *s = NULL;
 	char force[8];
 	json_object *answer;
+	bool keep_home;
 	int fd = -1, r;
 
 	if (!api_check_id(req, args[0]))
@@ -408,10 +427,14 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 					 strcmp(force, "true") == 0);
 	/* The cage's own HOME goes with the session (its transcripts, its tools' state), unless
 	 * asked to stay; a commit is never in it. */
-	if (!(request_query(req, "keepHome", force, sizeof(force)) != NULL &&
-	      strcmp(force, "true") == 0) &&
-	    (r = cagecmd_remove_home(app, s->id)) < 0 && r != -ENOENT)
+	keep_home = request_query(req, "keepHome", force, sizeof(force)) != NULL &&
+		    strcmp(force, "true") == 0;
+	if (!keep_home && (r = cagecmd_remove_home(app, s->id)) < 0 && r != -ENOENT)
 		log_warn("session %s: cannot remove its HOME: %s", s->id, strerror(-r));
+	/* So does its agent CLI's own directory in the agents' shared HOME (agentlaunch.h). */
+	if (!keep_home && (r = api_remove_agent_dir(app, s)) < 0 && r != -ENOENT)
+		log_warn("session %s: cannot remove its agent's directory: %s", s->id,
+			 strerror(-r));
 	store_remove(&app->store, s->id);
 	log_info("session %s deleted", s->id);
 	request_reply(req, 200, answer, NULL);

@@ -100,3 +100,15 @@ assert_json "it runs mytool again" '[.agent, .state]' '["mytool","running"]'
 wait_launches 2
 assert_eq "the restart resumes: resume words with the same id, no prompt" \
 	"[--fixed][--continue=$UUID]" "$(launches | sed -n 2p)"
+
+# --- a reboot: the stack stops, the tmux server (and every agent) is killed, the runtime dir
+# goes; the session comes back by itself with its agent's resume words.
+stop_stack
+tmx kill-server
+rm -rf "$T/run"
+start_stack || exit 1
+assert_state "after the reboot: widgets-1 runs again by itself" widgets-1 running 60
+assert_json "... still mytool" .agent '"mytool"'
+wait_launches 3
+assert_eq "... resumed with mytool's resume words" "[--fixed][--continue=$UUID]" \
+	"$(launches | sed -n 3p)"
