@@ -43,7 +43,7 @@ int agentlaunch_argv(const struct agent *a, const struct session *s, bool resume
  * Whether a later launch of a for s can go on with its conversation (read as the agent: the
  * caller holds its file identity): gemini's chat file for agentSessionId, codex's recorded
  * sessions, opencode's database, in the session's directory under home; a configured agent
- * with resume words: s->launched. False otherwise (the launch starts afresh, without prompt).
+ * with resume words: s->launched. False otherwise (the launch is a first one, prompt included).
  */
 bool agentlaunch_has_conversation(const struct agent *a, const struct session *s, const char *home);
 

@@ -13,11 +13,16 @@
 #include "worktree.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define API_JSON_DEPTH 8
+/* The agent of a deleted session ends on the SIGHUP of its pane within this, or is killed. */
+#define API_REAP_WAIT_MS 5000
+#define API_REAP_POLL_MS 20
 
 /* Counts sessions that hold a slot (a failed or lost session holds none). */
 static int api_count_active(const struct app *app, size_t *count)
@@ -371,6 +376,31 @@ static json_object *api_remove_worktree(const struct app *app, const struct sess
 	return o;
 }
 
+/*
+ * Waits for the agent's process pid (the pane's, whose tmux session was just killed) to end, and
+ * kills its process group past API_REAP_WAIT_MS: gemini catches the SIGHUP and goes on writing
+ * its chat files for a while, which would put back the directory the delete removes. Without a
+ * cgroup nothing else ends it (with one, sessioncg_remove already did).
+ */
+static void api_reap_agent(pid_t pid)
+{
+	struct timespec pause = {0, API_REAP_POLL_MS * 1000000L};
+
+	for (int waited = 0; waited < API_REAP_WAIT_MS; waited += API_REAP_POLL_MS) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return;
+		nanosleep(&pause, NULL);
+	}
+	log_warn("agent process %d outlived its tmux session; killing its process group", (int)pid);
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	for (int waited = 0; waited < API_REAP_WAIT_MS; waited += API_REAP_POLL_MS) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return;
+		nanosleep(&pause, NULL);
+	}
+}
+
 /* Removes s's directory of agentlaunch.h in the agent user's HOME (a caged session's is in its
  * own HOME, removed with it), as the agent: its files. Returns 0 or -errno. */
 static int api_remove_agent_dir(const struct app *app, const struct session *s)
@@ -395,6 +425,7 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	char force[8];
 	json_object *answer;
 	bool keep_home;
+	pid_t pane;
 	int fd = -1, r;
 
 	if (!api_check_id(req, args[0]))
@@ -410,6 +441,8 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	s->state = SESSION_STOPPING;
 	snprintf(s->by, sizeof(s->by), "%s", req->by);
 	store_write(&app->store, s, NULL);
+	/* The agent's process, to see it gone before its files are removed (below). */
+	pane = tmux_pane_pid(&app->tmux, s->tmux_name, s->id, NULL);
 	/* A tmux session of that name that carries another session's id is not this session's:
 	 * it is left alone, and this session is deleted as one whose tmux session is gone. */
 	r = tmux_kill_session(&app->tmux, s->tmux_name, s->id, &cause);
@@ -422,6 +455,8 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 		goto out;
 	}
 	sessioncg_remove(app, s->id); /* what the agent left running, then its cgroup */
+	if (r == 0 && pane > 0)
+		api_reap_agent(pane);
 	answer = api_remove_worktree(app, s,
 				     request_query(req, "force", force, sizeof(force)) != NULL &&
 					 strcmp(force, "true") == 0);
