@@ -297,9 +297,10 @@ static int ctl_new(struct ctl *ctl, const struct ctl_args *args)
 		return CTL_EXIT_FAILURE;
 	if ((rc = ctl_report(&call, "new")) == CTL_EXIT_OK) {
 		printf("%s\n", ctl_str(call.body, "id", "?"));
-		fprintf(stderr, "agentctl: %s %s (%s, %s mode)\n", ctl_str(call.body, "id", "?"),
-			call.a.status == 201 ? "created" : "exists",
-			ctl_str(call.body, "state", "?"), ctl_str(call.body, "mode", "?"));
+		fprintf(stderr, "agentctl: %s %s (%s, %s, %s mode)\n",
+			ctl_str(call.body, "id", "?"), call.a.status == 201 ? "created" : "exists",
+			ctl_str(call.body, "state", "?"), ctl_str(call.body, "agent", "claude"),
+			ctl_str(call.body, "mode", "?"));
 	}
 	ctl_call_finish(&call);
 	return rc;

@@ -30,6 +30,23 @@ enum config_source {
 	CONFIG_SOURCE_ENV,
 };
 
+#define CONFIG_AGENTS_MAX      8    /* agents of AGENTD_AGENT_<NAME>_* (core/agents.h) */
+#define CONFIG_AGENT_NAME_MAX  31   /* = SESSION_AGENT_MAX */
+#define CONFIG_AGENT_WORDS_MAX 1024 /* a command line of the configuration */
+#define CONFIG_AGENT_SHAPE_MAX 256  /* the prompt, start and resume words */
+
+/* One agent of the configuration: a new one, or a built-in's executable and extra words. Set
+ * from AGENTD_AGENT_<NAME>_COMMAND, _ARGS, _PROMPT, _START, _RESUME (NAME upper case). */
+struct config_agent {
+	char name[CONFIG_AGENT_NAME_MAX + 1]; /* lower case; "" = a free slot */
+	char command[CONFIG_AGENT_WORDS_MAX];
+	char args[CONFIG_AGENT_WORDS_MAX];
+	char prompt[CONFIG_AGENT_SHAPE_MAX];
+	char start[CONFIG_AGENT_SHAPE_MAX];
+	char resume[CONFIG_AGENT_SHAPE_MAX];
+	bool has_prompt, has_start, has_resume; /* given (the default shapes apply otherwise) */
+};
+
 struct config {
 	char listen[256];                       /* AGENTD_LISTEN */
 	char runtime_dir[CONFIG_PATH_MAX];      /* AGENTD_RUNTIME_DIR */
@@ -111,6 +128,9 @@ struct config {
 	int stop_grace;           /* AGENTD_STOP_GRACE: seconds from interrupt to kill */
 	char setup_command[CONFIG_VALUE_MAX]; /* AGENTD_SETUP_COMMAND: argv as a JSON array */
 	char setup_dir[CONFIG_PATH_MAX];      /* AGENTD_SETUP_DIR: <dir>/<owner>/<name> programs */
+	/* The agent a POST /sessions without "agent" gets, and the configured agents. */
+	char default_agent[CONFIG_AGENT_NAME_MAX + 1]; /* AGENTD_DEFAULT_AGENT */
+	struct config_agent agents[CONFIG_AGENTS_MAX];
 };
 
 /* One key of the table in config.c, the one list of every key, its default and meaning. */
@@ -151,7 +171,10 @@ int config_load(struct config *cfg, struct cause *cause);
  * '-'; at most CONFIG_USER_MAX bytes); an AGENTD_AGENT_HOME that is not empty or an absolute path
  * other than "/"; an AGENTD_SESSION_MEMORY_MAX that cgroup_parse_memory refuses, an
  * AGENTD_SESSION_CPUS that cgroup_parse_cpus refuses, an AGENTD_CGROUP_PARENT that is not a
- * cgroup path (cgroup_name_valid).
+ * cgroup path (cgroup_name_valid). AGENTD_AGENT_<NAME>_COMMAND, _ARGS, _PROMPT, _START and
+ * _RESUME (NAME of [A-Z0-9_], a letter first) set the agent <name> (lower case) of cfg->agents:
+ * -E2BIG past CONFIG_AGENTS_MAX agents; a _PROMPT other than "--", "none" or an option ending in
+ * '=' is -EINVAL. agents_check_config (core/agents.h) checks the whole once it is loaded.
  */
 int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause);
 

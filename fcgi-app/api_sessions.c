@@ -1,8 +1,11 @@
 #include "api_sessions.h"
+#include "agentlaunch.h"
+#include "agents.h"
 #include "cagecmd.h"
 
 #include "api_worktrees.h"
 #include "create.h"
+#include "fsutil.h"
 #include "gitrepo.h"
 #include "log.h"
 #include "policies.h"
@@ -12,11 +15,16 @@
 #include "worktree.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define API_JSON_DEPTH 8
+/* The agent of a deleted session ends on the SIGHUP of its pane within this, or is killed. */
+#define API_REAP_WAIT_MS 5000
+#define API_REAP_POLL_MS 20
 
 /* Counts sessions that hold a slot (a failed or lost session holds none). */
 static int api_count_active(const struct app *app, size_t *count)
@@ -135,6 +143,8 @@ static void api_create_locked(const struct app *app, struct request *req,
 		s->launch = old.launch; /* requests of an earlier claude stay known as gone */
 		/* Its worktree is not new: a setup command that ran in it does not run again. */
 		s->policy.setup_done = old.policy.setup_done;
+		/* Its agent is the one of its creation: its conversation is that CLI's. */
+		memcpy(s->agent, old.agent, sizeof(s->agent));
 		/* Its dev servers' ports stay what they were. */
 		s->port_first = old.port_first;
 		s->port_last = old.port_last;
@@ -173,7 +183,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 	}
 	/* A bootstrap prompt is on its way (claude gets it at its first launch): the agent works
 	 * from now on, so no client takes the session for idle and sends a prompt before it. */
-	if (!s->launched && s->prompt[0] != '\0')
+	if (!s->launched && s->prompt[0] != '\0' && strcmp(agents_activity_source(s), "none") != 0)
 		s->activity = SESSION_WORKING;
 	/* The waiting worker gets the session first and starts its git work while the record is
 	 * written; a worker started here reads the record, so it comes after. The list view last:
@@ -192,6 +202,31 @@ static void api_create_locked(const struct app *app, struct request *req,
 		store_write(&app->store, s, NULL);
 	}
 	api_reply_session(req, 201, s);
+}
+
+/* The agent of the body (or AGENTD_DEFAULT_AGENT) into s; 400 for one the table does not know,
+ * naming those it knows, or for a mode the agent has not. Returns 0 or -EINVAL (answered). */
+static int api_pick_agent(const struct app *app, struct request *req,
+			  const struct session_create *in, struct session *s)
+{
+	const char *name = in->agent != NULL ? in->agent : app->cfg->default_agent;
+	char known[AGENTS_LIST_MAX];
+	struct agent a;
+
+	if (agents_find(app->cfg, name, &a) < 0) {
+		agents_list(app->cfg, known, sizeof(known));
+		request_error(req, 400, "unknown_agent", "unknown agent '%.64s'; known: %s", name,
+			      known);
+		return -EINVAL;
+	}
+	if (in->mode == SESSION_STRUCTURED && !a.structured) {
+		request_error(req, 400, "no_structured_mode",
+			      "the agent %s has no structured mode: create it in terminal mode",
+			      a.name);
+		return -EINVAL;
+	}
+	snprintf(s->agent, sizeof(s->agent), "%s", a.name);
+	return 0;
 }
 
 static void api_sessions_create(const struct app *app, struct request *req,
@@ -220,6 +255,8 @@ static void api_sessions_create(const struct app *app, struct request *req,
 		request_error(req, 400, "invalid_request", "the session paths are too long");
 		goto out;
 	}
+	if (api_pick_agent(app, req, &in, s) < 0)
+		goto out;
 	s->mode = in.mode;
 	s->limits = limits;
 	s->policy = policy;
@@ -387,6 +424,47 @@ static json_object *api_remove_worktree(const struct app *app, const struct sess
 	return o;
 }
 
+/*
+ * Waits for the agent's process pid (the pane's, whose tmux session was just killed) to end, and
+ * kills its process group past API_REAP_WAIT_MS: gemini catches the SIGHUP and goes on writing
+ * its chat files for a while, which would put back the directory the delete removes. Without a
+ * cgroup nothing else ends it (with one, sessioncg_remove already did).
+ */
+static void api_reap_agent(pid_t pid)
+{
+	struct timespec pause = {0, API_REAP_POLL_MS * 1000000L};
+
+	for (int waited = 0; waited < API_REAP_WAIT_MS; waited += API_REAP_POLL_MS) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return;
+		nanosleep(&pause, NULL);
+	}
+	log_warn("agent process %d outlived its tmux session; killing its process group", (int)pid);
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	for (int waited = 0; waited < API_REAP_WAIT_MS; waited += API_REAP_POLL_MS) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return;
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* Removes s's directory of agentlaunch.h in the agent user's HOME (a caged session's is in its
+ * own HOME, removed with it), as the agent: its files. Returns 0 or -errno. */
+static int api_remove_agent_dir(const struct app *app, const struct session *s)
+{
+	char dir[CONFIG_PATH_MAX];
+	struct agentuser_fs fs;
+	int r;
+
+	if ((r = agentlaunch_dir(app->agent.home, s, dir, sizeof(dir))) < 0 ||
+	    (r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		return r;
+	r = fsutil_rm_tree(dir);
+	agentuser_fs_leave(&fs);
+	return r;
+}
+
 static void api_sessions_delete(const struct app *app, struct request *req,
 				const char *const args[ROUTER_MAX_ARGS])
 {
@@ -394,7 +472,8 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	struct session *s = NULL;
 	char force[8];
 	json_object *answer;
-	bool running;
+	bool running, keep_home;
+	pid_t pane;
 	int fd = -1, r;
 
 	if (!api_check_id(req, args[0]))
@@ -416,6 +495,8 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	 * write); an agent that obeys the interrupt takes a moment, one that does not the grace. */
 	if (running && (r = stop_agent(app, s, &cause)) < 0 && r != -ENOENT && r != -EPERM)
 		log_warn("session %s: cannot stop its agent gracefully: %s", s->id, cause.msg);
+	/* The agent's process, to see it gone before its files are removed (below). */
+	pane = tmux_pane_pid(&app->tmux, s->tmux_name, s->id, NULL);
 	/* A tmux session of that name that carries another session's id is not this session's:
 	 * it is left alone, and this session is deleted as one whose tmux session is gone. */
 	r = tmux_kill_session(&app->tmux, s->tmux_name, s->id, &cause);
@@ -428,15 +509,21 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 		goto out;
 	}
 	sessioncg_remove(app, s->id); /* what the agent left running, then its cgroup */
+	if (r == 0 && pane > 0)
+		api_reap_agent(pane);
 	answer = api_remove_worktree(app, s,
 				     request_query(req, "force", force, sizeof(force)) != NULL &&
 					 strcmp(force, "true") == 0);
 	/* The cage's own HOME goes with the session (its transcripts, its tools' state), unless
 	 * asked to stay; a commit is never in it. */
-	if (!(request_query(req, "keepHome", force, sizeof(force)) != NULL &&
-	      strcmp(force, "true") == 0) &&
-	    (r = cagecmd_remove_home(app, s->id, s->uid)) < 0 && r != -ENOENT)
+	keep_home = request_query(req, "keepHome", force, sizeof(force)) != NULL &&
+		    strcmp(force, "true") == 0;
+	if (!keep_home && (r = cagecmd_remove_home(app, s->id, s->uid)) < 0 && r != -ENOENT)
 		log_warn("session %s: cannot remove its HOME: %s", s->id, strerror(-r));
+	/* So does its agent CLI's own directory in the agents' shared HOME (agentlaunch.h). */
+	if (!keep_home && (r = api_remove_agent_dir(app, s)) < 0 && r != -ENOENT)
+		log_warn("session %s: cannot remove its agent's directory: %s", s->id,
+			 strerror(-r));
 	if ((r = cagecmd_uid_release(app, s->id, s->uid, s->worktree)) < 0)
 		log_warn("session %s: cannot give uid %u back: %s", s->id, (unsigned)s->uid,
 			 strerror(-r));

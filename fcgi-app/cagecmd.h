@@ -26,7 +26,8 @@ struct cagecmd {
 	struct agent_user user; /* the session's own (cagecmd_user) */
 	char uid[16], gid[16];
 	char cgroup[2 * CGROUP_NAME_MAX + 2]; /* PARENT/SESSION */
-	char claude[CONFIG_PATH_MAX]; /* claude's real path, when its own is hidden in the cage */
+	char
+	    claude[CONFIG_PATH_MAX]; /* the agent's real path, when its own is hidden in the cage */
 	char *words[CAGECMD_PREFIX];
 	size_t n;
 };

@@ -734,11 +734,12 @@ static void att_terminal_moved_on(struct att_session *s, json_object *payload)
 	}
 }
 
-/* A Notification's kind that means the TUI shows something only a person there can answer. */
+/* A Notification's kind that means the TUI shows something only a person there can answer:
+ * claude's, and gemini's tool-permission dialog (it asks no hook that could answer it). */
 static bool att_notification_asks(const char *kind)
 {
 	static const char *const kinds[] = {"permission_prompt", "agent_needs_input",
-					    "elicitation_dialog"};
+					    "elicitation_dialog", "ToolPermission"};
 
 	for (size_t i = 0; kind != NULL && i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (strcmp(kind, kinds[i]) == 0)

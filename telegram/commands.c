@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include "agents.h"
 #include "approvals.h"
 #include "jsontext.h"
 #include "log.h"
@@ -27,8 +28,9 @@
 
 #define COMMANDS_HELP                                                                              \
 	"/sessions: every session, those waiting for you first\n"                                  \
-	"/new owner/name issue [structured]: create a session; it becomes this chat's (/new "      \
-	"alone lists the repositories here)\n"                                                     \
+	"/new owner/name issue [agent] [structured]: create a session (agent: claude, codex, "     \
+	"gemini, opencode or one of the server's; default the server's); it becomes this chat's "  \
+	"(/new alone lists the repositories here)\n"                                               \
 	"/use <id>: make a session this chat's (its permission requests come here)\n"              \
 	"/mode terminal|structured: switch this chat's session\n"                                  \
 	"/stop [<id>] [force]: delete a session (this chat's by default); force also removes a "   \
@@ -190,13 +192,13 @@ static void cmd_new_answer(struct cmd_call *c, const struct agentc_answer *a, ch
 			   size_t msglen)
 {
 	const char *id = jsontext_str(a->body, "id"), *state = jsontext_str(a->body, "state");
-	const char *mode = jsontext_str(a->body, "mode");
+	const char *mode = jsontext_str(a->body, "mode"), *agent = jsontext_str(a->body, "agent");
 
 	if ((a->status == 201 || a->status == 200) && id != NULL && session_id_valid(id)) {
 		cmd_choose(c->b, c->chat, id);
-		snprintf(msg, msglen, "%s %s (%s, %s mode). It is this chat's session now: %s", id,
-			 a->status == 201 ? "is starting" : "exists already", state ? state : "?",
-			 mode ? mode : "?",
+		snprintf(msg, msglen, "%s %s (%s, %s, %s mode). It is this chat's session now: %s",
+			 id, a->status == 201 ? "is starting" : "exists already",
+			 state ? state : "?", agent ? agent : "claude", mode ? mode : "?",
 			 mode != NULL && strcmp(mode, "structured") == 0
 			     ? "write to prompt it."
 			     : "/mode structured lets you prompt it from here.");
@@ -257,7 +259,7 @@ static void cmd_repos_answer(struct cmd_call *c, const struct agentc_answer *a, 
 static void cmd_new(struct bot *b, const struct botapi_update *u)
 {
 	char args[COMMANDS_ARGS_MAX][COMMANDS_ARG_MAX], owner[COMMANDS_ARG_MAX];
-	const char *slash, *mode = NULL;
+	const char *slash, *mode = NULL, *agent = NULL;
 	char *end;
 	long long issue;
 	int n = cmd_args(u->text, args, COMMANDS_ARGS_MAX);
@@ -269,8 +271,8 @@ static void cmd_new(struct bot *b, const struct botapi_update *u)
 			cmd_send(c, "GET", "/repos", NULL, false, cmd_repos_answer);
 		return;
 	}
-	if (n < 2 || n > 3 || (slash = strchr(args[0], '/')) == NULL) {
-		bot_say(b, u->chat, "Usage: /new owner/name issue [structured|terminal]");
+	if (n < 2 || (slash = strchr(args[0], '/')) == NULL) {
+		bot_say(b, u->chat, "Usage: /new owner/name issue [agent] [structured|terminal]");
 		return;
 	}
 	memcpy(owner, args[0], (size_t)(slash - args[0]));
@@ -284,12 +286,24 @@ static void cmd_new(struct bot *b, const struct botapi_update *u)
 			"number).");
 		return;
 	}
-	if (n == 3) {
-		if (strcmp(args[2], "structured") != 0 && strcmp(args[2], "terminal") != 0) {
-			bot_say(b, u->chat, "The mode is structured or terminal.");
+	/* After the issue, in any order: a mode, and an agent's name (the server says whether it
+	 * knows it, and which it knows). */
+	for (int i = 2; i < n; i++) {
+		if (strcmp(args[i], "structured") == 0 || strcmp(args[i], "terminal") == 0) {
+			if (mode != NULL) {
+				bot_say(b, u->chat, "One mode: structured or terminal.");
+				return;
+			}
+			mode = args[i];
+		} else if (agent == NULL && agents_name_valid(args[i])) {
+			agent = args[i];
+		} else {
+			bot_say(
+			    b, u->chat,
+			    "Usage: /new owner/name issue [agent] [structured|terminal]; the agent "
+			    "is a name such as claude, codex, gemini or opencode.");
 			return;
 		}
-		mode = args[2];
 	}
 	if ((c = cmd_call(b, u, NULL)) == NULL)
 		return;
@@ -301,6 +315,8 @@ static void cmd_new(struct bot *b, const struct botapi_update *u)
 	json_object_object_add(body, "issue", json_object_new_int64(issue));
 	if (mode != NULL)
 		json_object_object_add(body, "mode", json_object_new_string(mode));
+	if (agent != NULL)
+		json_object_object_add(body, "agent", json_object_new_string(agent));
 	cmd_send(c, "POST", "/sessions", body, true, cmd_new_answer);
 }
 

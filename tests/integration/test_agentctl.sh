@@ -93,7 +93,11 @@ ctl ls
 assert_eq "ls with no session: exit 0, only the header" "0 1" "$RC $(printf '%s\n' "$OUT" | wc -l)"
 ctl new acme/widgets 1
 assert_eq "new: exit 0, prints the id" "0 widgets-1" "$RC $OUT"
-assert_match "... says it was created" 'widgets-1 created' "$ERR"
+assert_match "... says it was created, and its agent" 'widgets-1 created \(.*, claude, terminal mode\)' "$ERR"
+ctl new acme/widgets 3 --agent nope
+assert_ne "new --agent nope: fails" 0 "$RC"
+assert_match "... with the server's answer naming the known agents" \
+	"unknown agent 'nope'; known: claude, codex, gemini, opencode" "$ERR"
 ctl new acme/widgets 1
 assert_eq "new again: exit 0 (it exists)" "0 widgets-1" "$RC $OUT"
 assert_state "widgets-1 runs" widgets-1 running 60

@@ -39,13 +39,18 @@ tg_write "$U" "/new"
 assert_tg "/new alone on a new server: no repository yet" "$U" 'select(.text | test("no repository yet"))'
 tg_write "$U" "/new acme/widgets 1 structured"
 assert_tg "/new creates the session and makes it the chat's" "$U" \
-	'select(.text | test("^widgets-1 is starting .*structured mode.*this chat.s session"))'
+	'select(.text | test("^widgets-1 is starting .*, claude, structured mode.*this chat.s session"))'
 assert_state "the session runs" widgets-1 running 60
 assert_json "in structured mode" .mode '"structured"'
 tg_write "$U" "/new acme/widgets"
 assert_tg "/new without an issue: usage" "$U" 'select(.text | test("^Usage: /new"))'
 tg_write "$U" "/new acme/../x 1"
 assert_tg "/new with a bad name is refused before agent-daemon" "$U" 'select(.text | test("not owner/name issue"))'
+tg_write "$U" "/new acme/widgets 7 nope terminal"
+assert_tg "/new with an agent the server does not know: its answer lists the known ones" "$U" \
+	'select(.text | test("^The session was not created: .*unknown agent .nope.; known: claude, codex, gemini, opencode"))'
+tg_write "$U" "/new acme/widgets 7 codex gemini"
+assert_tg "/new with two agents: usage" "$U" 'select(.text | test("^Usage: /new owner/name issue \\[agent\\]"))'
 tg_write "$U" "/new"
 assert_tg "/new alone lists the repositories here, with their sessions" "$U" \
 	'select(.text | test("^Repositories here") and test("\n/new acme/widgets — widgets-1 \\("))'

@@ -888,7 +888,10 @@ Test(config, only_credentials_are_secret)
  * itself (environment only). */
 static bool readme_extra(const char *name)
 {
-	return strcmp(name, "AGENTD_CONFIG") == 0;
+	/* AGENTD_AGENT_<NAME>_COMMAND and its kin (core/config.c: config_agent_key) are a family
+	 * of keys, one per configured agent, that no one-line-per-key table lists; README names
+	 * the family as `AGENTD_AGENT_<NAME>_...`, which reads here up to the '<'. */
+	return strcmp(name, "AGENTD_CONFIG") == 0 || strcmp(name, "AGENTD_AGENT_") == 0;
 }
 
 /* Reads README.md's "## Configuration" table: each row's key cell and default cell. Returns

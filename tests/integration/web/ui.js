@@ -159,10 +159,12 @@ async function typeTerm(page, s) {
   await page.keyboard.press("Enter");
 }
 
-async function createFromForm(page, owner, name, issue, mode) {
+async function createFromForm(page, owner, name, issue, mode, agent) {
   await page.$eval("#new-session", (d) => (d.open = true));
   const f = "#create ";
-  for (const [field, v] of [["owner", owner], ["name", name], ["issue", String(issue)]]) {
+  const fields = [["owner", owner], ["name", name], ["issue", String(issue)]];
+  if (agent !== undefined) fields.push(["agent", agent]);
+  for (const [field, v] of fields) {
     await page.$eval(f + `input[name=${field}]`, (e) => (e.value = ""));
     await page.type(f + `input[name=${field}]`, v);
   }
@@ -234,10 +236,16 @@ async function desktop(browser) {
       /not running \(failed: .+\)/.test(await text(page, "#gone-view")), "the failed badge and reason"));
   await shot(page, "desktop-failed");
 
-  await createFromForm(page, "acme", "widgets", 1, "terminal");
+  await createFromForm(page, "acme", "widgets", 1, "terminal", "claude");
   await check("create: the new session is listed and selected", page, () =>
     until(async () => (await page.evaluate(() => location.hash)) === "#/s/widgets-1" &&
       (await count(page, '#sessions li[data-id="widgets-1"]')) === 1, "widgets-1 in the list"));
+  await check("create: the session shows its agent, and the form remembers the agent asked for", page, async () => {
+    await until(async () => / · claude · /.test(await text(page, '#sessions li[data-id="widgets-1"] .line2')) &&
+      /claude agent/.test(await text(page, "#d-info")), "claude in the row and the detail");
+    const kept = await page.evaluate(() => localStorage.getItem("agentd.agent"));
+    if (kept !== "claude") throw new Error("localStorage agentd.agent: " + kept);
+  });
   await check("a session shows no activity while creating, then running's", page, async () => {
     const seen = [];
     await until(async () => {

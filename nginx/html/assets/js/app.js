@@ -14,6 +14,7 @@ import { EV } from "./events.js";
 
 const $ = (id) => document.getElementById(id);
 const RUNNING = new Set(["creating", "running", "attached"]);
+const AGENT_KEY = "agentd.agent"; // localStorage: the agent the create form last asked for
 
 const live = new Live();
 const notifier = new Notifier();
@@ -139,7 +140,7 @@ function renderList() {
     const line1 = el("div", "line1");
     line1.append(el("span", "sid", s.id), ...badges(s));
     const line2 = el("div", "line2 muted");
-    line2.textContent = [repoOf(s) + "#" + s.issue, s.mode, (s.clients || 0) + " client" + (s.clients === 1 ? "" : "s"),
+    line2.textContent = [repoOf(s) + "#" + s.issue, s.agent || "claude", s.mode, (s.clients || 0) + " client" + (s.clients === 1 ? "" : "s"),
       ago(s.activityAt || s.lastActivity)].filter(Boolean).join(" · ");
     a.append(line1, line2);
     if (s.state === "failed" && s.error) a.appendChild(el("div", "line2 bad", s.error));
@@ -268,7 +269,8 @@ function renderDetail() {
     $("gone-view").textContent = live.sessions.size || live.connected ? "No such session (deleted?)." : "loading…";
     return;
   }
-  $("d-info").textContent = [repoOf(s) + "#" + s.issue, s.branch, s.worktree, s.mode + " mode",
+  $("d-info").textContent = [repoOf(s) + "#" + s.issue, s.branch, s.worktree, (s.agent || "claude") + " agent",
+    s.mode + " mode", s.activitySource === "none" ? "activity not reported by this agent" : "",
     (s.clients || 0) + " terminal client" + (s.clients === 1 ? "" : "s"),
     s.lastActivity ? "last activity " + ago(s.lastActivity) : ""].filter(Boolean).join(" · ");
   syncChanges(s);
@@ -476,6 +478,15 @@ async function create(ev) {
     repo: { owner: f.namedItem("owner").value.trim(), name: f.namedItem("name").value.trim() },
     issue: Number(f.namedItem("issue").value),
   };
+  // The agent (claude, codex, gemini, opencode or a configured one); empty: the server's
+  // default. The last one asked for is remembered for the next session.
+  const agent = f.namedItem("agent").value.trim();
+  if (agent) body.agent = agent;
+  try {
+    localStorage.setItem(AGENT_KEY, agent);
+  } catch (e) {
+    // No storage (private mode): the form simply does not remember.
+  }
   const mode = f.namedItem("mode").value;
   if (mode !== "terminal") body.mode = mode;
   const prompt = f.namedItem("prompt").value.trim();
@@ -599,8 +610,18 @@ function registerWorker() {
   });
 }
 
+/** The create form starts with the agent last asked for on this device. */
+function rememberedAgent() {
+  try {
+    $("create").elements.namedItem("agent").value = localStorage.getItem(AGENT_KEY) || "";
+  } catch (e) {
+    // No storage: the server's default.
+  }
+}
+
 async function main() {
   $("create").addEventListener("submit", create);
+  rememberedAgent();
   $("new-session").addEventListener("toggle", () => $("new-session").open && knownRepos());
   $("repo-filter").addEventListener("change", renderList);
   $("search").addEventListener("input", renderList);
