@@ -342,11 +342,13 @@ static void acpagent_request_in(struct host *h, const struct acp_msg *m)
 {
 	json_object *call = NULL;
 	const char *title;
-	char rid[32], *line;
+	char rid[64], *line;
 	size_t len = 0;
 
 	if (strcmp(m->method, "session/request_permission") == 0) {
-		snprintf(rid, sizeof(rid), "acp-%llu",
+		/* The host's start in the id: one of an earlier run, still answered by a
+		 * client that saw it, never names a request of this run. */
+		snprintf(rid, sizeof(rid), "acp-%lld-%llu", (long long)h->acp.started_ms,
 			 (unsigned long long)++h->acp.next_permission);
 		perms_request_acp(h, rid, m->id, m->params);
 		json_object_object_get_ex(m->params, "toolCall", &call);
@@ -408,6 +410,7 @@ void acpagent_start(struct host *h)
 	uv_timer_init(h->loop, &a->minute);
 	a->minute.data = h;
 	a->timer_init = true;
+	a->started_ms = host_now_ms();
 	a->state = ACPAGENT_INITIALIZING;
 	a->init_id = acpagent_request(h, "initialize", acp_initialize_params("agentd", "1"));
 }

@@ -66,6 +66,7 @@ struct acpagent {
 	char *queue[ACPAGENT_QUEUE_MAX]; /* prompts waiting for their turn, oldest first */
 	size_t qhead, qlen;
 	uint64_t next_permission;
+	int64_t started_ms; /* in request ids: unique across restarts */
 	uv_timer_t minute;
 	bool timer_init;
 };

@@ -121,10 +121,16 @@ ask() {
 	hs "$1" "{\"type\":\"prompt\",\"prompt\":\"$2\"}" 20 >"$3" &
 	ASK_PID=$!
 	wait_ok "$2: a permission event arrives" 10 grep -qs '"event":"permission"' "$3"
+	RID=$(events "$3" | jq -r 'select(.event == "permission") | .data.requestId')
+}
+
+# answer ID BEHAVIOR [MORE]: the host's answer to the request RID.
+answer() {
+	hs "$1" "{\"type\":\"permission\",\"requestId\":\"$RID\",\"behavior\":\"$2\"${3-}}"
 }
 ask oc-1 "RUNTOOL ls -la" "$T/a1"
 assert_jq "permission: the event has the common fields and the agent's options" \
-	'.data | .requestId == "acp-1" and .toolName == "Shell" and .input.command == "ls -la" and
+	'.data | (.requestId | test("^acp-[0-9]+-1$")) and .toolName == "Shell" and .input.command == "ls -la" and
 	 .toolUseId != null and has("description") and has("suggestions") and has("blockedPath") and
 	 (.options | map(.kind) | index("allow_once") != null)' \
 	"$(events "$T/a1" | jq -c 'select(.event == "permission")')"
@@ -132,7 +138,7 @@ assert_jq "permission: the tool call came first as tool_use" \
 	'[.[] | select(.event == "assistant") | .data.message.content[0] | select(.type == "tool_use")] | length == 1' \
 	"$(events "$T/a1" | jq -s -c .)"
 assert_jq "permission: allow answers ok" '.type == "ok"' \
-	"$(hs oc-1 '{"type":"permission","requestId":"acp-1","behavior":"allow","by":"alice"}')"
+	"$(answer oc-1 allow ',"by":"alice"')"
 wait "$ASK_PID"
 assert_jq "allow: the agent got allow_once (opencode: once) and ran the tool" \
 	'[.[] | select(.event == "result") | .data.result] == ["allowed: ls -la"]' \
@@ -142,9 +148,9 @@ assert_jq "allow: permission_resolved, then a tool_result" \
 	 ([.[] | select(.event == "user") | .data.message.content | arrays | .[0] | select(.type == "tool_result")] | length == 1)' \
 	"$(events "$T/a1" | jq -s -c .)"
 assert_jq "a second answer: 409 already_answered" '.status == 409 and .code == "already_answered"' \
-	"$(hs oc-1 '{"type":"permission","requestId":"acp-1","behavior":"deny"}')"
+	"$(answer oc-1 deny)"
 ask oc-1 "RUNTOOL rm -rf x" "$T/a2"
-hs oc-1 '{"type":"permission","requestId":"acp-2","behavior":"deny","message":"no"}' >/dev/null
+answer oc-1 deny ',"message":"no"' >/dev/null
 wait "$ASK_PID"
 assert_jq "deny: the agent got reject_once (opencode: reject)" \
 	'[.[] | select(.event == "result") | .data.result] == ["denied: reject"]' \
@@ -203,13 +209,13 @@ host_stop
 export FAKE_ACP_OPTIONS=codex
 host_start codex cx-1
 ask cx-1 "RUNTOOL make" "$T/c1"
-hs cx-1 '{"type":"permission","requestId":"acp-1","behavior":"allow"}' >/dev/null
+answer cx-1 allow >/dev/null
 wait "$ASK_PID"
 assert_jq "codex: allow is approved (allow_once), not the execpolicy amendment" \
 	'[.[] | select(.event == "result") | .data.result] == ["allowed: make"]' \
 	"$(events "$T/c1" | jq -s -c .)"
 ask cx-1 "RUNTOOL make" "$T/c2"
-hs cx-1 '{"type":"permission","requestId":"acp-2","behavior":"deny"}' >/dev/null
+answer cx-1 deny >/dev/null
 wait "$ASK_PID"
 assert_jq "codex: deny is abort (reject_always: it has no reject_once)" \
 	'[.[] | select(.event == "result") | .data.result] == ["denied: abort"]' \
