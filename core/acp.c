@@ -441,6 +441,22 @@ static char *acp_tool_text(json_object *update)
 	return out;
 }
 
+/* Whether the tool call id was announced; remembers it when not (and announce is set). */
+static bool acp_turn_tool_seen(struct acp_turn *t, const char *id, bool announce)
+{
+	if (id == NULL)
+		return false;
+	for (size_t i = 0; i < ACP_TOOLS_SEEN; i++)
+		if (t->tools[i] != NULL && strcmp(t->tools[i], id) == 0)
+			return true;
+	if (announce) {
+		free(t->tools[t->tools_next]);
+		t->tools[t->tools_next] = strdup(id);
+		t->tools_next = (t->tools_next + 1) % ACP_TOOLS_SEEN;
+	}
+	return false;
+}
+
 static void acp_tool_use(struct acp_turn *t, json_object *update, acp_emit_fn emit, void *arg)
 {
 	json_object *content = json_object_new_array(), *b = json_object_new_object(),
@@ -459,7 +475,19 @@ static void acp_tool_use(struct acp_turn *t, json_object *update, acp_emit_fn em
 		json_object_object_add(b, "kind", json_object_new_string(kind));
 	json_object_array_add(content, b);
 	t->n++;
+	acp_turn_tool_seen(t, acp_str(update, "toolCallId"), true);
 	acp_emit_message(emit, arg, "assistant", content);
+}
+
+void acp_turn_permission(struct acp_turn *t, json_object *params, acp_emit_fn emit, void *arg)
+{
+	json_object *call = acp_get(params, "toolCall");
+
+	if (!json_object_is_type(call, json_type_object) ||
+	    acp_turn_tool_seen(t, acp_str(call, "toolCallId"), false))
+		return;
+	acp_turn_flush(t, emit, arg);
+	acp_tool_use(t, call, emit, arg);
 }
 
 static void acp_tool_result(json_object *update, bool failed, acp_emit_fn emit, void *arg)
@@ -508,7 +536,9 @@ bool acp_turn_update(struct acp_turn *t, enum acp_update_kind kind, json_object 
 		return true;
 	case ACP_UPDATE_TOOL_CALL:
 		acp_turn_flush(t, emit, arg);
-		acp_tool_use(t, update, emit, arg);
+		/* A call announced again (opencode sends it once pending, once running) is one. */
+		if (!acp_turn_tool_seen(t, acp_str(update, "toolCallId"), false))
+			acp_tool_use(t, update, emit, arg);
 		if (status != NULL &&
 		    (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0))
 			acp_tool_result(update, strcmp(status, "failed") == 0, emit, arg);
@@ -519,6 +549,8 @@ bool acp_turn_update(struct acp_turn *t, enum acp_update_kind kind, json_object 
 		    (strcmp(status, "completed") != 0 && strcmp(status, "failed") != 0))
 			return false;
 		acp_turn_flush(t, emit, arg);
+		if (!acp_turn_tool_seen(t, acp_str(update, "toolCallId"), false))
+			acp_tool_use(t, update, emit, arg);
 		acp_tool_result(update, strcmp(status, "failed") == 0, emit, arg);
 		return true;
 	case ACP_UPDATE_USAGE:
@@ -619,6 +651,10 @@ void acp_turn_free(struct acp_turn *t)
 	free(t->text);
 	free(t->last);
 	json_object_put(t->usage);
+	for (size_t i = 0; i < ACP_TOOLS_SEEN; i++) {
+		free(t->tools[i]);
+		t->tools[i] = NULL;
+	}
 	t->text = t->last = NULL;
 	t->usage = NULL;
 	t->len = t->cap = 0;

@@ -49,6 +49,10 @@
 /* The text of a tool result carried in an event: a file read whole stays in the agent. */
 #define ACP_TOOL_TEXT_MAX (64 * 1024)
 
+/* Tool call ids of a turn remembered (for the tool_use of each tool_result): more than a turn
+ * runs at once. */
+#define ACP_TOOLS_SEEN 64
+
 /* JSON-RPC error codes. */
 #define ACP_PARSE_ERROR      -32700
 #define ACP_INVALID_REQUEST  -32600
@@ -169,6 +173,11 @@ struct acp_turn {
 	bool has_cost;
 	int64_t started_ms;
 	uint64_t n;
+	/* The tool calls announced as tool_use (a ring): an agent that asks a permission or ends
+	 * a call it never announced (gemini) gets its tool_use made first, so every tool_result
+	 * has its tool_use. */
+	char *tools[ACP_TOOLS_SEEN];
+	size_t tools_next;
 };
 
 /* Starts a turn at now_ms: emits system init and the prompt as a user event with isReplay. */
@@ -188,6 +197,10 @@ bool acp_turn_update(struct acp_turn *t, enum acp_update_kind kind, json_object 
  */
 void acp_turn_end(struct acp_turn *t, const char *stop_reason, json_object *usage,
 		  const char *error, uint64_t queued, int64_t now_ms, acp_emit_fn emit, void *arg);
+
+/* A session/request_permission's params within the turn: the tool call's tool_use, unless it
+ * was announced already. */
+void acp_turn_permission(struct acp_turn *t, json_object *params, acp_emit_fn emit, void *arg);
 
 /* Frees what the turn holds (acp_turn_end does it too). */
 void acp_turn_free(struct acp_turn *t);

@@ -101,12 +101,21 @@ static void acpagent_load(struct host *h)
 	    h, "session/load", acp_session_load_params(h->acp.session_id, h->acp.cwd));
 }
 
+static void acpagent_next(struct host *h);
+
 static void acpagent_minute_over(uv_timer_t *t)
 {
 	struct host *h = t->data;
 
 	if (h->acp.state == ACPAGENT_WAITING && h->claude.running)
 		acpagent_load(h);
+	else if (h->acp.state == ACPAGENT_SETTLING) {
+		h->acp.state = ACPAGENT_READY;
+		transcript_note(&h->transcript, "-- %s session %s ready", h->acp.name,
+				h->acp.session_id);
+		transcript_flush(&h->transcript);
+		acpagent_next(h);
+	}
 }
 
 /* ---- turns -------------------------------------------------------------------------------- */
@@ -148,8 +157,6 @@ static void acpagent_turn_ended(struct host *h)
 	if (h->acp.last_result != 0)
 		subs_turn_ended(h, h->acp.last_result, h->prompts_done);
 }
-
-static void acpagent_next(struct host *h);
 
 /* A prompt that cannot run (no session): its turn is only a failed result. */
 static void acpagent_fail_turn(struct host *h, const char *prompt, const char *why)
@@ -312,6 +319,11 @@ static void acpagent_response(struct host *h, const struct acp_msg *m)
 		model = acp_session_model(m->result);
 		free(a->model);
 		a->model = model != NULL ? strdup(model) : NULL;
+		if (a->state == ACPAGENT_LOADING) {
+			a->state = ACPAGENT_SETTLING;
+			uv_timer_start(&a->minute, acpagent_minute_over, ACPAGENT_SETTLE_MS, 0);
+			return;
+		}
 		transcript_note(&h->transcript, "-- %s session %s ready", a->name, a->session_id);
 		transcript_flush(&h->transcript);
 		a->state = ACPAGENT_READY;
@@ -350,6 +362,8 @@ static void acpagent_request_in(struct host *h, const struct acp_msg *m)
 		 * client that saw it, never names a request of this run. */
 		snprintf(rid, sizeof(rid), "acp-%lld-%llu", (long long)h->acp.started_ms,
 			 (unsigned long long)++h->acp.next_permission);
+		if (h->acp.in_turn)
+			acp_turn_permission(&h->acp.turn, m->params, acpagent_emit, h);
 		perms_request_acp(h, rid, m->id, m->params);
 		json_object_object_get_ex(m->params, "toolCall", &call);
 		title = jsontext_str(call, "title");
@@ -390,6 +404,8 @@ void acpagent_line(struct host *h, const char *line, size_t len)
 		if (strcmp(m.method, "session/update") != 0)
 			break;
 		kind = acp_update_kind(m.params, &update);
+		if (h->acp.state == ACPAGENT_SETTLING)
+			uv_timer_start(&h->acp.minute, acpagent_minute_over, ACPAGENT_SETTLE_MS, 0);
 		/* A load replays the conversation the event log holds already. */
 		if (h->acp.in_turn && update != NULL)
 			acp_turn_update(&h->acp.turn, kind, update, acpagent_emit, h);

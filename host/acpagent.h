@@ -37,6 +37,10 @@
 /* gemini's session files are named by the minute: a load waits this long past the minute's
  * end, so clocks a little apart still see the next minute. */
 #define ACPAGENT_MINUTE_SLACK_MS 1500
+/* gemini answers session/load first and replays the history after (not awaited): the load is
+ * over once the agent has been quiet this long. Its replay is in memory and comes in a burst;
+ * a prompt sent sooner would get the replay's tail as its own events. */
+#define ACPAGENT_SETTLE_MS 300
 
 struct host;
 
@@ -44,6 +48,7 @@ enum acpagent_state {
 	ACPAGENT_INITIALIZING, /* initialize sent */
 	ACPAGENT_WAITING,      /* waiting for the next minute before session/load */
 	ACPAGENT_LOADING,      /* session/load sent: its updates are history */
+	ACPAGENT_SETTLING,     /* loaded: its replay may still come (gemini sends it after) */
 	ACPAGENT_CREATING,     /* session/new sent */
 	ACPAGENT_READY,
 	ACPAGENT_FAILED, /* no session: prompts end with an error result */

@@ -7,7 +7,8 @@ It speaks what gemini --acp, opencode acp and codex-acp speak, with none of thei
   session/load      replays the conversation as session/update, then answers; with
                     FAKE_ACP_SAME_MINUTE_BUG=1 a load in the wall-clock minute the session was
                     made fails ("Invalid session identifier") and leaves the session unloadable,
-                    as gemini 0.61.0 does (notes: agent-clis.md §2)
+                    as gemini 0.61.0 does (notes: agent-clis.md §2); with
+                    FAKE_ACP_LATE_REPLAY=1 it answers first and replays after, as gemini does
   session/prompt    answers "echo: <prompt>" in two chunks, with usage and cost; a prompt
                     holding RUNTOOL <cmd> first asks session/request_permission (options of
                     $FAKE_ACP_OPTIONS: gemini, opencode or codex) and says "allowed: <cmd>" or
@@ -200,10 +201,14 @@ def main():
                     save(sid, conv)
                 send({"id": mid, "error": {"code": -32603, "message": "Invalid session identifier"}})
                 continue
+            late = os.environ.get("FAKE_ACP_LATE_REPLAY") == "1"
+            if late:  # gemini answers first and replays after (not awaited)
+                send({"id": mid, "result": {"models": {"currentModelId": "fake-acp-model"}}})
             for t in conv["turns"]:
                 chunk(sid, t["prompt"], "user_message_chunk")
                 chunk(sid, t["answer"])
-            send({"id": mid, "result": {"models": {"currentModelId": "fake-acp-model"}}})
+            if not late:
+                send({"id": mid, "result": {"models": {"currentModelId": "fake-acp-model"}}})
         elif method == "session/prompt":
             prompt(mid, p)
         elif method == "session/cancel":

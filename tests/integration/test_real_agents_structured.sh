@@ -225,7 +225,7 @@ host_stop
 # --- gemini: a load in the minute the session was made would lose it ---------------------------
 # The fake fails such a load as gemini 0.61.0 does, and the session is unloadable after; the
 # host waits for the next minute.
-export FAKE_ACP_OPTIONS=gemini FAKE_ACP_SAME_MINUTE_BUG=1
+export FAKE_ACP_OPTIONS=gemini FAKE_ACP_SAME_MINUTE_BUG=1 FAKE_ACP_LATE_REPLAY=1
 # Far enough from the minute's end that the restart below falls in the same minute.
 while [ "$(date +%S | sed 's/^0//')" -gt 45 ]; do sleep 1; done
 host_start gemini gm-1 "gemini bootstrap"
@@ -240,10 +240,13 @@ hs gm-1 '{"type":"prompt","prompt":"gemini after restart"}' 90 >"$T/g1"
 assert_jq "gemini: the prompt sent while waiting runs once loaded" \
 	'[.[] | select(.event == "result") | .data.result] == ["echo: gemini after restart"]' \
 	"$(events "$T/g1" | jq -s -c .)"
+assert_jq "gemini: the replay the agent sends after its load answer is not this turn's" \
+	'[.[] | select(.event == "assistant" or .event == "stream_event") | tostring | select(contains("gemini bootstrap"))] == []' \
+	"$(events "$T/g1" | jq -s -c .)"
 assert_jq "gemini: the agent sees the earlier turn (its session was loaded, not lost)" \
 	'.prompt == "gemini after restart" and .history == ["gemini bootstrap"]' \
 	"$(prompts_seen gm-1 | tail -n 1)"
 host_stop
-unset FAKE_ACP_SAME_MINUTE_BUG
+unset FAKE_ACP_SAME_MINUTE_BUG FAKE_ACP_LATE_REPLAY
 
 check_not "no agent outlives its host" pgrep -f "$FAKE_ACP"

@@ -494,3 +494,55 @@ Test(acp, long_text_is_cut_into_bounded_events)
 	json_object_put(p);
 	free(text);
 }
+
+Test(acp, every_tool_result_has_its_tool_use)
+{
+	struct acp_turn t;
+	struct events e = {0};
+	json_object *perm = options("{\"toolCall\":{\"toolCallId\":\"g1\",\"title\":\"touch x\"},"
+				    "\"options\":[]}");
+
+	acp_turn_begin(&t, "gemini", "s", NULL, "x", 0, collect, &e);
+	events_free(&e);
+	/* gemini asks before it announces the call: the tool_use comes with the request. */
+	acp_turn_permission(&t, perm, collect, &e);
+	cr_assert_eq(e.n, 1);
+	cr_assert_str_eq(path_str(json_object_array_get_idx(
+				      json_object_object_get(
+					  json_object_object_get(e.data[0], "message"), "content"),
+				      0),
+				  "id", NULL),
+			 "g1");
+	events_free(&e);
+	/* ... and ends it: the result only, no second tool_use. */
+	cr_assert(feed(&t,
+		       "{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"g1\","
+		       "\"status\":\"completed\"}}",
+		       &e));
+	cr_assert_eq(e.n, 1);
+	cr_assert_str_eq(e.name[0], "user");
+	events_free(&e);
+	/* A call ended that was never announced nor asked for: its tool_use first. */
+	cr_assert(feed(&t,
+		       "{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"g2\","
+		       "\"status\":\"failed\"}}",
+		       &e));
+	cr_assert_eq(e.n, 2);
+	cr_assert_str_eq(e.name[0], "assistant");
+	cr_assert_str_eq(e.name[1], "user");
+	events_free(&e);
+	/* A call announced twice (pending, then in progress) is one tool_use. */
+	cr_assert(feed(&t,
+		       "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"o1\","
+		       "\"status\":\"pending\"}}",
+		       &e));
+	feed(&t,
+	     "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"o1\","
+	     "\"status\":\"in_progress\"}}",
+	     &e);
+	cr_assert_eq(e.n, 1);
+	events_free(&e);
+	acp_turn_end(&t, "end_turn", NULL, NULL, 0, 0, collect, &e);
+	events_free(&e);
+	json_object_put(perm);
+}
