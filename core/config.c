@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include "agents.h"
 #include "cageuid.h"
 
 #include <errno.h>
@@ -190,7 +191,104 @@ static const struct config_key config_keys[] = {
     STR_KEY_CHECKED("AGENTD_PORT_BASE", port_base, config_check_port),
     /* A dev server, its tests and a debugger fit in a few; 1000 keeps 60 sessions apart. */
     INT_KEY("AGENTD_PORT_SPAN", port_span, 1, 1000),
+    STR_KEY("AGENTD_DEFAULT_AGENT", default_agent),
 };
+
+#define CONFIG_AGENT_PREFIX "AGENTD_AGENT_"
+
+/* The fields of an agent's keys, AGENTD_AGENT_<NAME><suffix>. */
+static const struct config_agent_key {
+	const char *suffix;
+	size_t offset, size;
+	size_t given; /* offset of its has_ flag, or SIZE_MAX */
+} config_agent_keys[] = {
+    {"_COMMAND", offsetof(struct config_agent, command), CONFIG_AGENT_WORDS_MAX, SIZE_MAX},
+    {"_ARGS", offsetof(struct config_agent, args), CONFIG_AGENT_WORDS_MAX, SIZE_MAX},
+    {"_PROMPT", offsetof(struct config_agent, prompt), CONFIG_AGENT_SHAPE_MAX,
+     offsetof(struct config_agent, has_prompt)},
+    {"_START", offsetof(struct config_agent, start), CONFIG_AGENT_SHAPE_MAX,
+     offsetof(struct config_agent, has_start)},
+    {"_RESUME", offsetof(struct config_agent, resume), CONFIG_AGENT_SHAPE_MAX,
+     offsetof(struct config_agent, has_resume)},
+};
+
+/*
+ * The agent key's field: which one (its index in config_agent_keys) and the agent's lower-case
+ * name into name. -1 when key is no agent key. The fixed keys that share the prefix
+ * (AGENTD_AGENT_ENV, _USER, _HOME, _HOME_TEMPLATE) are found by config_find before this.
+ */
+static int config_agent_key(const char *key, char name[CONFIG_AGENT_NAME_MAX + 1])
+{
+	size_t plen = strlen(CONFIG_AGENT_PREFIX), klen = strlen(key);
+
+	if (strncmp(key, CONFIG_AGENT_PREFIX, plen) != 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(config_agent_keys) / sizeof(config_agent_keys[0]); i++) {
+		size_t slen = strlen(config_agent_keys[i].suffix), nlen;
+
+		if (klen <= plen + slen ||
+		    strcmp(key + klen - slen, config_agent_keys[i].suffix) != 0)
+			continue;
+		nlen = klen - plen - slen;
+		if (nlen > CONFIG_AGENT_NAME_MAX)
+			return -1;
+		for (size_t j = 0; j < nlen; j++) {
+			char c = key[plen + j];
+
+			if (!((c >= 'A' && c <= 'Z') ||
+			      (j > 0 && ((c >= '0' && c <= '9') || c == '_'))))
+				return -1;
+			name[j] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+		}
+		name[nlen] = '\0';
+		return (int)i;
+	}
+	return -1;
+}
+
+/* A prompt shape: "--", "none", or an option the prompt is glued to ("--prompt="), so that the
+ * prompt is never a word of its own that the CLI could read as an option. */
+static bool config_prompt_shape_valid(const char *v)
+{
+	size_t n = strlen(v);
+
+	return strcmp(v, "--") == 0 || strcmp(v, "none") == 0 ||
+	       (n >= 2 && v[0] == '-' && v[n - 1] == '=' && strcspn(v, " \t") == n);
+}
+
+static int config_set_agent(struct config *cfg, int which, const char *name, const char *key,
+			    const char *value, struct cause *cause)
+{
+	const struct config_agent_key *k = &config_agent_keys[which];
+	struct config_agent *a = NULL;
+
+	for (size_t i = 0; i < CONFIG_AGENTS_MAX && a == NULL; i++)
+		if (strcmp(cfg->agents[i].name, name) == 0)
+			a = &cfg->agents[i];
+	for (size_t i = 0; i < CONFIG_AGENTS_MAX && a == NULL; i++)
+		if (cfg->agents[i].name[0] == '\0') {
+			a = &cfg->agents[i];
+			snprintf(a->name, sizeof(a->name), "%s", name);
+		}
+	if (a == NULL)
+		return cause_fail(cause, E2BIG, "%s: more than %d agents are configured", key,
+				  CONFIG_AGENTS_MAX);
+	if (strlen(value) >= k->size)
+		return cause_fail(cause, ENAMETOOLONG, "%s is longer than %zu bytes", key,
+				  k->size - 1);
+	if (strchr(value, '\n') != NULL)
+		return cause_fail(cause, EINVAL, "%s contains a newline", key);
+	if (which == 2 && !config_prompt_shape_valid(value))
+		return cause_fail(
+		    cause, EINVAL,
+		    "%s must be --, none or an option ending in '=' (e.g. --prompt=), "
+		    "not '%s'",
+		    key, value);
+	memcpy((char *)a + k->offset, value, strlen(value) + 1);
+	if (k->given != SIZE_MAX)
+		*(bool *)(void *)((char *)a + k->given) = true;
+	return 0;
+}
 
 void config_defaults(struct config *cfg)
 {
@@ -222,6 +320,7 @@ void config_defaults(struct config *cfg)
 		 CAGEUID_DEFAULT_MAX);
 	snprintf(cfg->homes_dir, sizeof(cfg->homes_dir), "/var/lib/agentd-homes");
 	snprintf(cfg->secrets_dir, sizeof(cfg->secrets_dir), "/etc/agentd/secrets");
+	snprintf(cfg->default_agent, sizeof(cfg->default_agent), "claude");
 }
 
 bool config_path_plain(const char *path)
@@ -255,10 +354,14 @@ static const struct config_key *config_find(const char *key)
 int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause)
 {
 	const struct config_key *k = config_find(key);
+	char agent[CONFIG_AGENT_NAME_MAX + 1];
 	const char *why;
 	char *field, *end;
 	long v;
+	int which;
 
+	if (k == NULL && (which = config_agent_key(key, agent)) >= 0)
+		return config_set_agent(cfg, which, agent, key, value, cause);
 	if (k == NULL)
 		return cause_fail(cause, EINVAL, "unknown configuration key %s", key);
 	field = (char *)cfg + k->offset;
@@ -402,7 +505,7 @@ int config_load(struct config *cfg, struct cause *cause)
 	if (r < 0)
 		return r;
 	for (char **e = environ; *e != NULL; e++) {
-		char key[64];
+		char key[64], agent[CONFIG_AGENT_NAME_MAX + 1];
 		const char *eq = strchr(*e, '=');
 		size_t klen;
 
@@ -413,13 +516,13 @@ int config_load(struct config *cfg, struct cause *cause)
 			return cause_fail(cause, EINVAL, "environment variable name too long");
 		memcpy(key, *e, klen);
 		key[klen] = '\0';
-		if (config_find(key) == NULL)
+		if (config_find(key) == NULL && config_agent_key(key, agent) < 0)
 			continue; /* AGENTD_* names used by tests and scripts, not by us */
 		r = config_set(cfg, key, eq + 1, cause);
 		if (r < 0)
 			return r;
 	}
-	return 0;
+	return agents_check_config(cfg, cause);
 }
 
 int config_runtime_path(const struct config *cfg, const char *leaf, char *out, size_t outlen)

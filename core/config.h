@@ -20,6 +20,23 @@
 #define CONFIG_DEFAULT_FILE "/etc/agentd/agentd.conf"
 #define CONFIG_USER_MAX     32 /* a user name, as useradd allows it */
 
+#define CONFIG_AGENTS_MAX      8    /* agents of AGENTD_AGENT_<NAME>_* (core/agents.h) */
+#define CONFIG_AGENT_NAME_MAX  31   /* = SESSION_AGENT_MAX */
+#define CONFIG_AGENT_WORDS_MAX 1024 /* a command line of the configuration */
+#define CONFIG_AGENT_SHAPE_MAX 256  /* the prompt, start and resume words */
+
+/* One agent of the configuration: a new one, or a built-in's executable and extra words. Set
+ * from AGENTD_AGENT_<NAME>_COMMAND, _ARGS, _PROMPT, _START, _RESUME (NAME upper case). */
+struct config_agent {
+	char name[CONFIG_AGENT_NAME_MAX + 1]; /* lower case; "" = a free slot */
+	char command[CONFIG_AGENT_WORDS_MAX];
+	char args[CONFIG_AGENT_WORDS_MAX];
+	char prompt[CONFIG_AGENT_SHAPE_MAX];
+	char start[CONFIG_AGENT_SHAPE_MAX];
+	char resume[CONFIG_AGENT_SHAPE_MAX];
+	bool has_prompt, has_start, has_resume; /* given (the default shapes apply otherwise) */
+};
+
 struct config {
 	char listen[256];                       /* AGENTD_LISTEN */
 	char runtime_dir[CONFIG_PATH_MAX];      /* AGENTD_RUNTIME_DIR */
@@ -80,6 +97,10 @@ struct config {
 	 * AGENTD_PORT_SPAN ports from AGENTD_PORT_BASE on, one range per session. */
 	char port_base[8]; /* AGENTD_PORT_BASE: a port, "" = off */
 	int port_span;     /* AGENTD_PORT_SPAN */
+
+	/* The agent a POST /sessions without "agent" gets, and the configured agents. */
+	char default_agent[CONFIG_AGENT_NAME_MAX + 1]; /* AGENTD_DEFAULT_AGENT */
+	struct config_agent agents[CONFIG_AGENTS_MAX];
 };
 
 /* AGENTD_PORT_BASE as a number, 0 when off. */
@@ -100,7 +121,10 @@ int config_load(struct config *cfg, struct cause *cause);
  * '-'; at most CONFIG_USER_MAX bytes); an AGENTD_AGENT_HOME that is not empty or an absolute path
  * other than "/"; an AGENTD_SESSION_MEMORY_MAX that cgroup_parse_memory refuses, an
  * AGENTD_SESSION_CPUS that cgroup_parse_cpus refuses, an AGENTD_CGROUP_PARENT that is not a
- * cgroup path (cgroup_name_valid).
+ * cgroup path (cgroup_name_valid). AGENTD_AGENT_<NAME>_COMMAND, _ARGS, _PROMPT, _START and
+ * _RESUME (NAME of [A-Z0-9_], a letter first) set the agent <name> (lower case) of cfg->agents:
+ * -E2BIG past CONFIG_AGENTS_MAX agents; a _PROMPT other than "--", "none" or an option ending in
+ * '=' is -EINVAL. agents_check_config (core/agents.h) checks the whole once it is loaded.
  */
 int config_set(struct config *cfg, const char *key, const char *value, struct cause *cause);
 

@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include "agents.h"
 #include "isotime.h"
 
 #include <ctype.h>
@@ -192,6 +193,7 @@ int session_init(struct session *s, const char *base_dir, const char *owner, con
 	session_tmux_name(s->id, s->tmux_name, sizeof(s->tmux_name));
 	s->state = SESSION_CREATING;
 	s->mode = SESSION_TERMINAL;
+	snprintf(s->agent, sizeof(s->agent), "claude");
 	s->created_at = s->updated_at = s->last_activity = (int64_t)time(NULL);
 	s->activity = SESSION_IDLE;
 	s->activity_at = s->created_at * 1000;
@@ -477,6 +479,9 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	session_add_str(o, "tmuxName", s->tmux_name);
 	session_add_str(o, "state", session_state_name(s->state));
 	session_add_str(o, "mode", session_mode_name(s->mode));
+	session_add_str(o, "agent", s->agent);
+	if (!for_disk)
+		session_add_str(o, "activitySource", agents_activity_source(s));
 	session_add_str(o, "agentSessionId", s->agent_session_id);
 	json_object_object_add(o, "clients", json_object_new_int(s->clients));
 	session_add_str(o, "prompt", s->prompt);
@@ -801,6 +806,12 @@ int session_from_json(struct session *s, json_object *obj, struct cause *cause)
 	if (session_mode_parse(session_get_str(obj, "mode") ? session_get_str(obj, "mode") : "",
 			       &s->mode) < 0)
 		return cause_fail(cause, EINVAL, "field mode is invalid");
+	/* Optional: a record made before agents existed ran claude. */
+	snprintf(s->agent, sizeof(s->agent), "claude");
+	if (json_object_object_get_ex(obj, "agent", &v) &&
+	    ((r = session_copy_str(obj, "agent", s->agent, sizeof(s->agent), cause)) < 0 ||
+	     !agents_name_valid(s->agent)))
+		return cause_fail(cause, EINVAL, "field agent is not an agent's name");
 	if (json_object_object_get_ex(obj, "clients", &v)) {
 		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) > INT32_MAX)
 			return cause_fail(cause, EINVAL, "field clients is not a count");
@@ -891,6 +902,12 @@ int session_parse_create(json_object *root, struct session_create *in, struct ca
 		if (strlen(in->prompt) > SESSION_PROMPT_MAX)
 			return cause_fail(cause, EINVAL, "prompt is longer than %d bytes",
 					  SESSION_PROMPT_MAX);
+	}
+	if (json_object_object_get_ex(root, "agent", &v)) {
+		in->agent = session_body_str(root, "agent");
+		if (in->agent == NULL)
+			return cause_fail(cause, EINVAL,
+					  "agent must be a string without NUL bytes");
 	}
 	return 0;
 }

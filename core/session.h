@@ -27,6 +27,7 @@
 #define SESSION_EXIT_MAX   255 /* exitStatus: an exit code, or 128 + a signal number */
 #define SESSION_SIGNAL_MAX 16  /* "SIGKILL", "SIGRTMIN+15", ... */
 #define SESSION_BY_MAX     193 /* = AUTH_BY_MAX (core/auth.h): identity[:actor] */
+#define SESSION_AGENT_MAX  31  /* an agent's name (core/agents.h) */
 
 enum session_state {
 	SESSION_CREATING,
@@ -80,6 +81,9 @@ struct session {
 	char tmux_name[SESSION_ID_MAX + 1];
 	enum session_state state;
 	enum session_mode mode;
+	/* The agent CLI it runs (core/agents.h), fixed at its creation: "claude" in a record made
+	 * before agents existed. */
+	char agent[SESSION_AGENT_MAX + 1];
 	char agent_session_id[SESSION_UUID_LEN + 1];
 	int clients;
 	bool launched; /* claude has run once: later launches use --resume */
@@ -203,13 +207,15 @@ int session_mode_parse(const char *s, enum session_mode *out);
 struct session_create {
 	const char *owner, *name;
 	const char *prompt; /* NULL: none given */
+	const char *agent;  /* NULL: none given (AGENTD_DEFAULT_AGENT) */
 	long issue;
 	enum session_mode mode; /* SESSION_TERMINAL unless given */
 };
 
 /*
- * Checks a POST /sessions body (docs/API.md: repo{owner,name}, issue, optional mode and prompt;
- * strings hiding a NUL are refused). Returns 0 with *in filled, or -EINVAL with the reason in
+ * Checks a POST /sessions body (docs/API.md: repo{owner,name}, issue, optional mode, prompt and
+ * agent (a string: whether it names an agent is the caller's to check, agents_find); strings
+ * hiding a NUL are refused). Returns 0 with *in filled, or -EINVAL with the reason in
  * cause.
  */
 int session_parse_create(json_object *root, struct session_create *in, struct cause *cause);
@@ -225,7 +231,8 @@ int session_parse_limits(json_object *root, const struct cgroup_limits *max,
 /*
  * Encodes s as a new JSON object (caller puts it). With for_disk, fields used only by the daemons
  * (launched, hostEvent) are included. "activity" is session_activity_name's, "activityAt" a time
- * with milliseconds, "pending" the listed requests while the activity is waiting (else []). "error"
+ * with milliseconds, "pending" the listed requests while the activity is waiting (else []),
+ * "agent" and (API form only) "activitySource" (agents_activity_source). "error"
  * is present in states failed and lost; "exitStatus", "exitReason", "exitedAt" (and "exitSignal"
  * when a signal ended the agent) only in state exited; "limits" ({memory bytes, cpus, tasks})
  * when the record has them. Returns NULL on allocation failure.

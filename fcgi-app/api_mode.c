@@ -3,6 +3,7 @@
  * with the same conversation (--resume when claude has a transcript). Under the session lock, and
  * the old process is gone before the answer, so two claude processes never run for one session.
  */
+#include "agents.h"
 #include "api_sessions.h"
 #include "create.h"
 #include "log.h"
@@ -21,6 +22,7 @@ static void api_mode_post(const struct app *app, struct request *req,
 	struct cause cause = {{0}};
 	struct session *s = NULL;
 	enum session_mode mode;
+	struct agent agent;
 	json_object *root = NULL, *v;
 	int fd = -1, r;
 
@@ -44,6 +46,12 @@ static void api_mode_post(const struct app *app, struct request *req,
 		request_error(req, 409, "not_running",
 			      "session %s is %s; only a running session can switch mode", s->id,
 			      session_state_name(s->state));
+		goto out;
+	}
+	if (s->mode != mode && mode == SESSION_STRUCTURED &&
+	    (agents_find(app->cfg, s->agent, &agent) < 0 || !agent.structured)) {
+		request_error(req, 409, "no_structured_mode",
+			      "session %s runs %s, which has no structured mode", s->id, s->agent);
 		goto out;
 	}
 	if (s->mode != mode)

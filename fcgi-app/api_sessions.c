@@ -1,4 +1,5 @@
 #include "api_sessions.h"
+#include "agents.h"
 #include "cagecmd.h"
 
 #include "api_worktrees.h"
@@ -130,6 +131,8 @@ static void api_create_locked(const struct app *app, struct request *req,
 			s->launched = true;
 		}
 		s->launch = old.launch; /* requests of an earlier claude stay known as gone */
+		/* Its agent is the one of its creation: its conversation is that CLI's. */
+		memcpy(s->agent, old.agent, sizeof(s->agent));
 		/* Its dev servers' ports stay what they were. */
 		s->port_first = old.port_first;
 		s->port_last = old.port_last;
@@ -160,7 +163,7 @@ static void api_create_locked(const struct app *app, struct request *req,
 	}
 	/* A bootstrap prompt is on its way (claude gets it at its first launch): the agent works
 	 * from now on, so no client takes the session for idle and sends a prompt before it. */
-	if (!s->launched && s->prompt[0] != '\0')
+	if (!s->launched && s->prompt[0] != '\0' && strcmp(agents_activity_source(s), "none") != 0)
 		s->activity = SESSION_WORKING;
 	/* The waiting worker gets the session first and starts its git work while the record is
 	 * written; a worker started here reads the record, so it comes after. The list view last:
@@ -179,6 +182,31 @@ static void api_create_locked(const struct app *app, struct request *req,
 		store_write(&app->store, s, NULL);
 	}
 	api_reply_session(req, 201, s);
+}
+
+/* The agent of the body (or AGENTD_DEFAULT_AGENT) into s; 400 for one the table does not know,
+ * naming those it knows, or for a mode the agent has not. Returns 0 or -EINVAL (answered). */
+static int api_pick_agent(const struct app *app, struct request *req,
+			  const struct session_create *in, struct session *s)
+{
+	const char *name = in->agent != NULL ? in->agent : app->cfg->default_agent;
+	char known[AGENTS_LIST_MAX];
+	struct agent a;
+
+	if (agents_find(app->cfg, name, &a) < 0) {
+		agents_list(app->cfg, known, sizeof(known));
+		request_error(req, 400, "unknown_agent", "unknown agent '%.64s'; known: %s", name,
+			      known);
+		return -EINVAL;
+	}
+	if (in->mode == SESSION_STRUCTURED && !a.structured) {
+		request_error(req, 400, "no_structured_mode",
+			      "the agent %s has no structured mode: create it in terminal mode",
+			      a.name);
+		return -EINVAL;
+	}
+	snprintf(s->agent, sizeof(s->agent), "%s", a.name);
+	return 0;
 }
 
 static void api_sessions_create(const struct app *app, struct request *req,
@@ -204,6 +232,8 @@ static void api_sessions_create(const struct app *app, struct request *req,
 		request_error(req, 400, "invalid_request", "the session paths are too long");
 		goto out;
 	}
+	if (api_pick_agent(app, req, &in, s) < 0)
+		goto out;
 	s->mode = in.mode;
 	s->limits = limits;
 	if (in.prompt != NULL)

@@ -244,7 +244,7 @@ static int cagecmd_expose_one(struct cagecmd *c, size_t *np, const char *real)
 }
 
 static int cagecmd_expose(const struct app *app, struct cagecmd *c, size_t *np,
-			  enum session_mode mode)
+			  enum session_mode mode, const char *exe)
 {
 	char found[CONFIG_PATH_MAX], real[PATH_MAX];
 	struct agentuser_fs fs;
@@ -254,7 +254,7 @@ static int cagecmd_expose(const struct app *app, struct cagecmd *c, size_t *np,
 	/* Looked up as the agent, as create_check_programs does: its PATH, its permissions. */
 	if (agentuser_fs_enter(&app->agent, &fs) < 0)
 		return 0;
-	r = proc_which(app->cfg->claude, found, sizeof(found));
+	r = proc_which(exe, found, sizeof(found));
 	agentuser_fs_leave(&fs);
 	if (r == 0 && realpath(found, real) != NULL && strlen(real) < sizeof(c->claude) &&
 	    cagecmd_hidden(c, real)) {
@@ -278,6 +278,7 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 	const struct config *cfg = app->cfg;
 	char path[CONFIG_PATH_MAX], bin[CONFIG_PATH_MAX];
 	size_t np = 0, argc = 0;
+	const char *exe;
 	int r;
 
 	c->n = 0;
@@ -348,8 +349,11 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 	/* Programs the agent runs from a hidden place (claude installed in the agent user's HOME,
 	 * ~/.local/bin/claude -> ~/.local/share/claude/versions/X; a build tree in /tmp): their
 	 * directory is bound back read-only, and claude is run by its real path. */
+	/* The agent's executable: the pane's first word in terminal mode (claude or another
+	 * agent's CLI), claude after agentd-host's "--" in structured mode. */
+	exe = mode == SESSION_TERMINAL && argv[0] != NULL ? argv[0] : app->cfg->claude;
 	if (r == 0)
-		r = cagecmd_expose(app, c, &np, mode);
+		r = cagecmd_expose(app, c, &np, mode, exe);
 	if (r < 0)
 		return cause_fail(cause, -r, "the cage's command line is too long");
 	c->words[c->n++] = "--";
@@ -362,7 +366,7 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 	for (size_t i = 0; i < argc; i++) {
 		out[c->n + i] = argv[i];
 		/* claude's word: argv[0] in a terminal pane, the word after agentd-host's "--". */
-		if (c->claude[0] != '\0' && strcmp(argv[i], app->cfg->claude) == 0 &&
+		if (c->claude[0] != '\0' && strcmp(argv[i], exe) == 0 &&
 		    (i == 0 || (mode == SESSION_STRUCTURED && strcmp(argv[i - 1], "--") == 0)))
 			out[c->n + i] = c->claude;
 	}

@@ -25,7 +25,8 @@ struct cagecmd {
 	char home[CONFIG_PATH_MAX];
 	char uid[16], gid[16];
 	char cgroup[2 * CGROUP_NAME_MAX + 2]; /* PARENT/SESSION */
-	char claude[CONFIG_PATH_MAX]; /* claude's real path, when its own is hidden in the cage */
+	char
+	    claude[CONFIG_PATH_MAX]; /* the agent's real path, when its own is hidden in the cage */
 	char *words[CAGECMD_PREFIX];
 	size_t n;
 };

@@ -1,9 +1,12 @@
 #include "create.h"
 
+#include "agentlaunch.h"
+#include "agents.h"
 #include "cagecmd.h"
 #include "claude.h"
 #include "gitrepo.h"
 #include "gitstore.h"
+#include "hookproto.h"
 #include "isotime.h"
 #include "log.h"
 #include "proc.h"
@@ -167,26 +170,52 @@ static int create_settings(const struct app *app, char *path, size_t pathlen, st
 	return claude_hook_settings_write(app->cfg, app->hook_bin, path, pathlen, cause);
 }
 
-/*
- * Checks, as the agent user, that it can run claude, and agentd-host in structured mode or
- * agentd-hook (claude's hooks) in terminal mode: a program it cannot run (e.g. installed under
- * /root) would only give a dead pane, or a TUI whose hooks fail.
- */
-static int create_check_programs(const struct app *app, enum session_mode mode, struct cause *cause)
+/* The row of s's agent in the table; -ENOENT with cause when the configuration lost it. */
+static int create_find_agent(const struct app *app, const struct session *s, struct agent *a,
+			     struct cause *cause)
 {
-	char path[CONFIG_PATH_MAX];
+	char known[AGENTS_LIST_MAX];
+
+	if (agents_find(app->cfg, s->agent, a) == 0)
+		return 0;
+	agents_list(app->cfg, known, sizeof(known));
+	return cause_fail(cause, ENOENT, "the agent %s of %s is not configured (known: %s)",
+			  s->agent, s->id, known);
+}
+
+/* The executable of a's terminal argv: the first word of its command. */
+static void create_agent_exe(const struct agent *a, char *out, size_t outlen)
+{
+	const char *p = a->command + strspn(a->command, " \t");
+	size_t n = strcspn(p, " \t");
+
+	snprintf(out, outlen, "%.*s", (int)(n < outlen ? n : outlen - 1), p);
+}
+
+/*
+ * Checks, as the agent user, that it can run the agent's executable, and agentd-host in
+ * structured mode or agentd-hook (the CLI's hooks) in terminal mode: a program it cannot run
+ * (e.g. installed under /root) would only give a dead pane, or a TUI whose hooks fail.
+ */
+static int create_check_programs(const struct app *app, const struct agent *a,
+				 enum session_mode mode, struct cause *cause)
+{
+	char path[CONFIG_PATH_MAX], exe[CONFIG_PATH_MAX];
 	struct agentuser_fs fs;
 	int r;
 
 	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
 		return cause_fail(cause, -r, "cannot take the agent user's identity: %s",
 				  strerror(-r));
-	r = proc_which(app->cfg->claude, path, sizeof(path));
+	create_agent_exe(a, exe, sizeof(exe));
+	r = proc_which(exe, path, sizeof(path));
 	if (r < 0) {
 		cause_set(cause,
 			  "the agent executable '%s' was not found or %s cannot run it (%s); "
-			  "install the claude CLI where that user can, or set AGENTD_CLAUDE",
-			  app->cfg->claude, app->agent.name, strerror(-r));
+			  "install the %s CLI where that user can, or set %s",
+			  exe, app->agent.name, strerror(-r), a->name,
+			  a->kind == AGENT_CLAUDE ? "AGENTD_CLAUDE"
+						  : "AGENTD_AGENT_<NAME>_COMMAND");
 	} else if (mode == SESSION_STRUCTURED &&
 		   (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
 		cause_set(cause,
@@ -233,22 +262,91 @@ static int create_agent_env(const struct app *app, const struct session *s, stru
 	return r;
 }
 
-/* Whether claude has a transcript of s in its HOME (read as the agent: HOME is its): the
- * session's own when caged. */
-static bool create_has_transcript(const struct app *app, const struct session *s)
+/* The agent's HOME as its CLI sees it: the session's own when caged. */
+static void create_agent_home(const struct app *app, const struct session *s, char *home,
+			      size_t len)
 {
-	char home[CONFIG_PATH_MAX], why[8];
-	struct agentuser_fs fs;
-	bool has;
+	char why[8];
 
 	if (!cagecmd_enabled(app, why, sizeof(why)) ||
-	    snprintf(home, sizeof(home), "%s/%s", app->cfg->homes_dir, s->id) >= (int)sizeof(home))
-		snprintf(home, sizeof(home), "%s", app->agent.home);
+	    snprintf(home, len, "%s/%s", app->cfg->homes_dir, s->id) >= (int)len)
+		snprintf(home, len, "%s", app->agent.home);
+}
+
+/* Whether the agent has a conversation of s to go on with (read as the agent: HOME is its):
+ * claude's transcript, or what agentlaunch_has_conversation says of the others. */
+static bool create_has_transcript(const struct app *app, const struct agent *a,
+				  const struct session *s)
+{
+	char home[CONFIG_PATH_MAX];
+	struct session *launched = NULL;
+	struct agentuser_fs fs;
+	bool has = false;
+
+	create_agent_home(app, s, home, sizeof(home));
 	if (agentuser_fs_enter(&app->agent, &fs) < 0)
 		return false;
-	has = claude_has_transcript(s, home, getenv("CLAUDE_CONFIG_DIR"));
+	if (a->kind == AGENT_CLAUDE) {
+		has = claude_has_transcript(s, home, getenv("CLAUDE_CONFIG_DIR"));
+	} else if ((launched = malloc(sizeof(*launched))) != NULL) {
+		/* Asked of a session that ran: the launch count is not what is asked. */
+		*launched = *s;
+		launched->launched = true;
+		has = agentlaunch_has_conversation(a, launched, home);
+		free(launched);
+	}
 	agentuser_fs_leave(&fs);
 	return has;
+}
+
+/* The terminal argv of s's agent: claude's (with its settings file), or the table's. */
+static int create_terminal_argv(const struct app *app, const struct agent *a,
+				const struct session *s, const char *settings,
+				struct claude_argv *out)
+{
+	if (a->kind == AGENT_CLAUDE)
+		return claude_terminal_argv(app->cfg, s, settings, out);
+	return agentlaunch_argv(a, s, s->launched, out);
+}
+
+/*
+ * Writes, as the agent, the files a terminal launch of a CLI other than claude needs (its own
+ * home with agentd-hook's hooks: agentlaunch.h), and adds its variables to env. After the pane's
+ * command is built: a caged session's HOME is made then. Returns 0 or -errno with cause.
+ */
+static int create_prepare_agent(const struct app *app, const struct agent *a,
+				const struct session *s, struct claude_env *env,
+				struct cause *cause)
+{
+	char home[CONFIG_PATH_MAX], sock[CONFIG_PATH_MAX], hook[CONFIG_PATH_MAX * 2 + 16];
+	struct agentuser_fs fs;
+	int r;
+
+	if (a->kind == AGENT_CLAUDE)
+		return 0;
+	create_agent_home(app, s, home, sizeof(home));
+	if ((r = agentlaunch_env(a, s, home, env)) < 0)
+		return cause_fail(cause, -r, "the agent's variables are too many or too long: %s",
+				  strerror(-r));
+	if (a->kind == AGENT_CUSTOM)
+		return 0;
+	if (app->hook_bin[0] == '\0')
+		return cause_fail(cause, ENOENT,
+				  "agentd-hook was not found beside agentd-api; build it or set "
+				  "AGENTD_HOOK");
+	/* The CLIs run their hooks with a shell, as claude does: plain paths only. */
+	if (config_runtime_path(app->cfg, HOOKPROTO_SOCKET_NAME, sock, sizeof(sock)) < 0 ||
+	    !config_path_plain(sock) || !config_path_plain(app->hook_bin))
+		return cause_fail(cause, EINVAL,
+				  "agentd-hook %s or its socket %s is not a plain absolute path",
+				  app->hook_bin, sock);
+	snprintf(hook, sizeof(hook), "%s --socket %s", app->hook_bin, sock);
+	if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+		return cause_fail(cause, -r, "cannot take the agent user's identity: %s",
+				  strerror(-r));
+	r = agentlaunch_prepare(a, s, home, hook, app->cfg->terminal_permission_wait, cause);
+	agentuser_fs_leave(&fs);
+	return r;
 }
 
 /* The pane's command around argv: agentd-cage when sessions are caged, else setpriv (or argv). */
@@ -276,9 +374,11 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	struct tmux_meta *meta = NULL;
 	struct session *copy = NULL;
 	struct tmux_new req;
+	struct agent agent;
 	int r;
 
-	if ((r = create_check_programs(app, s->mode, cause)) < 0)
+	if ((r = create_find_agent(app, s, &agent, cause)) < 0 ||
+	    (r = create_check_programs(app, &agent, s->mode, cause)) < 0)
 		return r;
 	cargv = malloc(sizeof(*cargv));
 	meta = calloc(1, sizeof(*meta));
@@ -289,22 +389,23 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 		r = cause_fail(cause, ENOMEM, "out of memory");
 		goto out;
 	}
-	if (s->mode == SESSION_TERMINAL &&
+	if (s->mode == SESSION_TERMINAL && agent.kind == AGENT_CLAUDE &&
 	    (r = create_settings(app, settings, sizeof(settings), cause)) < 0)
 		goto out;
-	/* A session claude ran with before (started over after it was lost or failed, or brought
-	 * back after a reboot) continues its conversation: --resume, and no bootstrap prompt, when
-	 * claude has its transcript (--session-id is refused once one exists). */
+	/* A session its agent ran with before (started over after it was lost or failed, or
+	 * brought back after a reboot) continues its conversation: --resume (or the agent's resume
+	 * words), and no bootstrap prompt, when the agent has it (claude refuses --session-id once
+	 * its transcript exists). */
 	*copy = *s;
-	copy->launched = s->launched && create_has_transcript(app, s);
+	copy->launched = s->launched && create_has_transcript(app, &agent, s);
 	/* Structured: the bootstrap prompt becomes the first user message (agentd-host --prompt).
 	 */
 	r = s->mode == SESSION_STRUCTURED
 		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched,
 					 copy->launched ? NULL : s->prompt, cargv)
-		: claude_terminal_argv(app->cfg, copy, settings, cargv);
+		: create_terminal_argv(app, &agent, copy, settings, cargv);
 	if (r < 0) {
-		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
+		cause_set(cause, "cannot build the %s command line: %s", agent.name, strerror(-r));
 		goto out;
 	}
 	if ((r = create_pane_command(app, s, s->mode, cargv->argv, cage, cmd,
@@ -318,7 +419,9 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	snprintf(meta->agent_session, sizeof(meta->agent_session), "%s", s->agent_session_id);
 	isotime_format(s->created_at, meta->created, sizeof(meta->created));
 	snprintf(meta->prompt, sizeof(meta->prompt), "%s", s->prompt);
-	if ((r = create_agent_env(app, s, env, cause)) < 0)
+	if ((r = create_agent_env(app, s, env, cause)) < 0 ||
+	    (s->mode == SESSION_TERMINAL &&
+	     (r = create_prepare_agent(app, &agent, s, env, cause)) < 0))
 		goto out;
 	req = (struct tmux_new){s->tmux_name, s->worktree, env->words, cmd, meta};
 	/* new-session starts the server (with our -f config) when none runs, unless it is another
@@ -335,7 +438,7 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 	if (r == -EEXIST)
 		cause_set(cause, "a tmux session named %s already exists", s->tmux_name);
 	if (r == 0 && copy->launched)
-		log_info("session %s: claude started in %s mode (--resume)", s->id,
+		log_info("session %s: %s started in %s mode (resumed)", s->id, agent.name,
 			 session_mode_name(s->mode));
 out:
 	free(cage);
@@ -370,6 +473,7 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 	struct claude_env *env = malloc(sizeof(*env));
 	struct session *copy = malloc(sizeof(*copy));
 	struct cagecmd *cage = malloc(sizeof(*cage));
+	struct agent agent;
 	pid_t old = 0;
 	int r;
 
@@ -378,26 +482,29 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 		goto out;
 	}
 	/* Checked before anything is killed: a missing program would only give a dead pane. */
-	if ((r = create_check_programs(app, mode, cause)) < 0)
+	if ((r = create_find_agent(app, s, &agent, cause)) < 0 ||
+	    (r = create_check_programs(app, &agent, mode, cause)) < 0)
 		goto out;
-	if (mode == SESSION_TERMINAL &&
+	if (mode == SESSION_TERMINAL && agent.kind == AGENT_CLAUDE &&
 	    (r = create_settings(app, settings, sizeof(settings), cause)) < 0)
 		goto out;
 	*copy = *s;
 	copy->mode = mode;
-	copy->launched = create_has_transcript(app, s);
+	copy->launched = create_has_transcript(app, &agent, s);
 	r = mode == SESSION_STRUCTURED
 		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched, NULL, argv)
-		: claude_terminal_argv(app->cfg, copy, settings, argv);
+		: create_terminal_argv(app, &agent, copy, settings, argv);
 	if (r < 0) {
-		cause_set(cause, "cannot build the claude command line: %s", strerror(-r));
+		cause_set(cause, "cannot build the %s command line: %s", agent.name, strerror(-r));
 		goto out;
 	}
 	if ((r = create_pane_command(app, copy, mode, argv->argv, cage, cmd,
 				     sizeof(cmd) / sizeof(cmd[0]) - 1, cause)) < 0)
 		goto out;
 	/* Today's values of the agent's variables (the session keeps those of its creation too). */
-	if ((r = create_agent_env(app, s, env, cause)) < 0)
+	if ((r = create_agent_env(app, s, env, cause)) < 0 ||
+	    (mode == SESSION_TERMINAL &&
+	     (r = create_prepare_agent(app, &agent, copy, env, cause)) < 0))
 		goto out;
 	/* A live agent is waited for after respawn-pane -k, so two never run for one session; a
 	 * dead pane's process is gone already. Each call checks that the tmux session is this
@@ -423,8 +530,8 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 	session_launch(s);
 	s->error[0] = '\0';
 	s->last_activity = (int64_t)time(NULL);
-	log_info("session %s: claude started in %s mode (%s)", s->id, session_mode_name(mode),
-		 copy->launched ? "--resume" : "--session-id");
+	log_info("session %s: %s started in %s mode (%s)", s->id, agent.name,
+		 session_mode_name(mode), copy->launched ? "resumed" : "new conversation");
 out:
 	free(cage);
 	free(copy);

@@ -19,8 +19,9 @@ What either answers depends on the conversation's last item:
   - anything else                                         -> "Hello from the fake model (<WORD>)",
                                                              WORD the prompt's last word
 The shell tool is whichever the request offers: codex's `shell` (argv list), `shell_command` or
-`exec_command` (a string), opencode's `bash` ({command, description}). A command such as
-`touch /tmp/x` outside the working tree is what makes a CLI ask for approval.
+`exec_command` (a string; asked with sandbox_permissions require_escalated, so that codex asks
+for approval), opencode's `bash` ({command, description}). opencode asks only for a command
+outside the working tree (`touch /tmp/x`: external_directory).
 GET /v1/models -> an empty model list; any other GET -> {}; any other POST -> {}.
 
 --log FILE appends one JSON line per request: {"time", "method", "path", "body"}, so a test can
@@ -100,7 +101,9 @@ def shell_call(name, command):
     if name == "shell":
         return {"command": ["bash", "-lc", command]}
     if name == "exec_command":
-        return {"cmd": command}
+        # Outside codex's sandbox: with approval policy on-request (a trusted project's) it asks.
+        return {"cmd": command, "sandbox_permissions": "require_escalated",
+                "justification": "The test asks for approval"}
     if name == "bash":
         return {"command": command, "description": "Run the command the test asked for"}
     return {"command": command}

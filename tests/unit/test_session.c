@@ -607,9 +607,10 @@ Test(session, api_form_fields_and_types)
 	cr_assert_not_null(o);
 	collect_keys(o, keys, sizeof(keys));
 	cr_assert_str_eq(
-	    keys, "id,repo,issue,worktree,branch,tmuxName,state,mode,agentSessionId,"
-		  "clients,prompt,createdAt,updatedAt,rev,lastActivity,activity,activityAt,pending,"
-		  "limits,ports,");
+	    keys,
+	    "id,repo,issue,worktree,branch,tmuxName,state,mode,agent,activitySource,agentSessionId,"
+	    "clients,prompt,createdAt,updatedAt,rev,lastActivity,activity,activityAt,pending,"
+	    "limits,ports,");
 	cr_assert(json_object_object_get_ex(o, "issue", &v));
 	cr_assert(json_object_is_type(v, json_type_int));
 	cr_assert_eq(json_object_get_int64(v), 2147483647);

@@ -1,0 +1,513 @@
+#include "agentlaunch.h"
+
+#include "fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct al_builder {
+	struct claude_argv *out;
+	size_t argc, used;
+};
+
+static int al_push(struct al_builder *b, const char *word, size_t len)
+{
+	char *dst;
+
+	if (b->argc >= CLAUDE_ARGV_MAX)
+		return -E2BIG;
+	if (b->used + len + 1 > sizeof(b->out->buf))
+		return -ENAMETOOLONG;
+	dst = b->out->buf + b->used;
+	memcpy(dst, word, len);
+	dst[len] = '\0';
+	b->out->argv[b->argc++] = dst;
+	b->out->argv[b->argc] = NULL;
+	b->used += len + 1;
+	return 0;
+}
+
+/* Pushes the blank-separated words of words, each AGENT_ID_WORD in them replaced by id. No
+ * quoting, by design: it is configuration, not a shell. */
+static int al_push_words(struct al_builder *b, const char *words, const char *id)
+{
+	char word[CONFIG_AGENT_WORDS_MAX + SESSION_UUID_LEN];
+
+	for (const char *p = words; *p != '\0';) {
+		size_t len, n = 0;
+		int r;
+
+		p += strspn(p, " \t");
+		len = strcspn(p, " \t");
+		for (size_t i = 0; i < len;) {
+			size_t idlen = strlen(AGENT_ID_WORD);
+			const char *piece = p + i;
+			size_t plen = 1;
+
+			if (len - i >= idlen && strncmp(piece, AGENT_ID_WORD, idlen) == 0) {
+				piece = id;
+				plen = strlen(id);
+				i += idlen;
+			} else {
+				i++;
+			}
+			if (n + plen >= sizeof(word))
+				return -ENAMETOOLONG;
+			memcpy(word + n, piece, plen);
+			n += plen;
+		}
+		if (len > 0 && (r = al_push(b, word, n)) < 0)
+			return r;
+		p += len;
+	}
+	return 0;
+}
+
+int agentlaunch_argv(const struct agent *a, const struct session *s, bool resume,
+		     struct claude_argv *out)
+{
+	struct al_builder b = {out, 0, 0};
+	char glued[CONFIG_AGENT_SHAPE_MAX + SESSION_PROMPT_MAX];
+	int r;
+
+	out->argv[0] = NULL;
+	if ((r = al_push_words(&b, a->command, s->agent_session_id)) < 0 ||
+	    (r = al_push_words(&b, resume ? a->resume : a->start, s->agent_session_id)) < 0 ||
+	    (r = al_push_words(&b, a->args, s->agent_session_id)) < 0)
+		return r;
+	if (b.argc == 0)
+		return -EINVAL; /* no executable: agents_check_config refuses that */
+	if (resume || s->prompt[0] == '\0' || strcmp(a->prompt, "none") == 0)
+		return 0;
+	/* "--" ends the options: a prompt such as "--help" stays a prompt. */
+	if (strcmp(a->prompt, "--") == 0)
+		return (r = al_push(&b, "--", 2)) < 0 ? r
+						      : al_push(&b, s->prompt, strlen(s->prompt));
+	/* Glued to its option, the prompt is the option's value whatever it starts with. */
+	r = snprintf(glued, sizeof(glued), "%s%s", a->prompt, s->prompt);
+	if (r < 0 || (size_t)r >= sizeof(glued))
+		return -ENAMETOOLONG;
+	return al_push(&b, glued, (size_t)r);
+}
+
+int agentlaunch_dir(const char *home, const struct session *s, char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/" AGENTLAUNCH_DIR "/%s", home, s->id);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+/* dir/leaf into out; false when too long. */
+static bool al_path(char *out, size_t outlen, const char *dir, const char *leaf)
+{
+	int n = snprintf(out, outlen, "%s/%s", dir, leaf);
+
+	return n >= 0 && (size_t)n < outlen;
+}
+
+/* Whether pattern (glob) matches a file. */
+static bool al_glob_any(const char *pattern)
+{
+	glob_t g;
+	bool any = glob(pattern, GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc > 0;
+
+	globfree(&g);
+	return any;
+}
+
+bool agentlaunch_has_conversation(const struct agent *a, const struct session *s, const char *home)
+{
+	char dir[CONFIG_PATH_MAX], path[CONFIG_PATH_MAX + 128];
+
+	if (!s->launched)
+		return false;
+	if (a->kind == AGENT_CUSTOM)
+		return a->resumes != AGENT_RESUME_NONE;
+	if (agentlaunch_dir(home, s, dir, sizeof(dir)) < 0)
+		return false;
+	switch (a->kind) {
+	case AGENT_CODEX:
+		/* sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl: one per conversation. */
+		return al_path(path, sizeof(path), dir, "codex/sessions/*/*/*/rollout-*.jsonl") &&
+		       al_glob_any(path);
+	case AGENT_GEMINI:
+		/* tmp/<project>/chats/session-<time>-<first 8 of the id>.jsonl; gemini deletes a
+		 * session that got no message, and --resume of it fails. */
+		if (snprintf(path, sizeof(path),
+			     "%s/gemini/.gemini/tmp/*/chats/session-*-%.8s.json*", dir,
+			     s->agent_session_id) >= (int)sizeof(path))
+			return false;
+		return al_glob_any(path);
+	case AGENT_OPENCODE:
+		return al_path(path, sizeof(path), dir, "opencode.db") && access(path, F_OK) == 0;
+	default:
+		return false;
+	}
+}
+
+/* The contents of path (caller frees), "" when it does not exist; NULL with errno otherwise. */
+static char *al_read(const char *path)
+{
+	char *buf = NULL;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat sb;
+
+	if (fd < 0)
+		return errno == ENOENT ? strdup("") : NULL;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size > AGENTLAUNCH_FILE_MAX) {
+		errno = EFBIG;
+		goto fail;
+	}
+	buf = malloc((size_t)sb.st_size + 1);
+	if (buf == NULL)
+		goto fail;
+	while (got < (size_t)sb.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	close(fd);
+	return buf;
+fail:
+	close(fd);
+	free(buf);
+	return NULL;
+}
+
+/* Copies the agent's file src to dst (mode 0600: credentials) when src exists. */
+static int al_copy_if_any(const char *src, const char *dst)
+{
+	char *text = al_read(src);
+	int r;
+
+	if (text == NULL)
+		return -errno;
+	r = text[0] == '\0' ? 0 : fsutil_write_atomic(dst, text, 0600, false);
+	free(text);
+	return r;
+}
+
+/* The directory dir, made if missing, for the agent alone. */
+static int al_mkdir(const char *dir)
+{
+	int r = fsutil_mkdir_p(dir);
+
+	if (r == 0 && chmod(dir, 0700) < 0)
+		r = -errno;
+	return r;
+}
+
+/* A TOML basic string of s (quotes and backslashes escaped; a path has no control bytes). */
+static void al_toml_str(char *out, size_t outlen, const char *s)
+{
+	size_t n = 0;
+
+	for (; *s != '\0' && n + 3 < outlen; s++) {
+		if (*s == '"' || *s == '\\')
+			out[n++] = '\\';
+		out[n++] = *s;
+	}
+	out[n] = '\0';
+}
+
+/* The command of a hook that reports event (an agentd-hook event name). */
+static void al_hook_command(char *out, size_t outlen, const char *hook_cmd, const char *event,
+			    int wait)
+{
+	if (wait > 0)
+		snprintf(out, outlen, "%s --wait %d %s", hook_cmd, wait, event);
+	else
+		snprintf(out, outlen, "%s %s", hook_cmd, event);
+}
+
+/* [{"hooks":[{"type":"command","command":…,"timeout":…}]}] */
+static json_object *al_hook_entry(const char *command, int timeout)
+{
+	json_object *list = json_object_new_array(), *entry = json_object_new_object();
+	json_object *hooks = json_object_new_array(), *hook = json_object_new_object();
+
+	if (list == NULL || entry == NULL || hooks == NULL || hook == NULL) {
+		json_object_put(list);
+		json_object_put(entry);
+		json_object_put(hooks);
+		json_object_put(hook);
+		return NULL;
+	}
+	json_object_object_add(hook, "type", json_object_new_string("command"));
+	json_object_object_add(hook, "command", json_object_new_string(command));
+	json_object_object_add(hook, "timeout", json_object_new_int(timeout));
+	json_object_array_add(hooks, hook);
+	json_object_object_add(entry, "hooks", hooks);
+	json_object_array_add(list, entry);
+	return list;
+}
+
+/* A CLI's hook event and the agentd-hook event it reports as. */
+struct al_hook_map {
+	const char *cli, *ours;
+};
+
+/* codex 0.169 runs Claude Code's events (and reads Claude's PermissionRequest decision). */
+static const struct al_hook_map al_codex_hooks[] = {
+    {"SessionStart", "SessionStart"}, {"UserPromptSubmit", "UserPromptSubmit"},
+    {"PreToolUse", "PreToolUse"},     {"PermissionRequest", "PermissionRequest"},
+    {"PostToolUse", "PostToolUse"},   {"Stop", "Stop"},
+    {"SessionEnd", "SessionEnd"},
+};
+
+/* gemini 0.61's events: a turn is BeforeAgent .. AfterAgent; its permission dialog is a
+ * Notification "ToolPermission", which no hook can answer. */
+static const struct al_hook_map al_gemini_hooks[] = {
+    {"SessionStart", "SessionStart"}, {"BeforeAgent", "UserPromptSubmit"},
+    {"BeforeTool", "PreToolUse"},     {"AfterTool", "PostToolUse"},
+    {"Notification", "Notification"}, {"AfterAgent", "Stop"},
+    {"SessionEnd", "SessionEnd"},
+};
+
+/*
+ * Adds to hooks (an object of event -> list) an entry per event of map, before what the agent's
+ * own settings list. ms: gemini's timeouts are milliseconds.
+ */
+static int al_add_hooks(json_object *hooks, const struct al_hook_map *map, size_t n,
+			const char *hook_cmd, int permission_wait, bool ms)
+{
+	char command[CONFIG_PATH_MAX * 2 + 64];
+
+	for (size_t i = 0; i < n; i++) {
+		bool ask = strcmp(map[i].ours, "PermissionRequest") == 0;
+		int timeout = ask ? permission_wait + CLAUDE_HOOK_GRACE_S : CLAUDE_HOOK_TIMEOUT_S;
+		json_object *entry, *own = NULL;
+
+		/* Without a wait no client can answer: the TUI's dialog asks alone. */
+		if (ask && permission_wait == 0)
+			continue;
+		al_hook_command(command, sizeof(command), hook_cmd, map[i].ours,
+				ask ? permission_wait : 0);
+		if ((entry = al_hook_entry(command, ms ? timeout * 1000 : timeout)) == NULL)
+			return -ENOMEM;
+		if (json_object_object_get_ex(hooks, map[i].cli, &own) &&
+		    json_object_is_type(own, json_type_array)) {
+			for (size_t j = 0; j < json_object_array_length(own); j++)
+				json_object_array_add(
+				    entry, json_object_get(json_object_array_get_idx(own, j)));
+		}
+		json_object_object_add(hooks, map[i].cli, entry);
+	}
+	return 0;
+}
+
+/* Writes obj to path (0600) as JSON. */
+static int al_write_json(const char *path, json_object *obj)
+{
+	const char *text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY |
+								   JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	return text == NULL ? -ENOMEM : fsutil_write_atomic(path, text, 0600, false);
+}
+
+static int al_prepare_codex(const struct session *s, const char *home, const char *dir,
+			    const char *hook_cmd, int permission_wait, struct cause *cause)
+{
+	char cdir[CONFIG_PATH_MAX + 16], path[CONFIG_PATH_MAX + 64], src[CONFIG_PATH_MAX + 64];
+	char wt[SESSION_PATH_MAX * 2];
+	json_object *root = NULL, *hooks;
+	char *base = NULL, *text = NULL;
+	int r;
+
+	if (!al_path(cdir, sizeof(cdir), dir, "codex"))
+		return cause_fail(cause, ENAMETOOLONG, "the agent's directory is too long");
+	if ((r = al_mkdir(cdir)) < 0)
+		return cause_fail(cause, -r, "cannot make %s: %s", cdir, strerror(-r));
+	/* The agent's own configuration (its model and provider), then the worktree trusted:
+	 * codex asks "Trust this folder?" otherwise, a dialog that holds the bootstrap prompt. */
+	snprintf(src, sizeof(src), "%s/.codex/config.toml", home);
+	if ((base = al_read(src)) == NULL) {
+		r = cause_fail(cause, errno, "cannot read %s: %s", src, strerror(errno));
+		goto out;
+	}
+	al_toml_str(wt, sizeof(wt), s->worktree);
+	if (asprintf(&text, "%s%s[projects.\"%s\"]\ntrust_level = \"trusted\"\n", base,
+		     base[0] != '\0' && base[strlen(base) - 1] != '\n' ? "\n\n" : "\n", wt) < 0) {
+		text = NULL;
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/config.toml", cdir);
+	if ((r = fsutil_write_atomic(path, text, 0600, false)) < 0) {
+		cause_set(cause, "cannot write %s: %s", path, strerror(-r));
+		goto out;
+	}
+	snprintf(src, sizeof(src), "%s/.codex/auth.json", home);
+	snprintf(path, sizeof(path), "%s/auth.json", cdir);
+	if ((r = al_copy_if_any(src, path)) < 0) {
+		cause_set(cause, "cannot copy %s: %s", src, strerror(-r));
+		goto out;
+	}
+	root = json_object_new_object();
+	hooks = json_object_new_object();
+	if (root == NULL || hooks == NULL) {
+		json_object_put(hooks);
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	json_object_object_add(root, "hooks", hooks);
+	if ((r = al_add_hooks(hooks, al_codex_hooks,
+			      sizeof(al_codex_hooks) / sizeof(al_codex_hooks[0]), hook_cmd,
+			      permission_wait, false)) < 0) {
+		cause_set(cause, "out of memory");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/hooks.json", cdir);
+	if ((r = al_write_json(path, root)) < 0)
+		cause_set(cause, "cannot write %s: %s", path, strerror(-r));
+out:
+	json_object_put(root);
+	free(base);
+	free(text);
+	return r;
+}
+
+static int al_prepare_gemini(const struct session *s, const char *home, const char *dir,
+			     const char *hook_cmd, int permission_wait, struct cause *cause)
+{
+	static const char *const creds[] = {"oauth_creds.json", "google_accounts.json"};
+	char gdir[CONFIG_PATH_MAX + 32], path[CONFIG_PATH_MAX + 64], src[CONFIG_PATH_MAX + 64];
+	json_object *settings = NULL, *hooks = NULL, *trusted = NULL;
+	char *text = NULL;
+	int r;
+
+	if (!al_path(gdir, sizeof(gdir), dir, "gemini/.gemini"))
+		return cause_fail(cause, ENAMETOOLONG, "the agent's directory is too long");
+	if ((r = al_mkdir(gdir)) < 0)
+		return cause_fail(cause, -r, "cannot make %s: %s", gdir, strerror(-r));
+	/* The agent's own settings (auth type, model, ...), with our hooks added to its own. */
+	snprintf(src, sizeof(src), "%s/.gemini/settings.json", home);
+	if ((text = al_read(src)) == NULL) {
+		r = cause_fail(cause, errno, "cannot read %s: %s", src, strerror(errno));
+		goto out;
+	}
+	settings = text[0] != '\0' ? json_tokener_parse(text) : NULL;
+	if (settings != NULL && !json_object_is_type(settings, json_type_object)) {
+		json_object_put(settings);
+		settings = NULL;
+	}
+	if (text[0] != '\0' && settings == NULL) {
+		r = cause_fail(cause, EINVAL, "%s is not a JSON object", src);
+		goto out;
+	}
+	if (settings == NULL && (settings = json_object_new_object()) == NULL) {
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	if (!json_object_object_get_ex(settings, "hooks", &hooks) ||
+	    !json_object_is_type(hooks, json_type_object)) {
+		if ((hooks = json_object_new_object()) == NULL) {
+			r = cause_fail(cause, ENOMEM, "out of memory");
+			goto out;
+		}
+		json_object_object_add(settings, "hooks", hooks);
+	}
+	if ((r = al_add_hooks(hooks, al_gemini_hooks,
+			      sizeof(al_gemini_hooks) / sizeof(al_gemini_hooks[0]), hook_cmd,
+			      permission_wait, true)) < 0) {
+		cause_set(cause, "out of memory");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/settings.json", gdir);
+	if ((r = al_write_json(path, settings)) < 0) {
+		cause_set(cause, "cannot write %s: %s", path, strerror(-r));
+		goto out;
+	}
+	/* The worktree trusted: gemini's trust dialog restarts the CLI and drops the prompt. */
+	if ((trusted = json_object_new_object()) == NULL) {
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	json_object_object_add(trusted, s->worktree, json_object_new_string("TRUST_FOLDER"));
+	snprintf(path, sizeof(path), "%s/trustedFolders.json", gdir);
+	if ((r = al_write_json(path, trusted)) < 0) {
+		cause_set(cause, "cannot write %s: %s", path, strerror(-r));
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(creds) / sizeof(creds[0]); i++) {
+		snprintf(src, sizeof(src), "%s/.gemini/%s", home, creds[i]);
+		snprintf(path, sizeof(path), "%s/%s", gdir, creds[i]);
+		if ((r = al_copy_if_any(src, path)) < 0) {
+			cause_set(cause, "cannot copy %s: %s", src, strerror(-r));
+			goto out;
+		}
+	}
+out:
+	json_object_put(settings);
+	json_object_put(trusted);
+	free(text);
+	return r;
+}
+
+int agentlaunch_prepare(const struct agent *a, const struct session *s, const char *home,
+			const char *hook_cmd, int permission_wait, struct cause *cause)
+{
+	char dir[CONFIG_PATH_MAX];
+	int r;
+
+	if (a->kind == AGENT_CLAUDE || a->kind == AGENT_CUSTOM)
+		return 0;
+	if (agentlaunch_dir(home, s, dir, sizeof(dir)) < 0)
+		return cause_fail(cause, ENAMETOOLONG, "the agent's HOME %s is too long", home);
+	if ((r = al_mkdir(dir)) < 0)
+		return cause_fail(cause, -r, "cannot make %s: %s", dir, strerror(-r));
+	if (a->kind == AGENT_CODEX)
+		return al_prepare_codex(s, home, dir, hook_cmd, permission_wait, cause);
+	if (a->kind == AGENT_GEMINI)
+		return al_prepare_gemini(s, home, dir, hook_cmd, permission_wait, cause);
+	return 0;
+}
+
+int agentlaunch_env(const struct agent *a, const struct session *s, const char *home,
+		    struct claude_env *env)
+{
+	char dir[CONFIG_PATH_MAX], path[CONFIG_PATH_MAX + 32];
+	int r = 0;
+
+	if (a->kind == AGENT_CLAUDE || a->kind == AGENT_CUSTOM)
+		return 0;
+	if (agentlaunch_dir(home, s, dir, sizeof(dir)) < 0)
+		return -ENAMETOOLONG;
+	switch (a->kind) {
+	case AGENT_CODEX:
+		if (!al_path(path, sizeof(path), dir, "codex"))
+			return -ENAMETOOLONG;
+		r = claude_env_put(env, "CODEX_HOME", path);
+		break;
+	case AGENT_GEMINI:
+		if (!al_path(path, sizeof(path), dir, "gemini"))
+			return -ENAMETOOLONG;
+		/* One process: its relaunch with a larger heap would be a second one in the
+		 * pane, and it survives the pane (it catches SIGHUP). */
+		if ((r = claude_env_put(env, "GEMINI_CLI_HOME", path)) == 0)
+			r = claude_env_put(env, "GEMINI_CLI_NO_RELAUNCH", "1");
+		break;
+	case AGENT_OPENCODE:
+		if (!al_path(path, sizeof(path), dir, "opencode.db"))
+			return -ENAMETOOLONG;
+		if ((r = claude_env_put(env, "OPENCODE_DB", path)) == 0)
+			r = claude_env_put(env, "OPENCODE_DISABLE_AUTOUPDATE", "1");
+		break;
+	default:
+		break;
+	}
+	return r;
+}
