@@ -10,6 +10,7 @@
 # agent sees the earlier turns; what the load replays is not emitted again), gemini's same-minute
 # session/load pitfall is waited out, and prompts sent while a turn runs are queued.
 source "$(dirname "$0")/lib.sh"
+source "$REPO/tests/integration/real_agents/lib_real_agents.sh"
 
 HOST_BIN=$BUILD_DIR/host/agentd-host
 HS=$T/hs.py
@@ -48,13 +49,17 @@ host_start() {
 		--set AGENTD_PERMISSION_TIMEOUT=60 --acp "$name")
 	[ -n "$prompt" ] && args+=(--prompt "$prompt")
 	mkdir -p "$T/work/$id"
-	(cd "$T/work/$id" && exec "$HOST_BIN" "${args[@]}" "$id" -- python3 "$FAKE_ACP") \
-		>>"$T/logs/$id.pane" 2>>"$T/logs/$id.stderr" &
+	(cd "$T/work/$id" && exec env "${AGENT_ENV[@]}" "$HOST_BIN" "${args[@]}" "$id" -- \
+		"${AGENT_CMD[@]}") >>"$T/logs/$id.pane" 2>>"$T/logs/$id.stderr" &
 	HOST_PID=$!
-	wait_ok "the host of $id listens" 10 test -S "$T/run/agents/$id/host.sock"
+	wait_ok "the host of $id listens" 20 test -S "$T/run/agents/$id/host.sock"
 }
+# The agent host_start runs, and what its environment adds.
+AGENT_CMD=(python3 "$FAKE_ACP")
+AGENT_ENV=()
 
-# host_stop: SIGTERM, as tmux's respawn does; the host ends the agent's process group.
+# host_stop: SIGTERM, as tmux's respawn does; the host ends the agent's process group (and
+# removes its socket: the next host of the session starts once it is gone).
 host_stop() {
 	[ -n "$HOST_PID" ] || return 0
 	kill -TERM "$HOST_PID" 2>/dev/null
@@ -75,9 +80,12 @@ prompts_seen() {
 	jq -c "select(.sessionId == \"$sid\")" "$FAKE_ACP_LOG"
 }
 
-stop_hosts() { host_stop; }
-trap 'stop_hosts; cleanup' EXIT
+trap 'rc=$?; host_stop; stop_fake_apis; (exit $rc); cleanup' EXIT
 
+# ITEST_ACP_PARTS: which parts run (default all: "A gemini opencode codex api"), to rerun one.
+part() { [[ " ${ITEST_ACP_PARTS:-A gemini opencode codex api} " == *" $1 "* ]]; }
+
+if part A; then
 # --- opencode's options: start, bootstrap prompt, a streamed turn ------------------------------
 export FAKE_ACP_OPTIONS=opencode
 host_start opencode oc-1 "bootstrap: work on issue 1"
@@ -249,4 +257,104 @@ assert_jq "gemini: the agent sees the earlier turn (its session was loaded, not 
 host_stop
 unset FAKE_ACP_SAME_MINUTE_BUG FAKE_ACP_LATE_REPLAY
 
-check_not "no agent outlives its host" pgrep -f "$FAKE_ACP"
+check_not "no fake agent outlives its host" pgrep -f "$FAKE_ACP"
+fi # part A
+
+# ------------------------------------------------------------------------------------------------
+# Part B: the real CLIs (tests/package.json's pins) in their ACP mode behind agentd-host, offline
+# against the fake model APIs (tests/fakes/openai_api.py, gemini_api.py): gemini --acp,
+# opencode acp, and codex through @zed-industries/codex-acp 0.16.0 (codex itself has no ACP
+# mode; the adapter embeds its own codex-rs and reads the same CODEX_HOME). Each: the bootstrap
+# prompt reaches the fake, a turn streams, a shell command asks a permission that an allow
+# answers (the file appears), a restart resumes with session/load (the fake gets the earlier
+# turns), and the host's end ends the agent.
+# Not offline: nothing here logs in (API keys are fakes), downloads models or checks for
+# updates; codex-acp's "Model metadata for fake-model not found" notice is part of its answer
+# since the fake model is unknown to it.
+H=$T/agents-home
+mkdir -p "$H/.codex" "$H/.gemini" "$H/tmp"
+assert_pinned_agents
+CODEX_ACP_EXE=$NODE_MODULES/@zed-industries/codex-acp-linux-x64/bin/codex-acp
+check "codex-acp 0.16.0 is installed" grep -q '"version": "0.16.0"' \
+	"$NODE_MODULES/@zed-industries/codex-acp/package.json"
+start_fake_apis || exit 1
+REAL_WAIT=90
+
+# fake_got LOG WORD: the fake model got a request holding WORD.
+fake_got() { [ "$(requests_with "$1" "$2")" -gt 0 ]; }
+
+# agent_pid ID: the pid of the agent the last host of ID started (its pane says it).
+agent_pid() { sed -n 's/^-- agentd-host: session .*, .* pid \([0-9]*\) (ACP)$/\1/p' "$T/logs/$1.pane" | tail -n 1; }
+
+# real_agent NAME ID WORD: one real agent's run (AGENT_CMD and AGENT_ENV set); WORD marks its
+# prompts in the fake's log (LOG: that fake's).
+real_agent() {
+	local name=$1 id=$2 w=$3 log=$4
+	host_start "$name" "$id" "bootstrap ${w}ONE"
+	wait_ok "$name: the bootstrap prompt reaches the fake model" $REAL_WAIT \
+		fake_got "$log" "${w}ONE"
+	wait_ok "$name: the bootstrap turn ends" $REAL_WAIT grep -qs '"event":"result"' \
+		"$T/state/agents/$id/events.log"
+	hs "$id" "{\"type\":\"prompt\",\"prompt\":\"say hello ${w}TWO\"}" $REAL_WAIT >"$T/$id.t1"
+	assert_jq "$name: a turn streams and its result has the fake's answer" \
+		"([.[] | select(.event == \"stream_event\")] | length > 0) and
+		 ([.[] | select(.event == \"result\") | .data.result | endswith(\"Hello from the fake model (${w}TWO)\")] == [true])" \
+		"$(events "$T/$id.t1" | jq -s -c .)"
+	: >"$T/$id.a1"
+	hs "$id" "{\"type\":\"prompt\",\"prompt\":\"RUNBASH touch made-by-$name\"}" $REAL_WAIT \
+		>"$T/$id.a1" &
+	ASK_PID=$!
+	wait_ok "$name: the shell command asks a permission" $REAL_WAIT grep -qs '"event":"permission"' \
+		"$T/$id.a1"
+	check_not "$name: nothing ran before the answer" test -e "$T/work/$id/made-by-$name"
+	RID=$(events "$T/$id.a1" | jq -r 'select(.event == "permission") | .data.requestId')
+	assert_jq "$name: allow answers ok" '.type == "ok"' \
+		"$(hs "$id" "{\"type\":\"permission\",\"requestId\":\"$RID\",\"behavior\":\"allow\"}")"
+	wait "$ASK_PID"
+	check "$name: the allowed command ran" test -e "$T/work/$id/made-by-$name"
+	assert_jq "$name: tool_use, permission, permission_resolved, tool_result, result" \
+		'[.[] | .event as $e | .data | select($e == "permission" or $e == "permission_resolved" or $e == "result" or
+		 ($e == "assistant" and .message.content[0].type == "tool_use") or
+		 ($e == "user" and (.message.content | type == "array") and .message.content[0].type == "tool_result")) | $e] ==
+		 ["assistant", "permission", "permission_resolved", "user", "result"]' \
+		"$(events "$T/$id.a1" | jq -s -c .)"
+	APID=$(agent_pid "$id")
+	host_stop
+	check_not "$name: the agent ended with its host" kill -0 "${APID:-0}"
+	host_start "$name" "$id"
+	hs "$id" "{\"type\":\"prompt\",\"prompt\":\"again ${w}THREE\"}" $((REAL_WAIT + 60)) >"$T/$id.r1"
+	assert_jq "$name: after a restart the prompt is answered" \
+		"[.[] | select(.event == \"result\") | .data.result | endswith(\"(${w}THREE)\")] == [true]" \
+		"$(events "$T/$id.r1" | jq -s -c .)"
+	check "$name: the resumed session sends the earlier turns to the model" sh -c \
+		"jq -c 'select(.method == \"POST\") | .body' '$log' | grep ${w}THREE | grep ${w}TWO | grep -q ${w}ONE"
+	check "$name: the restarted host loaded the agent's session" grep -q "resuming $name session" \
+		"$T/logs/$id.pane"
+	host_stop
+}
+
+# gemini: its API key and base URL; --skip-trust (the trust dialog restarts the CLI).
+gemini_settings >"$H/.gemini/settings.json"
+AGENT_ENV=(HOME="$H" GEMINI_CLI_NO_RELAUNCH=1 GEMINI_API_KEY="$FAKE_API_KEY"
+	GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$GEMINI_PORT")
+AGENT_CMD=(node "$GEMINI_EXE" --acp -m "$GEMINI_MODEL" --skip-trust)
+part gemini && real_agent gemini rg-1 GEMACP "$GEMINI_LOG"
+
+# opencode: bash asks (its build agent runs shell commands in the project without asking).
+AGENT_ENV=(HOME="$H" XDG_CONFIG_HOME="$H/.config" XDG_DATA_HOME="$H/.local/share"
+	XDG_CACHE_HOME="$H/.cache" XDG_STATE_HOME="$H/.local/state"
+	OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')"
+	OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 FAKE_API_KEY="$FAKE_API_KEY")
+AGENT_CMD=("$OPENCODE_EXE" acp)
+part opencode && real_agent opencode ro-1 OCACP "$OPENAI_LOG"
+
+# codex-acp: the fake provider, the project trusted, escalations asked (on-request: the fake asks
+# for one).
+mkdir -p "$T/work/rc-1"
+{
+	codex_provider_toml | sed '1a approval_policy = "on-request"'
+	printf '[projects."%s"]\ntrust_level = "trusted"\n' "$T/work/rc-1"
+} >"$H/.codex/config.toml"
+AGENT_ENV=(HOME="$H" CODEX_HOME="$H/.codex" TMPDIR="$H/tmp" FAKE_API_KEY="$FAKE_API_KEY")
+AGENT_CMD=("$CODEX_ACP_EXE")
+part codex && real_agent codex rc-1 CXACP "$OPENAI_LOG"
