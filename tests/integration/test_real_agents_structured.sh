@@ -338,7 +338,7 @@ gemini_settings >"$H/.gemini/settings.json"
 AGENT_ENV=(HOME="$H" GEMINI_CLI_NO_RELAUNCH=1 GEMINI_API_KEY="$FAKE_API_KEY"
 	GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$GEMINI_PORT")
 AGENT_CMD=(node "$GEMINI_EXE" --acp -m "$GEMINI_MODEL" --skip-trust)
-part gemini && real_agent gemini rg-1 GEMACP "$GEMINI_LOG"
+if part gemini; then real_agent gemini rg-1 GEMACP "$GEMINI_LOG"; fi
 
 # opencode: bash asks (its build agent runs shell commands in the project without asking).
 AGENT_ENV=(HOME="$H" XDG_CONFIG_HOME="$H/.config" XDG_DATA_HOME="$H/.local/share"
@@ -346,7 +346,7 @@ AGENT_ENV=(HOME="$H" XDG_CONFIG_HOME="$H/.config" XDG_DATA_HOME="$H/.local/share
 	OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')"
 	OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 FAKE_API_KEY="$FAKE_API_KEY")
 AGENT_CMD=("$OPENCODE_EXE" acp)
-part opencode && real_agent opencode ro-1 OCACP "$OPENAI_LOG"
+if part opencode; then real_agent opencode ro-1 OCACP "$OPENAI_LOG"; fi
 
 # codex-acp: the fake provider, the project trusted, escalations asked (on-request: the fake asks
 # for one).
@@ -357,4 +357,98 @@ mkdir -p "$T/work/rc-1"
 } >"$H/.codex/config.toml"
 AGENT_ENV=(HOME="$H" CODEX_HOME="$H/.codex" TMPDIR="$H/tmp" FAKE_API_KEY="$FAKE_API_KEY")
 AGENT_CMD=("$CODEX_ACP_EXE")
-part codex && real_agent codex rc-1 CXACP "$OPENAI_LOG"
+if part codex; then real_agent codex rc-1 CXACP "$OPENAI_LOG"; fi
+
+# ------------------------------------------------------------------------------------------------
+# Part C: the same CLIs through the whole stack: POST /sessions {"agent", "mode":"structured"}
+# runs agentd-host --acp in the pane (as the agents' user, the CLI's home prepared without hooks),
+# POST /sessions/<id>/prompt streams the turn as SSE, the permission is listed in the session's
+# pending and answered with POST /permissions/<rid>, the agent's exit makes the session exited and
+# POST /sessions resumes its conversation, DELETE ends it.
+if part api; then
+source "$REPO/tests/integration/structured/lib_structured.sh"
+make_remote acme widgets
+mkdir -p "$T/home/.codex" "$T/home/.gemini" "$T/agent-tmp"
+codex_provider_toml | sed '1a approval_policy = "on-request"' >"$T/home/.codex/config.toml"
+gemini_settings >"$T/home/.gemini/settings.json"
+agent_owns "$T/home" "$T/agent-tmp"
+start_stack AGENTD_AGENT_GEMINI_COMMAND="$GEMINI_EXE" AGENTD_AGENT_OPENCODE_COMMAND="$OPENCODE_EXE" \
+	AGENTD_AGENT_CODEX_ACP="$CODEX_ACP_EXE" \
+	AGENTD_AGENT_ENV="HOME PATH LANG TMPDIR FAKE_API_KEY GEMINI_API_KEY GOOGLE_GEMINI_BASE_URL GEMINI_MODEL OPENCODE_CONFIG_CONTENT OPENCODE_DISABLE_MODELS_FETCH" \
+	TMPDIR="$T/agent-tmp" FAKE_API_KEY="$FAKE_API_KEY" GEMINI_API_KEY="$FAKE_API_KEY" \
+	GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$GEMINI_PORT" GEMINI_MODEL="$GEMINI_MODEL" \
+	OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')" \
+	OPENCODE_DISABLE_MODELS_FETCH=1 || exit 1
+
+# api_agent NAME ISSUE WORD LOG: one agent's structured session through the API.
+api_agent() {
+	local name=$1 issue=$2 w=$3 log=$4 sid rid pane wt deadline
+	api POST /sessions "$(jq -cn --arg a "$name" --argjson i "$issue" --arg p "bootstrap ${w}ONE" \
+		'{repo: {owner: "acme", name: "widgets"}, issue: $i, prompt: $p, agent: $a, mode: "structured"}')"
+	assert_status "$name api: POST /sessions structured answers 201" 201
+	sid=$(printf '%s' "$BODY" | jq -r .id)
+	wt=$T/code/widgets-issue-$issue
+	assert_json "$name api: the session shows its agent and mode" '[.agent, .mode]' \
+		"[\"$name\",\"structured\"]"
+	assert_state "$name api: the session runs" "$sid" running 60
+	wait_ok "$name api: the bootstrap prompt reaches the fake model" $REAL_WAIT \
+		fake_got "$log" "${w}ONE"
+	pane=$(pane_pid "$sid")
+	assert_match "$name api: the pane runs agentd-host --acp $name" \
+		"agentd-host .*--acp $name .* $sid -- " "$(tr '\0' ' ' <"/proc/${pane:-0}/cmdline" 2>/dev/null)"
+	if wait_activity "$sid" '.activity == "idle"' $REAL_WAIT; then
+		pass "$name api: idle once the bootstrap turn ends"
+	else
+		fail "$name api: idle once the bootstrap turn ends" "$BODY"
+	fi
+	sse_start "${name}c1" POST "/sessions/$sid/prompt" "{\"prompt\":\"say hello ${w}TWO\"}"
+	sse_wait_end "${name}c1" $REAL_WAIT
+	assert_eq "$name api: the prompt's stream is 200 and ends by itself" "200 eof" \
+		"$(sse_status "${name}c1") $(sse_end "${name}c1")"
+	assert_jq "$name api: the turn in the common shape: system, the prompt, text, result" \
+		"(.[0].event == \"system\") and (.[1].data | fromjson | .isReplay) and
+		 ([.[] | select(.event == \"stream_event\")] | length > 0) and
+		 (.[-1].event == \"result\") and (.[-1].data | fromjson | .result | endswith(\"(${w}TWO)\"))" \
+		"$(sse_events "${name}c1" | jq -s -c .)"
+	sse_start "${name}c2" POST "/sessions/$sid/prompt" "{\"prompt\":\"RUNBASH touch $wt/made-by-$name\"}"
+	assert_sse_event "$name api: a permission event arrives" "${name}c2" '.event == "permission"' $REAL_WAIT
+	rid=$(sse_permission_ids "${name}c2" | head -n 1)
+	if wait_activity "$sid" ".activity == \"waiting\" and .pending[0].requestId == \"$rid\"" 20; then
+		pass "$name api: the session is waiting, the request pending"
+	else
+		fail "$name api: the session is waiting, the request pending" "$BODY"
+	fi
+	check_not "$name api: nothing ran before the answer" test -e "$wt/made-by-$name"
+	api POST "/sessions/$sid/permissions/$rid" '{"behavior":"allow"}'
+	assert_status "$name api: POST /permissions allow answers 200" 200
+	sse_wait_end "${name}c2" $REAL_WAIT
+	check "$name api: the allowed command ran" test -e "$wt/made-by-$name"
+	api POST "/sessions/$sid/permissions/$rid" '{"behavior":"deny"}'
+	assert_status "$name api: a second answer is 409" 409
+	# The agent's exit: the host follows it (exited); POST /sessions starts it again.
+	kill -KILL "$(agent_of_pane "$pane")" 2>/dev/null
+	assert_state "$name api: exited once its agent is gone" "$sid" exited 30
+	api POST /sessions "$(jq -cn --argjson i "$issue" '{repo: {owner: "acme", name: "widgets"}, issue: $i}')"
+	assert_status "$name api: POST /sessions on the exited session answers 201" 201
+	assert_state "$name api: it runs again" "$sid" running 60
+	sse_start "${name}c3" POST "/sessions/$sid/prompt" "{\"prompt\":\"again ${w}THREE\"}"
+	sse_wait_end "${name}c3" $((REAL_WAIT + 60))
+	assert_jq "$name api: the resumed agent answers" \
+		"[.[] | select(.event == \"result\") | .data | fromjson | .result | endswith(\"(${w}THREE)\")] == [true]" \
+		"$(sse_events "${name}c3" | jq -s -c .)"
+	check "$name api: the resumed session sends the earlier turns to the model" sh -c \
+		"jq -c 'select(.method == \"POST\") | .body' '$log' | grep ${w}THREE | grep ${w}TWO | grep -q ${w}ONE"
+	api DELETE "/sessions/$sid?force=true"
+	assert_status "$name api: DELETE answers 200" 200
+	deadline=$((SECONDS + 20))
+	while tmux_has "$sid" && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+	check_not "$name api: its tmux session is gone" tmux_has "$sid"
+}
+
+# agent_of_pane PID: the agent agentd-host (PID) runs: its child.
+agent_of_pane() { pgrep -P "${1:-0}" | head -n 1; }
+
+if part gemini; then api_agent gemini 11 GEMAPI "$GEMINI_LOG"; fi
+if part opencode; then api_agent opencode 12 OCAPI "$OPENAI_LOG"; fi
+if part codex; then api_agent codex 13 CXAPI "$OPENAI_LOG"; fi
+fi # part api
