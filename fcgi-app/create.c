@@ -209,6 +209,13 @@ static int create_check_programs(const struct app *app, const struct agent *a,
 		return cause_fail(cause, -r, "cannot take the agent user's identity: %s",
 				  strerror(-r));
 	create_agent_exe(a, exe, sizeof(exe));
+	/* Structured: the program the pane runs is the agent's ACP mode (codex: codex-acp). */
+	if (mode == SESSION_STRUCTURED && a->acp_command != NULL) {
+		const char *p = a->acp_command + strspn(a->acp_command, " \t");
+		size_t n = strcspn(p, " \t");
+
+		snprintf(exe, sizeof(exe), "%.*s", (int)(n < sizeof(exe) ? n : sizeof(exe) - 1), p);
+	}
 	r = proc_which(exe, path, sizeof(path));
 	if (r < 0) {
 		cause_set(cause,
@@ -216,7 +223,9 @@ static int create_check_programs(const struct app *app, const struct agent *a,
 			  "install the %s CLI where that user can, or set %s",
 			  exe, app->agent.name, strerror(-r), a->name,
 			  a->kind == AGENT_CLAUDE ? "AGENTD_CLAUDE"
-						  : "AGENTD_AGENT_<NAME>_COMMAND");
+			  : mode == SESSION_STRUCTURED && a->acp_command != NULL
+			      ? "AGENTD_AGENT_<NAME>_ACP"
+			      : "AGENTD_AGENT_<NAME>_COMMAND");
 	} else if (mode == SESSION_STRUCTURED &&
 		   (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
 		cause_set(cause,
