@@ -333,8 +333,12 @@ static void acp_turn_flush(struct acp_turn *t, acp_emit_fn emit, void *arg)
 			       json_object_new_string_len(t->text, (int)t->len));
 	json_object_array_add(content, b);
 	if (!t->thinking) {
+		/* text has no NUL: copied by its length (strndup may look past it for one). */
 		free(t->last);
-		t->last = strndup(t->text, t->len);
+		if ((t->last = malloc(t->len + 1)) != NULL) {
+			memcpy(t->last, t->text, t->len);
+			t->last[t->len] = '\0';
+		}
 	}
 	t->len = 0;
 	acp_emit_message(emit, arg, "assistant", content);
