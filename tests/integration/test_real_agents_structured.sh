@@ -367,6 +367,8 @@ if part codex; then real_agent codex rc-1 CXACP "$OPENAI_LOG"; fi
 # POST /sessions resumes its conversation, DELETE ends it.
 if part api; then
 source "$REPO/tests/integration/structured/lib_structured.sh"
+# lib_structured.sh sets its own exit trap: the fake APIs must stop too.
+trap 'rc=$?; kill_sse_clients; host_stop; stop_fake_apis; (exit $rc); cleanup' EXIT
 make_remote acme widgets
 mkdir -p "$T/home/.codex" "$T/home/.gemini" "$T/agent-tmp"
 codex_provider_toml | sed '1a approval_policy = "on-request"' >"$T/home/.codex/config.toml"
