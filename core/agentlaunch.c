@@ -286,6 +286,8 @@ static int al_add_hooks(json_object *hooks, const struct al_hook_map *map, size_
 {
 	char command[CONFIG_PATH_MAX * 2 + 64];
 
+	if (hook_cmd == NULL)
+		return 0; /* structured mode: ACP tells the host what the hooks would */
 	for (size_t i = 0; i < n; i++) {
 		bool ask = strcmp(map[i].ours, "PermissionRequest") == 0;
 		int timeout = ask ? permission_wait + CLAUDE_HOOK_GRACE_S : CLAUDE_HOOK_TIMEOUT_S;

@@ -50,8 +50,8 @@ bool agentlaunch_has_conversation(const struct agent *a, const struct session *s
 /*
  * Writes the files a needs for s under home (see above), as the caller's file identity (the
  * agent's). hook_cmd is the command prefix of the hooks, "<agentd-hook> --socket <path>" (plain
- * words: the CLIs run it with a shell), permission_wait the PermissionRequest hook's wait (0:
- * none asked). Returns 0 or -errno with cause.
+ * words: the CLIs run it with a shell; NULL: no hooks, for structured mode), permission_wait the
+ * PermissionRequest hook's wait (0: none asked). Returns 0 or -errno with cause.
  */
 int agentlaunch_prepare(const struct agent *a, const struct session *s, const char *home,
 			const char *hook_cmd, int permission_wait, struct cause *cause);

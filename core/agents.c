@@ -17,20 +17,22 @@
  *     the prompt.
  *   - opencode's positional is a directory: its --prompt option carries the prompt. Its ids
  *     cannot be chosen: each session has its own database, so --continue is its conversation.
+ *   - structured mode: each one's ACP mode behind agentd-host --acp (gemini --acp, opencode
+ *     acp, and for codex the separate codex-acp adapter: codex itself speaks no ACP).
  * claude's executable and extra words are AGENTD_CLAUDE and AGENTD_CLAUDE_ARGS (filled in by
  * agents_find); its argv is core/claude.h's.
  */
 static const struct agent agents_table[AGENTS_BUILTIN] = {
     {"claude", AGENT_CLAUDE, "claude", "", "--", "--session-id=" AGENT_ID_WORD,
-     "--resume=" AGENT_ID_WORD, AGENT_RESUME_ID, "hooks", true},
+     "--resume=" AGENT_ID_WORD, AGENT_RESUME_ID, "hooks", true, NULL, NULL},
     {"codex", AGENT_CODEX, "codex", "", "--", "--no-daemon --dangerously-bypass-hook-trust",
-     "resume --no-daemon --dangerously-bypass-hook-trust --last", AGENT_RESUME_LAST, "hooks",
-     false},
-    {"gemini", AGENT_GEMINI, "gemini", "",
-     "--prompt-interactive=", "--skip-trust --session-id=" AGENT_ID_WORD,
-     "--skip-trust --resume=" AGENT_ID_WORD, AGENT_RESUME_ID, "hooks", false},
+     "resume --no-daemon --dangerously-bypass-hook-trust --last", AGENT_RESUME_LAST, "hooks", true,
+     "codex-acp", ""},
+    {"gemini", AGENT_GEMINI, "gemini", "", "--prompt-interactive=",
+     "--skip-trust --session-id=" AGENT_ID_WORD, "--skip-trust --resume=" AGENT_ID_WORD,
+     AGENT_RESUME_ID, "hooks", true, NULL, "--acp --skip-trust"},
     {"opencode", AGENT_OPENCODE, "opencode", "", "--prompt=", "", "--continue", AGENT_RESUME_LAST,
-     "none", false},
+     "none", true, NULL, "acp"},
 };
 
 static const struct agent *agents_builtin_row(const char *name)
@@ -81,6 +83,8 @@ int agents_find(const struct config *cfg, const char *name, struct agent *out)
 			if (ca->command[0] != '\0')
 				out->command = ca->command;
 			out->args = ca->args;
+			if (ca->acp[0] != '\0' && row->kind != AGENT_CLAUDE)
+				out->acp_command = ca->acp;
 		}
 		return 0;
 	}
@@ -96,7 +100,8 @@ int agents_find(const struct config *cfg, const char *name, struct agent *out)
 	    .resume = ca->resume,
 	    .resumes = ca->resume[0] != '\0' ? AGENT_RESUME_ID : AGENT_RESUME_NONE,
 	    .activity_source = "none",
-	    .structured = false,
+	    .structured = ca->acp[0] != '\0',
+	    .acp_command = ca->acp[0] != '\0' ? ca->acp : NULL,
 	};
 	return 0;
 }

@@ -50,6 +50,12 @@ struct agent {
 	enum agent_resume resumes;
 	const char *activity_source; /* terminal mode: "hooks" or "none" */
 	bool structured;             /* POST /mode structured and "mode":"structured" work */
+	/* Structured mode of an agent that is not claude: its Agent Client Protocol mode, run by
+	 * agentd-host --acp (core/acplaunch.h). acp_command replaces command and acp_args when
+	 * set (codex's ACP mode is another program, codex-acp; AGENTD_AGENT_<NAME>_ACP sets it,
+	 * and gives a configured agent its structured mode); else command, then acp_args. */
+	const char *acp_command;
+	const char *acp_args;
 };
 
 /* Whether name is a built-in agent's. */

@@ -296,6 +296,7 @@ static const struct config_agent_key {
      offsetof(struct config_agent, has_start)},
     {"_RESUME", offsetof(struct config_agent, resume), CONFIG_AGENT_SHAPE_MAX,
      offsetof(struct config_agent, has_resume)},
+    {"_ACP", offsetof(struct config_agent, acp), CONFIG_AGENT_WORDS_MAX, SIZE_MAX},
 };
 
 /*

@@ -36,7 +36,7 @@ enum config_source {
 #define CONFIG_AGENT_SHAPE_MAX 256  /* the prompt, start and resume words */
 
 /* One agent of the configuration: a new one, or a built-in's executable and extra words. Set
- * from AGENTD_AGENT_<NAME>_COMMAND, _ARGS, _PROMPT, _START, _RESUME (NAME upper case). */
+ * from AGENTD_AGENT_<NAME>_COMMAND, _ARGS, _PROMPT, _START, _RESUME, _ACP (NAME upper case). */
 struct config_agent {
 	char name[CONFIG_AGENT_NAME_MAX + 1]; /* lower case; "" = a free slot */
 	char command[CONFIG_AGENT_WORDS_MAX];
@@ -44,6 +44,7 @@ struct config_agent {
 	char prompt[CONFIG_AGENT_SHAPE_MAX];
 	char start[CONFIG_AGENT_SHAPE_MAX];
 	char resume[CONFIG_AGENT_SHAPE_MAX];
+	char acp[CONFIG_AGENT_WORDS_MAX];       /* _ACP: its ACP mode's executable and words */
 	bool has_prompt, has_start, has_resume; /* given (the default shapes apply otherwise) */
 };
 

@@ -1,5 +1,6 @@
 #include "create.h"
 
+#include "acplaunch.h"
 #include "agentlaunch.h"
 #include "agents.h"
 #include "cagecmd.h"
@@ -220,6 +221,13 @@ static int create_check_programs(const struct app *app, const struct agent *a,
 		return cause_fail(cause, -r, "cannot take the agent user's identity: %s",
 				  strerror(-r));
 	create_agent_exe(a, exe, sizeof(exe));
+	/* Structured: the program the pane runs is the agent's ACP mode (codex: codex-acp). */
+	if (mode == SESSION_STRUCTURED && a->acp_command != NULL) {
+		const char *p = a->acp_command + strspn(a->acp_command, " \t");
+		size_t n = strcspn(p, " \t");
+
+		snprintf(exe, sizeof(exe), "%.*s", (int)(n < sizeof(exe) ? n : sizeof(exe) - 1), p);
+	}
 	r = proc_which(exe, path, sizeof(path));
 	if (r < 0) {
 		cause_set(cause,
@@ -227,7 +235,9 @@ static int create_check_programs(const struct app *app, const struct agent *a,
 			  "install the %s CLI where that user can, or set %s",
 			  exe, app->agent.name, strerror(-r), a->name,
 			  a->kind == AGENT_CLAUDE ? "AGENTD_CLAUDE"
-						  : "AGENTD_AGENT_<NAME>_COMMAND");
+			  : mode == SESSION_STRUCTURED && a->acp_command != NULL
+			      ? "AGENTD_AGENT_<NAME>_ACP"
+			      : "AGENTD_AGENT_<NAME>_COMMAND");
 	} else if (mode == SESSION_STRUCTURED &&
 		   (r = proc_which(app->host_bin, path, sizeof(path))) < 0) {
 		cause_set(cause,
@@ -313,6 +323,18 @@ static bool create_has_transcript(const struct app *app, const struct agent *a,
 	return has;
 }
 
+/* The structured argv of s's agent: claude's stream-json behind agentd-host, or the agent's ACP
+ * mode behind agentd-host --acp (which resumes the agent's session itself). */
+static int create_structured_argv(const struct app *app, const struct agent *a,
+				  const struct session *s, const char *first_prompt,
+				  struct claude_argv *out)
+{
+	if (a->kind == AGENT_CLAUDE)
+		return claude_structured_argv(app->cfg, s, app->host_bin, s->launched, first_prompt,
+					      out);
+	return acplaunch_argv(app->cfg, a, s, app->host_bin, first_prompt, out);
+}
+
 /* The terminal argv of s's agent: claude's (with its settings file), or the table's. */
 static int create_terminal_argv(const struct app *app, const struct agent *a,
 				const struct session *s, const char *settings,
@@ -329,8 +351,8 @@ static int create_terminal_argv(const struct app *app, const struct agent *a,
  * command is built: a caged session's HOME is made then. Returns 0 or -errno with cause.
  */
 static int create_prepare_agent(const struct app *app, const struct agent *a,
-				const struct session *s, struct claude_env *env,
-				struct cause *cause)
+				const struct session *s, enum session_mode mode,
+				struct claude_env *env, struct cause *cause)
 {
 	char home[CONFIG_PATH_MAX], sock[CONFIG_PATH_MAX], hook[CONFIG_PATH_MAX * 2 + 16];
 	struct agentuser_fs fs;
@@ -344,6 +366,16 @@ static int create_prepare_agent(const struct app *app, const struct agent *a,
 				  strerror(-r));
 	if (a->kind == AGENT_CUSTOM)
 		return 0;
+	/* Structured: the CLI's home and trust, no hooks (ACP asks for permissions itself, and a
+	 * hook waiting for a decision would hold the agent's tool). */
+	if (mode == SESSION_STRUCTURED) {
+		if ((r = agentuser_fs_enter(&app->agent, &fs)) < 0)
+			return cause_fail(cause, -r, "cannot take the agent user's identity: %s",
+					  strerror(-r));
+		r = agentlaunch_prepare(a, s, home, NULL, 0, cause);
+		agentuser_fs_leave(&fs);
+		return r;
+	}
 	if (app->hook_bin[0] == '\0')
 		return cause_fail(cause, ENOENT,
 				  "agentd-hook was not found beside agentd-api; build it or set "
@@ -424,8 +456,8 @@ static int create_pane_start(const struct app *app, const struct session *s, cha
 	/* Structured: the bootstrap prompt becomes the first user message (agentd-host --prompt).
 	 */
 	r = s->mode == SESSION_STRUCTURED
-		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched,
-					 copy->launched ? NULL : s->prompt, cargv)
+		? create_structured_argv(app, &agent, copy, copy->launched ? NULL : s->prompt,
+					 cargv)
 		: create_terminal_argv(app, &agent, copy, settings, cargv);
 	if (r < 0) {
 		cause_set(cause, "cannot build the %s command line: %s", agent.name, strerror(-r));
@@ -443,8 +475,7 @@ static int create_pane_start(const struct app *app, const struct session *s, cha
 	isotime_format(s->created_at, meta->created, sizeof(meta->created));
 	snprintf(meta->prompt, sizeof(meta->prompt), "%s", s->prompt);
 	if ((r = create_agent_env(app, s, env, cause)) < 0 ||
-	    (s->mode == SESSION_TERMINAL &&
-	     (r = create_prepare_agent(app, &agent, s, env, cause)) < 0))
+	    (r = create_prepare_agent(app, &agent, s, s->mode, env, cause)) < 0)
 		goto out;
 	req = (struct tmux_new){s->tmux_name, s->worktree, env->words, cmd, meta};
 	/* new-session starts the server (with our -f config) when none runs, unless it is another
@@ -520,9 +551,8 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 	*copy = *s;
 	copy->mode = mode;
 	copy->launched = create_has_transcript(app, &agent, s);
-	r = mode == SESSION_STRUCTURED
-		? claude_structured_argv(app->cfg, copy, app->host_bin, copy->launched, NULL, argv)
-		: create_terminal_argv(app, &agent, copy, settings, argv);
+	r = mode == SESSION_STRUCTURED ? create_structured_argv(app, &agent, copy, NULL, argv)
+				       : create_terminal_argv(app, &agent, copy, settings, argv);
 	if (r < 0) {
 		cause_set(cause, "cannot build the %s command line: %s", agent.name, strerror(-r));
 		goto out;
@@ -532,8 +562,7 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 		goto out;
 	/* Today's values of the agent's variables (the session keeps those of its creation too). */
 	if ((r = create_agent_env(app, s, env, cause)) < 0 ||
-	    (mode == SESSION_TERMINAL &&
-	     (r = create_prepare_agent(app, &agent, copy, env, cause)) < 0))
+	    (r = create_prepare_agent(app, &agent, copy, mode, env, cause)) < 0)
 		goto out;
 	/* A live agent is waited for after respawn-pane -k, so two never run for one session; a
 	 * dead pane's process is gone already. Each call checks that the tmux session is this

@@ -21,24 +21,35 @@ static void claudeproc_write_done(uv_write_t *w, int status)
 	free(w);
 }
 
-void claudeproc_send(struct host *h, json_object *msg)
+void claudeproc_write(struct host *h, const char *data, size_t len)
 {
-	const char *text = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
-	size_t len = strlen(text);
-	struct claudeproc_write *w = malloc(sizeof(*w) + len + 1);
+	struct claudeproc_write *w = malloc(sizeof(*w) + len);
 	uv_buf_t b;
 
 	if (w != NULL && h->claude.running) {
-		memcpy(w->data, text, len);
-		w->data[len] = '\n';
-		b = uv_buf_init(w->data, (unsigned)len + 1);
+		memcpy(w->data, data, len);
+		b = uv_buf_init(w->data, (unsigned)len);
 		if (uv_write(&w->req, (uv_stream_t *)&h->claude.in, &b, 1, claudeproc_write_done) ==
 		    0)
 			w = NULL;
 		else
-			log_warn("cannot write to claude's stdin");
+			log_warn("cannot write to the agent's stdin");
 	}
 	free(w);
+}
+
+void claudeproc_send(struct host *h, json_object *msg)
+{
+	const char *text = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+	size_t len = strlen(text);
+	char *line = malloc(len + 1);
+
+	if (line != NULL) {
+		memcpy(line, text, len);
+		line[len] = '\n';
+		claudeproc_write(h, line, len + 1);
+	}
+	free(line);
 	json_object_put(msg);
 }
 
@@ -48,6 +59,11 @@ uint64_t claudeproc_prompt(struct host *h, json_object *prompt)
 	uint64_t ahead = h->prompts - h->prompts_done;
 	char who[64];
 
+	if (h->acp.on) {
+		json_object_put(msg);
+		json_object_put(m);
+		return acpagent_prompt(h, prompt);
+	}
 	json_object_object_add(m, "role", json_object_new_string("user"));
 	json_object_object_add(m, "content", json_object_get(prompt));
 	json_object_object_add(msg, "type", json_object_new_string("user"));
@@ -73,6 +89,12 @@ void claudeproc_interrupt(struct host *h)
 
 	if (host_turn_running(h))
 		h->interrupting = true;
+	if (h->acp.on) {
+		json_object_put(msg);
+		json_object_put(r);
+		acpagent_interrupt(h);
+		return;
+	}
 	snprintf(id, sizeof(id), "agentd-%lu", ++h->claude.next_request);
 	json_object_object_add(r, "subtype", json_object_new_string("interrupt"));
 	json_object_object_add(msg, "type", json_object_new_string("control_request"));
@@ -106,7 +128,9 @@ static int claudeproc_line(void *arg, const char *line, size_t len)
 	struct host *h = arg;
 
 	if (line == NULL)
-		log_warn("claude wrote a line over %d bytes; dropped", HOSTPROTO_LINE_MAX);
+		log_warn("the agent wrote a line over %d bytes; dropped", HOSTPROTO_LINE_MAX);
+	else if (len > 0 && h->acp.on)
+		acpagent_line(h, line, len);
 	else if (len > 0)
 		host_claude_line(h, line, len);
 	return 0;

@@ -39,6 +39,9 @@ int claudeproc_start(struct host *h, char *const argv[]);
  * not a JSON object. Caller puts it. */
 json_object *claudeproc_parse(struct host *h, const char *line, size_t len);
 
+/* Writes len bytes (whole lines) to the agent's stdin. */
+void claudeproc_write(struct host *h, const char *data, size_t len);
+
 /* Writes msg (consumed) to claude's stdin as one line. */
 void claudeproc_send(struct host *h, json_object *msg);
 

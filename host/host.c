@@ -213,11 +213,13 @@ void host_claude_exited(struct host *h, int64_t status, int term_signal)
 	json_object_object_add(ev, "code", json_object_new_int64(status));
 	json_object_object_add(ev, "signal", json_object_new_int(term_signal));
 	host_emit_json(h, EV_EXIT, ev);
-	transcript_note(&h->transcript, "-- claude exited (status %lld, signal %d)",
-			(long long)status, term_signal);
+	transcript_note(&h->transcript, "-- %s exited (status %lld, signal %d)",
+			h->acp.on ? h->acp.name : "claude", (long long)status, term_signal);
 	transcript_close(&h->transcript); /* everything written: the pane shows the end */
 	subs_drain(h);
 	perms_close_all(h);
+	if (h->acp.on)
+		acpagent_close(h);
 	for (size_t i = 0; i < HOST_SIGNALS; i++)
 		uv_close((uv_handle_t *)&h->sig[i], NULL);
 	claudeproc_close(h);
@@ -228,8 +230,8 @@ static void host_signal(uv_signal_t *sig, int signum)
 	claudeproc_stop(sig->data);
 }
 
-int host_run(const struct config *cfg, const char *id, const char *first_prompt,
-	     char *const claude_argv[])
+int host_run(const struct config *cfg, const char *id, const char *acp_agent,
+	     const char *first_prompt, char *const claude_argv[])
 {
 	static const int signals[HOST_SIGNALS] = {SIGTERM, SIGHUP, SIGINT};
 	struct host *h = calloc(1, sizeof(*h));
@@ -241,6 +243,9 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 		return 1;
 	h->loop = uv_default_loop();
 	transcript_init(&h->transcript, h->loop, id);
+	h->acp.on = acp_agent != NULL;
+	h->acp.name = acp_agent;
+	h->transcript.agent = acp_agent;
 	h->cfg = cfg;
 	h->id = id;
 	h->log.fd = -1;
@@ -292,9 +297,12 @@ int host_run(const struct config *cfg, const char *id, const char *first_prompt,
 		log_error("cannot start %s: %s", claude_argv[0], uv_strerror(r));
 		host_claude_exited(h, 127, 0);
 	} else {
-		transcript_note(&h->transcript, "-- agentd-host: session %s, claude pid %d", id,
-				h->claude.proc.pid);
+		transcript_note(&h->transcript, "-- agentd-host: session %s, %s pid %d%s", id,
+				h->acp.on ? h->acp.name : "claude", h->claude.proc.pid,
+				h->acp.on ? " (ACP)" : "");
 		transcript_flush(&h->transcript);
+		if (h->acp.on)
+			acpagent_start(h);
 		if (first_prompt != NULL && first_prompt[0] != '\0') {
 			json_object *p = json_object_new_string(first_prompt);
 
@@ -316,6 +324,7 @@ out:
 	evlog_close(&h->log);
 	evlog_batch_unref(h->batch);
 	claudeproc_free(h);
+	acpagent_free(h);
 	uv_loop_close(h->loop);
 	free(h);
 	if (host_locale != (locale_t)0) {

@@ -21,6 +21,7 @@
 #ifndef AGENTD_HOST_H
 #define AGENTD_HOST_H
 
+#include "acpagent.h"
 #include "claudeproc.h"
 #include "config.h"
 #include "evlog.h"
@@ -52,6 +53,7 @@ struct host {
 	bool interrupting;       /* an interrupt was asked; its turn's result has not come */
 	int exit_code;
 	struct claudeproc claude;
+	struct acpagent acp; /* on: the agent speaks ACP, not claude's stream-json */
 	struct subs subs;
 	struct perms perms;
 	struct transcript transcript;
@@ -59,9 +61,10 @@ struct host {
 };
 
 /* Runs the host for session id with claude_argv until claude exits; first_prompt (NULL: none)
- * starts the first turn. Returns the exit code. */
-int host_run(const struct config *cfg, const char *id, const char *first_prompt,
-	     char *const claude_argv[]);
+ * starts the first turn. With acp_agent (its name) the agent speaks ACP (acpagent.h), not
+ * claude's stream-json. Returns the exit code. */
+int host_run(const struct config *cfg, const char *id, const char *acp_agent,
+	     const char *first_prompt, char *const claude_argv[]);
 
 /*
  * Numbers an event (name; data is JSON text) and adds it to the current batch; outside a batch

@@ -1,6 +1,7 @@
 /* agentd-host: the process a structured session's tmux pane runs instead of claude. */
 #include "config.h"
 #include "host.h"
+#include "hostproto.h"
 #include "log.h"
 #include "session.h"
 
@@ -8,7 +9,8 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: agentd-host [--set KEY=VALUE]... [--prompt TEXT] SESSION-ID -- CLAUDE [ARGS...]\n"
+    "usage: agentd-host [--set KEY=VALUE]... [--prompt TEXT] [--acp NAME] SESSION-ID -- CLAUDE "
+    "[ARGS...]\n"
     "\n"
     "Runs claude in stream-json mode for a structured agentd session: keeps its output in\n"
     "$AGENTD_STATE_DIR/agents/SESSION-ID/events.log, serves it on\n"
@@ -16,6 +18,8 @@ static const char usage[] =
     "WebSocket), and prints a readable transcript. agentd-api starts\n"
     "it with tmux respawn-pane; SIGTERM or SIGHUP ends claude's process group and the host.\n"
     "--prompt TEXT starts the first turn with TEXT (a session created in structured mode).\n"
+    "--acp NAME: the agent after \"--\" (named NAME in events) speaks the Agent Client\n"
+    "Protocol (gemini --acp, opencode acp, codex-acp) instead of claude's stream-json.\n"
     "--set KEY=VALUE sets an AGENTD_* setting (agentd-api passes AGENTD_RUNTIME_DIR,\n"
     "AGENTD_STATE_DIR and AGENTD_PERMISSION_TIMEOUT: the pane's environment is only the\n"
     "agent's); no configuration\n"
@@ -25,7 +29,7 @@ int main(int argc, char **argv)
 {
 	struct cause cause = {{0}};
 	struct config cfg;
-	const char *first_prompt = NULL;
+	const char *first_prompt = NULL, *acp_agent = NULL;
 
 	log_init("agentd-host");
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -37,9 +41,16 @@ int main(int argc, char **argv)
 	config_defaults(&cfg);
 	/* Options come in pairs before the session id; the words are positional, so no value
 	 * (a prompt starting with '-' included) is ever taken for an option. */
-	while (argc > 2 && (strcmp(argv[1], "--set") == 0 || strcmp(argv[1], "--prompt") == 0)) {
+	while (argc > 2 && (strcmp(argv[1], "--set") == 0 || strcmp(argv[1], "--prompt") == 0 ||
+			    strcmp(argv[1], "--acp") == 0)) {
 		if (strcmp(argv[1], "--prompt") == 0) {
 			first_prompt = argv[2];
+		} else if (strcmp(argv[1], "--acp") == 0) {
+			if (!hostproto_event_name_valid(argv[2], strlen(argv[2]))) {
+				fputs(usage, stderr);
+				return 2;
+			}
+			acp_agent = argv[2];
 		} else {
 			char key[64];
 			const char *eq = strchr(argv[2], '=');
@@ -61,5 +72,5 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		return 2;
 	}
-	return host_run(&cfg, argv[1], first_prompt, argv + 3);
+	return host_run(&cfg, argv[1], acp_agent, first_prompt, argv + 3);
 }

@@ -38,6 +38,8 @@ static void perms_timer_closed(uv_handle_t *handle)
 	struct pending *p = handle->data;
 
 	json_object_put(p->input);
+	json_object_put(p->acp_id);
+	json_object_put(p->acp_params);
 	free(p->event_line);
 	memset(p, 0, sizeof(*p));
 }
@@ -62,9 +64,17 @@ static void perms_decide(struct host *h, struct pending *p, bool allow, const ch
 			 json_object *updated_input, json_object *updated_permissions,
 			 bool interrupt, const char *by)
 {
-	json_object *msg = json_object_new_object(), *resp = json_object_new_object(),
-		    *inner = json_object_new_object(), *ev = json_object_new_object();
+	json_object *msg, *resp, *inner, *ev = json_object_new_object();
 
+	if (p->acp_id != NULL) {
+		/* An ACP agent: the option that says allow or deny; the rest of the answer
+		 * (updatedInput, rules) has no place in ACP. */
+		acpagent_answer(h, p->acp_id, p->acp_params, allow);
+		goto announce;
+	}
+	msg = json_object_new_object();
+	resp = json_object_new_object();
+	inner = json_object_new_object();
 	json_object_object_add(inner, "behavior", json_object_new_string(allow ? "allow" : "deny"));
 	if (allow)
 		json_object_object_add(inner, "updatedInput",
@@ -84,6 +94,7 @@ static void perms_decide(struct host *h, struct pending *p, bool allow, const ch
 	json_object_object_add(msg, "type", json_object_new_string("control_response"));
 	json_object_object_add(msg, "response", resp);
 	claudeproc_send(h, msg);
+announce:
 	json_object_object_add(ev, "requestId", json_object_new_string(p->request_id));
 	json_object_object_add(ev, "behavior", json_object_new_string(allow ? "allow" : "deny"));
 	json_object_object_add(ev, "by", json_object_new_string(by));
@@ -104,26 +115,46 @@ static void perms_timeout(uv_timer_t *t)
 	perms_decide(p->host, p, false, msg, NULL, NULL, false, "timeout");
 }
 
-void perms_request(struct host *h, json_object *line)
+/* A free slot for a request, or NULL (logged: the request stays unanswered). */
+static struct pending *perms_slot(struct host *h, const char *request_id)
 {
-	json_object *req = perms_get(line, "request"), *rid = perms_get(line, "request_id");
-	json_object *data;
 	struct pending *p = NULL;
-	const char *text;
 
 	for (size_t i = 0; i < PERMS_PENDING_MAX && p == NULL; i++)
 		if (!h->perms.pending[i].used && h->perms.pending[i].request_id[0] == '\0')
 			p = &h->perms.pending[i];
-	if (p == NULL || rid == NULL ||
-	    strlen(json_object_get_string(rid)) > HOSTPROTO_REQUEST_ID_MAX) {
+	if (p == NULL || request_id == NULL || strlen(request_id) > HOSTPROTO_REQUEST_ID_MAX) {
 		log_error("cannot track another permission request; it stays unanswered");
-		return;
+		return NULL;
 	}
-	data = json_object_new_object();
 	memset(p, 0, sizeof(*p));
 	p->used = true;
 	p->host = h;
-	snprintf(p->request_id, sizeof(p->request_id), "%s", json_object_get_string(rid));
+	snprintf(p->request_id, sizeof(p->request_id), "%s", request_id);
+	return p;
+}
+
+/* Announces p with the permission event data (consumed) and starts its timeout. */
+static void perms_track(struct host *h, struct pending *p, json_object *data)
+{
+	const char *text = json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN);
+
+	p->event_id = host_emit(h, "permission", text, strlen(text), &p->event_line, &p->event_len);
+	json_object_put(data);
+	uv_timer_init(h->loop, &p->timer);
+	p->timer.data = p;
+	uv_timer_start(&p->timer, perms_timeout, (uint64_t)h->cfg->permission_timeout * 1000, 0);
+}
+
+void perms_request(struct host *h, json_object *line)
+{
+	json_object *req = perms_get(line, "request"), *rid = perms_get(line, "request_id");
+	json_object *data;
+	struct pending *p = perms_slot(h, rid != NULL ? json_object_get_string(rid) : NULL);
+
+	if (p == NULL)
+		return;
+	data = json_object_new_object();
 	p->input = json_object_get(perms_get(req, "input"));
 	json_object_object_add(data, "requestId", json_object_new_string(p->request_id));
 	json_object_object_add(data, "toolName", json_object_get(perms_get(req, "tool_name")));
@@ -134,12 +165,46 @@ void perms_request(struct host *h, json_object *line)
 			       json_object_get(perms_get(req, "permission_suggestions")));
 	json_object_object_add(data, "blockedPath",
 			       json_object_get(perms_get(req, "blocked_path")));
-	text = json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN);
-	p->event_id = host_emit(h, "permission", text, strlen(text), &p->event_line, &p->event_len);
-	json_object_put(data);
-	uv_timer_init(h->loop, &p->timer);
-	p->timer.data = p;
-	uv_timer_start(&p->timer, perms_timeout, (uint64_t)h->cfg->permission_timeout * 1000, 0);
+	perms_track(h, p, data);
+}
+
+void perms_request_acp(struct host *h, const char *request_id, json_object *rpc_id,
+		       json_object *params)
+{
+	struct pending *p = perms_slot(h, request_id);
+
+	if (p == NULL) {
+		/* The agent waits for an answer: it gets the one a person would not give. */
+		acpagent_answer(h, rpc_id, params, false);
+		return;
+	}
+	p->acp_id = json_object_get(rpc_id);
+	p->acp_params = json_object_get(params);
+	perms_track(h, p, acp_permission_event(params, request_id));
+}
+
+void perms_cancel_acp(struct host *h)
+{
+	for (size_t i = 0; i < PERMS_PENDING_MAX; i++) {
+		struct pending *p = &h->perms.pending[i];
+		json_object *ev;
+		size_t len;
+		char *line;
+
+		if (!p->used || p->request_id[0] == '\0' || p->acp_id == NULL)
+			continue;
+		/* After session/cancel ACP wants every pending request answered "cancelled". */
+		line = acp_response(p->acp_id, acp_permission_result(NULL), &len);
+		if (line != NULL)
+			claudeproc_write(h, line, len);
+		free(line);
+		ev = json_object_new_object();
+		json_object_object_add(ev, "requestId", json_object_new_string(p->request_id));
+		json_object_object_add(ev, "behavior", json_object_new_string("withdrawn"));
+		json_object_object_add(ev, "by", json_object_new_string("agent"));
+		perms_drop(&h->perms, p, "withdrawn", "agent");
+		host_emit_json(h, EV_PERMISSION_RESOLVED, ev);
+	}
 }
 
 void perms_cancel(struct host *h, const char *request_id)

@@ -29,6 +29,7 @@ struct pending {
 	char *event_line; /* the permission event, replayed to late subscribers */
 	size_t event_len;
 	json_object *input;
+	json_object *acp_id, *acp_params; /* an ACP agent's request: its id and params */
 	uv_timer_t timer;
 	struct host *host;
 };
@@ -49,6 +50,15 @@ struct perms {
 /* A can_use_tool control_request line of claude's: becomes a "permission" event and a pending
  * entry with a timeout. */
 void perms_request(struct host *h, json_object *line);
+
+/* An ACP agent's session/request_permission (rpc_id and params, both kept): a "permission"
+ * event (acp_permission_event) and a pending entry with a timeout, named request_id. */
+void perms_request_acp(struct host *h, const char *request_id, json_object *rpc_id,
+		       json_object *params);
+
+/* Withdraws every pending request of an ACP agent (after session/cancel): each is answered
+ * "cancelled" and announced as "permission_resolved", behavior "withdrawn", by "agent". */
+void perms_cancel_acp(struct host *h);
 
 /* claude withdrew request_id (control_cancel_request): a "permission_resolved" event with
  * behavior "withdrawn", by "claude". */

@@ -277,7 +277,8 @@ void transcript_print(struct transcript *t, const char *name, json_object *obj)
 	/* A user line with isReplay is claude's echo of a prompt (--replay-user-messages): the
 	 * host printed the prompt when it sent it. */
 	if (strcmp(name, "assistant") == 0)
-		transcript_content(t, transcript_get(msg, "content"), "claude");
+		transcript_content(t, transcript_get(msg, "content"),
+				   t->agent != NULL ? t->agent : "claude");
 	else if (strcmp(name, "user") == 0 &&
 		 !json_object_get_boolean(transcript_get(obj, "isReplay")))
 		transcript_content(t, transcript_get(msg, "content"), "user");

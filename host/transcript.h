@@ -45,7 +45,8 @@ struct transcript_budget {
 };
 
 struct transcript {
-	const char *id; /* the session's, for the line that says where skipped events are */
+	const char *id;    /* the session's, for the line that says where skipped events are */
+	const char *agent; /* who speaks in the pane ("claude" when NULL) */
 	struct transcript_budget budget;
 	int fd;    /* the pane's tty, non-blocking; or -1: stdout, blocking */
 	char *buf; /* bytes not written yet */

@@ -250,9 +250,10 @@ export class ConversationView {
     switch (name) {
       case "system":
         // claude says init at the start of every turn: noted once, and again when the model changes.
+        // Another agent's init (the common shape, API.md) names it in "agent".
         if (d.subtype === "init") {
           this.turnStarts();
-          if (d.model !== this.model) this.item("note").textContent = "claude (" + (d.model || "?") + ")";
+          if (d.model !== this.model) this.item("note").textContent = (d.agent || "claude") + " (" + (d.model || "?") + ")";
           this.model = d.model;
         }
         break;
