@@ -28,6 +28,9 @@
 /* {"session", "position", "by"} (and "prompt" on the session's own stream): a prompt waits
  * behind the running turn */
 #define EV_QUEUED "queued"
+/* {"session", "pr": {"number", "url", "state", "checks"}}: a session's pull request changed
+ * (opened, merged, closed, its checks) */
+#define EV_PR "pr"
 /* {"error", "code"} without id: the stream ends (lagged, log_error, host_exited, stream_ended,
  * agent_exited, session_lost) */
 #define EV_ERROR "error"
@@ -41,6 +44,6 @@
 
 /* Every name /events publishes, for its counters (GET /metrics: agentd_bridge_events_total). */
 #define EV_PUBLISHED                                                                               \
-	EV_SESSION, EV_PERMISSION, EV_PERMISSION_RESOLVED, EV_RESULT, EV_PROMPT, EV_QUEUED
+	EV_SESSION, EV_PERMISSION, EV_PERMISSION_RESOLVED, EV_RESULT, EV_PROMPT, EV_QUEUED, EV_PR
 
 #endif

@@ -232,7 +232,7 @@ static void events_publish_pr(struct events *ev, const struct session *s, json_o
 	if (was != NULL)
 		json_object_object_add(data, "previous", json_object_get(was));
 	json_object_object_add(data, "finished", json_object_new_boolean(session_finished(&s->pr)));
-	events_publish(ev, "pr", data);
+	events_publish(ev, EV_PR, data);
 }
 
 /* The record of session s was read: publishes what changed since the last one seen. */

@@ -19,7 +19,7 @@
 /* Route templates counted one by one (the route tables have 7); any further one is "other". */
 #define STATS_ROUTES_MAX 16
 /* The /events event types counted by name (docs/API.md "Events"); any other is "other". */
-#define STATS_EVENT_TYPES 6
+#define STATS_EVENT_TYPES 7
 
 struct conn_set;
 

@@ -2,6 +2,7 @@
 
 #include "agentc.h"
 #include "auth.h"
+#include "eventnames.h"
 #include "fsutil.h"
 #include "jsontext.h"
 #include "log.h"
@@ -507,14 +508,14 @@ static void sender_event(void *arg, const struct sseread_event *ev, json_object 
 
 	s->got_events = true;
 	if (!ev->has_id || data == NULL) {
-		if (strcmp(ev->name, "error") == 0)
+		if (strcmp(ev->name, EV_ERROR) == 0)
 			log_warn("/events: %s", ev->data);
 		return;
 	}
-	if (ev->id <= s->last_id && strcmp(ev->name, "snapshot") != 0)
+	if (ev->id <= s->last_id && strcmp(ev->name, EV_SNAPSHOT) != 0)
 		return;
 	s->last_id = ev->id;
-	if (strcmp(ev->name, "snapshot") == 0) {
+	if (strcmp(ev->name, EV_SNAPSHOT) == 0) {
 		json_object *list = NULL;
 
 		/* What is already so when we connect was someone else's to say. */
@@ -523,7 +524,7 @@ static void sender_event(void *arg, const struct sseread_event *ev, json_object 
 			sender_session_state(s, json_object_array_get_idx(list, i), false);
 		return;
 	}
-	if (strcmp(ev->name, "session") == 0) {
+	if (strcmp(ev->name, EV_SESSION) == 0) {
 		json_object *obj = NULL;
 		const char *change = jsontext_str(data, "change");
 
@@ -538,13 +539,13 @@ static void sender_event(void *arg, const struct sseread_event *ev, json_object 
 	}
 	if (id == NULL || !session_id_valid(id))
 		return;
-	if (strcmp(ev->name, "permission") == 0)
+	if (strcmp(ev->name, EV_PERMISSION) == 0)
 		sender_permission(s, id, data);
-	else if (strcmp(ev->name, "permission_resolved") == 0)
+	else if (strcmp(ev->name, EV_PERMISSION_RESOLVED) == 0)
 		sender_resolved(s, id, data);
-	else if (strcmp(ev->name, "result") == 0)
+	else if (strcmp(ev->name, EV_RESULT) == 0)
 		sender_result(s, id, data);
-	else if (strcmp(ev->name, "prompt") == 0) {
+	else if (strcmp(ev->name, EV_PROMPT) == 0) {
 		struct sender_session *ss = sender_session(s, id);
 
 		if (ss != NULL)

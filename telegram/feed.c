@@ -174,7 +174,7 @@ static unsigned feed_handle(struct feed *f, struct feed_item *it)
 		return approvals_request(f->b, session, it->data, feed_op_done, f);
 	if (strcmp(it->name, EV_PERMISSION_RESOLVED) == 0)
 		return approvals_resolved(f->b, session, it->data, feed_op_done, f);
-	if (strcmp(it->name, "pr") == 0)
+	if (strcmp(it->name, EV_PR) == 0)
 		return feed_pr(f, session, it->data);
 	return 0; /* result: a turn started here shows its own; others are not announced */
 }

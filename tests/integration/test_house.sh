@@ -23,8 +23,8 @@ js_names=$(sed -n 's/^ *\([A-Z_]*\): "\([a-z_]*\)",$/\1=\2/p' "$REPO/nginx/html/
 check "core/eventnames.h names events" test "$(wc -l <<<"$c_names")" -ge 8
 assert_eq "the web UI's events.js has the names of core/eventnames.h" "$c_names" "$js_names"
 check_not "no C file sends or compares an /events name as a literal" \
-	grep -nE '(att_publish|events_publish|host_emit_json)\([^,]*, "|strcmp\([a-z>.-]*name, "(session|snapshot|permission|permission_resolved|prompt|queued|error|exit|raw)"' \
-	"$REPO"/ptybridge/*.c "$REPO"/host/*.c "$REPO"/telegram/*.c "$REPO"/agentctl/*.c
+	grep -nE '(att_publish|events_publish|host_emit_json)\([^,]*, "|strcmp\([a-z>.-]*name, "(session|snapshot|permission|permission_resolved|prompt|queued|error|exit|raw|pr)"' \
+	"$REPO"/ptybridge/*.c "$REPO"/host/*.c "$REPO"/telegram/*.c "$REPO"/agentctl/*.c "$REPO"/push/*.c
 
 # The bridge's services depend downward: events knows neither the hub nor the relay, the hub
 # not the relay (what a lower one tells a higher one is a callback server.c wires).

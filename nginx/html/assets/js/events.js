@@ -10,6 +10,7 @@ export const EV = Object.freeze({
   RESULT: "result",
   PROMPT: "prompt",
   QUEUED: "queued",
+  PR: "pr",
   ERROR: "error",
   EXIT: "exit",
   RAW: "raw",
