@@ -62,4 +62,12 @@ int create_tmux_session(const struct app *app, const struct session *s, struct c
 int create_respawn(const struct app *app, struct session *s, enum session_mode mode,
 		   struct cause *cause);
 
+/*
+ * Starts s's pane: claude (its argv built here), or setup (the setup command's argv) when it is
+ * not NULL; in a new tmux session, or with respawn in the one the setup command left. Returns 0
+ * or -errno with cause.
+ */
+int create_pane_start(const struct app *app, const struct session *s, char *const *setup,
+		      bool respawn, struct cause *cause);
+
 #endif
