@@ -3,7 +3,8 @@
 # only absent from the other binaries (the linker's as-needed rule would drop an unused library)
 # but absent from their link lines, as core/meson.build declares it (core_api_dep); the names of
 # the events are one table (core/eventnames.h) that the web UI's events.js repeats exactly; the
-# bridge's services depend downward only (relay -> attention -> events).
+# bridge's services depend downward only (relay -> attention -> events); no C file of the
+# programs is longer than a reader can hold (900 lines).
 source "$(dirname "$0")/lib.sh"
 
 link_line() { ninja -C "$BUILD_DIR" -t commands "$1" 2>/dev/null | tail -n 1; }
@@ -32,3 +33,8 @@ check_not "ptybridge/events.c includes neither attention.h nor relay.h" \
 	grep -qE '^#include "(attention|relay|relay_int)\.h"' "$REPO/ptybridge/events.c"
 check_not "ptybridge/attention.c does not include relay.h" \
 	grep -qE '^#include "(relay|relay_int)\.h"' "$REPO/ptybridge/attention.c"
+
+# No C file of the programs over 900 lines (tests, fuzz harnesses and build trees aside).
+long=$(find "$REPO" -name '*.c' -not -path "$REPO/tests/*" -not -path "$REPO/build*" \
+	-not -path '*/node_modules/*' -exec awk 'END { if (NR > 900) print FILENAME ": " NR " lines" }' {} \;)
+assert_eq "no C file of the programs is over 900 lines" "" "$long"
