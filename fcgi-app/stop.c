@@ -124,13 +124,17 @@ static bool stop_wait(int pidfd, int ms)
 	return r > 0;
 }
 
-static void stop_signal_agent(const struct session *s, pid_t pane)
+/* Interrupts the agent of pane. Answers whether the signal went: one that could not (the
+ * daemon lacks CAP_KILL for a session's own uid) is not waited for. */
+static bool stop_signal_agent(const struct session *s, pid_t pane)
 {
 	pid_t agent = stop_agent_pid(pane);
 
-	if (kill(agent, SIGINT) < 0)
-		log_warn("session %s: cannot interrupt its agent %d: %s", s->id, (int)agent,
-			 strerror(errno));
+	if (kill(agent, SIGINT) == 0)
+		return true;
+	log_warn("session %s: cannot interrupt its agent %d: %s", s->id, (int)agent,
+		 strerror(errno));
+	return false;
 }
 
 static void stop_signal_kill(pid_t pane)
@@ -211,8 +215,7 @@ int stop_agent(const struct app *app, const struct session *s, struct cause *cau
 
 	if (fd <= 1)
 		return fd == 1 ? 0 : fd;
-	stop_signal_agent(s, pane);
-	if (!stop_wait(fd, app->cfg->stop_grace * 1000)) {
+	if (!stop_signal_agent(s, pane) || !stop_wait(fd, app->cfg->stop_grace * 1000)) {
 		log_warn("session %s: its agent did not end within %d s of the interrupt; killing "
 			 "it",
 			 s->id, app->cfg->stop_grace);

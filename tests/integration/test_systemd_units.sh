@@ -82,8 +82,8 @@ assert_eq "agentd-api checks the configuration before it starts" \
 # AGENTD_BASE_DIR's default.
 assert_match "tmpfiles.d creates /run/agentd (root's, setgid, group www-data, o+x only)" \
 	'^d /run/agentd 2751 root www-data' "$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf")"
-assert_match "tmpfiles.d gives the agents their directory in it (group root, setgid)" \
-	'd /run/agentd/agents 2750 agentd root' "$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf")"
+assert_match "tmpfiles.d gives the agents their directory in it (group root, setgid, sticky, o+wx: each session's uid makes its own entry)" \
+	'd /run/agentd/agents 3733 agentd root' "$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf")"
 assert_match "tmpfiles.d makes the agent's HOME and the base dir, the agent's" \
 	'd /home/agentd 0700 agentd agentd -.d /code 0755 agentd agentd -' \
 	"$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf" | tr '\n' '.')"
@@ -99,14 +99,14 @@ for u in agentd-tmux agentd-api agentd-bridge; do
 done
 # CAP_DAC_READ_SEARCH: libgit2's access(2) checks the real uid (root), not the agent's fsuid
 # (test_kill_matrix_systemd creates a session under the real unit).
-assert_eq "agentd-api may only take the agent's file identity (setfsuid, setfsgid) and read" \
-	"CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_DAC_READ_SEARCH" \
+assert_eq "agentd-api may only take the agent's file identity (setfsuid, setfsgid), read, and interrupt an agent of another uid (the graceful stop)" \
+	"CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_DAC_READ_SEARCH CAP_KILL" \
 	"$(grep '^CapabilityBoundingSet=' "$UNITDIR/agentd-api.service")"
 assert_eq "agentd-bridge has no capability" "CapabilityBoundingSet=" \
 	"$(grep '^CapabilityBoundingSet=' "$UNITDIR/agentd-bridge.service")"
-assert_eq "agentd-api may write /run/agentd, /code and the caged sessions' HOMEs" \
-	"ReadWritePaths=/run/agentd /code /var/lib/agentd-homes" \
-	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-api.service")"
+assert_eq "agentd-api may write /run/agentd, /code, the caged sessions' HOMEs and the per-session uid registry" \
+	"ReadWritePaths=/run/agentd /code /var/lib/agentd-homes|ReadWritePaths=-/run/agentd-uids -/run/userdb" \
+	"$(grep '^ReadWritePaths=' "$UNITDIR/agentd-api.service" | tr '\n' '|' | sed 's/|$//')"
 assert_eq "agentd-api's state dir is AGENTD_STATE_DIR's default, /var/lib/agentd (tokens, records)" \
 	StateDirectory=agentd "$(grep '^StateDirectory=' "$UNITDIR/agentd-api.service")"
 assert_eq "agentd-bridge may write /run/agentd" "ReadWritePaths=/run/agentd" \
@@ -119,7 +119,7 @@ for u in agentd-api agentd-bridge; do
 		"$(grep -E '^StateDirectory(Mode)?=' "$UNITDIR/$u.service" | tr '\n' ' ' | sed 's/ $//')"
 done
 assert_match "tmpfiles.d makes the state dir (0711) and the agents' directory in it" \
-	'd /var/lib/agentd 0711 root root -.d /var/lib/agentd/agents 2750 agentd root -' \
+	'd /var/lib/agentd 0711 root root -.d /var/lib/agentd/agents 3733 agentd root -' \
 	"$(grep -v '^#' "$R/lib/tmpfiles.d/agentd.conf" | tr '\n' '.')"
 for u in agentd-api agentd-bridge agentd-telegram; do
 	assert_eq "$u is Type=notify" Type=notify "$(grep '^Type=' "$UNITDIR/$u.service")"
