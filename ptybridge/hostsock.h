@@ -10,7 +10,8 @@
 
 /* Connects a non-blocking socket to session id's host.sock (a long path through its
  * directory's fd). Returns the fd, or -errno (-ENOENT, -ECONNREFUSED, -EAGAIN: not listening
- * yet or its backlog is full; -EPERM: the listener is not the session's uid (its record's, else b->host_uid), so not a host). */
+ * yet or its backlog is full; -EPERM: the listener is not the session's uid (its record's, else
+ * b->host_uid), so not a host). */
 int hostsock_connect(const struct bridge *b, const char *id);
 
 #endif
