@@ -156,35 +156,13 @@ bool agentlaunch_has_conversation(const struct agent *a, const struct session *s
 static char *al_read(const char *path)
 {
 	char *buf = NULL;
-	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat sb;
+	int r = fsutil_read_file(path, AGENTLAUNCH_FILE_MAX, &buf, NULL);
 
-	if (fd < 0)
-		return errno == ENOENT ? strdup("") : NULL;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size > AGENTLAUNCH_FILE_MAX) {
-		errno = EFBIG;
-		goto fail;
-	}
-	buf = malloc((size_t)sb.st_size + 1);
-	if (buf == NULL)
-		goto fail;
-	while (got < (size_t)sb.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	close(fd);
+	if (r == -ENOENT)
+		return strdup("");
+	if (r < 0)
+		errno = -r;
 	return buf;
-fail:
-	close(fd);
-	free(buf);
-	return NULL;
 }
 
 /* Copies the agent's file src to dst (mode 0600: credentials) when src exists. */

@@ -96,6 +96,60 @@ int fsutil_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+int fsutil_read_file(const char *path, size_t max, char **text, size_t *len)
+{
+	struct stat sb;
+	size_t got = 0;
+	int fd, r = 0;
+
+	*text = NULL;
+	if (len != NULL)
+		*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		r = -EINVAL;
+		goto out;
+	}
+	if (sb.st_size < 0 || (size_t)sb.st_size > max) {
+		r = -EFBIG;
+		goto out;
+	}
+	if ((*text = malloc((size_t)sb.st_size + 1)) == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* Up to the size fstat saw: a file growing meanwhile is read as it was. */
+	while (got < (size_t)sb.st_size) {
+		ssize_t n = read(fd, *text + got, (size_t)sb.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	(*text)[got] = '\0';
+	if (len != NULL)
+		*len = got;
+out:
+	if (r < 0) {
+		free(*text);
+		*text = NULL;
+	}
+	close(fd);
+	return r;
+}
+
 int fsutil_write_atomic(const char *path, const char *text, mode_t mode, bool sync)
 {
 	char tmp[FSUTIL_PATH_MAX + 8];

@@ -51,6 +51,14 @@ bool fsutil_same_file(const char *a, const char *b);
 int fsutil_write_all(int fd, const void *data, size_t len);
 
 /*
+ * Reads the regular file path whole into *text (NUL-terminated; *len bytes, len may be NULL; the
+ * caller frees), never following a symlink at its last component. A file over max bytes is -EFBIG
+ * and anything but a regular file -EINVAL, so a hostile or runaway file costs a stat, not memory.
+ * Returns 0 or -errno (-ENOENT when it does not exist); *text is NULL on failure.
+ */
+int fsutil_read_file(const char *path, size_t max, char **text, size_t *len);
+
+/*
  * Replaces path with text atomically: written to "<path>.tmp" (created with mode), fsync'ed when
  * sync, then renamed over path, so a reader sees the old file or the new one, never a part.
  * Writers of one path must not overlap (the caller holds a lock). Returns 0 or -errno (the

@@ -114,32 +114,19 @@ int pushsubs_load(const char *path, struct pushsubs *s, struct cause *cause)
 {
 	json_object *root = NULL, *arr;
 	char *text = NULL;
-	struct stat st;
 	size_t n;
-	int fd, r = 0;
+	int r;
 
 	s->v = NULL;
 	s->n = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return errno == ENOENT
-			   ? 0
-			   : cause_fail(cause, errno, "cannot open %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > PUSHSUBS_FILE_MAX) {
-		r = cause_fail(cause, EINVAL, "%s is not a file of at most %d bytes", path,
-			       PUSHSUBS_FILE_MAX);
-		goto out;
-	}
-	text = malloc((size_t)st.st_size + 1);
-	if (text == NULL) {
-		r = cause_fail(cause, ENOMEM, "out of memory");
-		goto out;
-	}
-	if (read(fd, text, (size_t)st.st_size) != st.st_size) {
-		r = cause_fail(cause, EIO, "cannot read %s", path);
-		goto out;
-	}
-	text[st.st_size] = '\0';
+	r = fsutil_read_file(path, PUSHSUBS_FILE_MAX, &text, NULL);
+	if (r == -ENOENT)
+		return 0;
+	if (r == -EFBIG || r == -EINVAL)
+		return cause_fail(cause, EINVAL, "%s is not a file of at most %d bytes", path,
+				  PUSHSUBS_FILE_MAX);
+	if (r < 0)
+		return cause_fail(cause, -r, "cannot read %s: %s", path, strerror(-r));
 	root = json_tokener_parse(text);
 	if (!json_object_object_get_ex(root, "subscriptions", &arr) ||
 	    !json_object_is_type(arr, json_type_array) ||
@@ -164,7 +151,6 @@ out:
 		pushsubs_free(s);
 	json_object_put(root);
 	free(text);
-	close(fd);
 	return r;
 }
 

@@ -248,46 +248,6 @@ void store_unlock(int fd)
 		close(fd); /* closing the only descriptor releases the flock */
 }
 
-/*
- * Reads the whole file at path (at most max bytes) into *buf (caller frees; NUL-terminated) and
- * *len. Returns 0, -ENOENT, -EFBIG when it is larger than max, or -errno.
- */
-static int store_slurp(const char *path, size_t max, char **buf, size_t *len)
-{
-	struct stat sb;
-	size_t got = 0;
-	int fd, r = 0;
-
-	*buf = NULL;
-	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &sb) < 0 || sb.st_size < 0 || (size_t)sb.st_size > max) {
-		r = -EFBIG;
-		goto out;
-	}
-	*buf = malloc((size_t)sb.st_size + 1);
-	if (*buf == NULL) {
-		r = -ENOMEM;
-		goto out;
-	}
-	while (got < (size_t)sb.st_size) {
-		ssize_t n = read(fd, *buf + got, (size_t)sb.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	(*buf)[got] = '\0';
-	*len = got;
-out:
-	close(fd);
-	return r;
-}
-
 /* Parses buf[0..len) as one JSON value with nothing after it. Returns it, or NULL. */
 static json_object *store_parse(const char *buf, size_t len)
 {
@@ -347,7 +307,7 @@ static int store_read_path(const char *path, struct session *out, struct cause *
 {
 	char *buf = NULL;
 	size_t len = 0;
-	int r = store_slurp(path, SESSION_RECORD_MAX, &buf, &len);
+	int r = fsutil_read_file(path, SESSION_RECORD_MAX, &buf, &len);
 
 	if (r == -ENOENT)
 		return r;
@@ -443,7 +403,7 @@ static json_object *store_view_read(const char *path)
 	size_t len = 0;
 	size_t n;
 
-	if (store_slurp(path, STORE_VIEW_MAX, &buf, &len) < 0)
+	if (fsutil_read_file(path, STORE_VIEW_MAX, &buf, &len) < 0)
 		return NULL;
 	arr = store_parse(buf, len);
 	free(buf);

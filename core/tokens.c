@@ -100,38 +100,21 @@ int tokens_load(const char *path, struct tokens *t, struct cause *cause)
 {
 	char *text = NULL;
 	json_object *root = NULL, *arr;
-	struct stat st;
-	ssize_t got;
 	size_t n;
-	int fd, r = 0;
+	int r;
 
 	t->v = NULL;
 	t->n = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		r = -errno;
-		if (r == -ENOENT)
-			return r;
-		return cause_fail(cause, -r, "cannot open the token store %s: %s", path,
+	r = fsutil_read_file(path, TOKENS_FILE_MAX, &text, NULL);
+	if (r == -ENOENT)
+		return r;
+	if (r == -EFBIG || r == -EINVAL)
+		return cause_fail(cause, EINVAL,
+				  "the token store %s is not a file of at most %d bytes", path,
+				  TOKENS_FILE_MAX);
+	if (r < 0)
+		return cause_fail(cause, -r, "cannot read the token store %s: %s", path,
 				  strerror(-r));
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TOKENS_FILE_MAX) {
-		r = cause_fail(cause, EINVAL,
-			       "the token store %s is not a file of at most %d bytes", path,
-			       TOKENS_FILE_MAX);
-		goto out;
-	}
-	text = malloc((size_t)st.st_size + 1);
-	if (text == NULL) {
-		r = cause_fail(cause, ENOMEM, "out of memory");
-		goto out;
-	}
-	got = read(fd, text, (size_t)st.st_size);
-	if (got != st.st_size) {
-		r = cause_fail(cause, EIO, "cannot read the token store %s", path);
-		goto out;
-	}
-	text[got] = '\0';
 	root = json_tokener_parse(text);
 	if (!json_object_object_get_ex(root, "tokens", &arr) ||
 	    !json_object_is_type(arr, json_type_array) ||
@@ -161,7 +144,6 @@ out:
 		tokens_free(t);
 	json_object_put(root);
 	free(text);
-	close(fd);
 	return r;
 }
 

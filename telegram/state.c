@@ -391,53 +391,25 @@ out:
 
 int state_load(struct state *st, const char *path, struct cause *cause)
 {
-	struct stat sb;
 	char *text = NULL;
-	ssize_t got;
 	size_t len = 0;
-	int fd, r = 0;
+	int r = fsutil_read_file(path, STATE_FILE_MAX, &text, &len);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return cause_fail(cause, errno, "cannot open %s: %s", path, strerror(errno));
-	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		r = cause_fail(cause, EINVAL, "%s is not a regular file", path);
-		goto out;
-	}
-	if (sb.st_size > STATE_FILE_MAX) {
-		r = cause_fail(cause, EFBIG, "%s is larger than %d bytes", path, STATE_FILE_MAX);
-		goto out;
-	}
-	text = malloc((size_t)sb.st_size + 1);
-	if (text == NULL) {
-		r = -ENOMEM;
-		goto out;
-	}
-	while (len < (size_t)sb.st_size) {
-		got = read(fd, text + len, (size_t)sb.st_size - len);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			r = cause_fail(cause, errno, "cannot read %s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (got == 0)
-			break;
-		len += (size_t)got;
-	}
-	text[len] = '\0';
+	if (r == -ENOENT)
+		return 0;
+	if (r == -EINVAL)
+		return cause_fail(cause, EINVAL, "%s is not a regular file", path);
+	if (r == -EFBIG)
+		return cause_fail(cause, EFBIG, "%s is larger than %d bytes", path, STATE_FILE_MAX);
+	if (r < 0)
+		return cause_fail(cause, -r, "cannot read %s: %s", path, strerror(-r));
 	r = state_from_json(st, text, len, cause);
 	if (r == -EINVAL) {
 		struct cause inner = *cause;
 
 		cause_set(cause, "%s is not a state file of agentd-telegram: %s", path, inner.msg);
 	}
-out:
 	free(text);
-	close(fd);
 	return r;
 }
 

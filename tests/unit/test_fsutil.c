@@ -155,6 +155,35 @@ Test(fsutil, write_new_makes_a_file_and_never_replaces_one)
 	cr_assert_eq(st.st_size, 11, "its target is untouched");
 }
 
+Test(fsutil, read_file_reads_whole_files_within_the_bound_and_refuses_the_rest)
+{
+	char path[T_MAX], link[T_MAX], *text = (char *)1;
+	size_t len = 99;
+
+	at(path, "f");
+	cr_assert_eq(fsutil_write_new(path, "{\"a\":1}\n", 0644), 0);
+	cr_assert_eq(fsutil_read_file(path, 8, &text, &len), 0, "exactly the bound");
+	cr_assert_str_eq(text, "{\"a\":1}\n");
+	cr_assert_eq(len, 8);
+	free(text);
+	cr_assert_eq(fsutil_read_file(path, 7, &text, &len), -EFBIG, "one byte over");
+	cr_assert_null(text);
+	cr_assert_eq(fsutil_read_file(tmp, 4096, &text, NULL), -EINVAL, "a directory");
+	cr_assert_null(text);
+	at(link, "link");
+	cr_assert_eq(symlink(path, link), 0);
+	cr_assert_eq(fsutil_read_file(link, 4096, &text, NULL), -ELOOP,
+		     "a symlink is not followed");
+	at(path, "missing");
+	cr_assert_eq(fsutil_read_file(path, 4096, &text, NULL), -ENOENT);
+	at(path, "empty");
+	touch(path);
+	cr_assert_eq(fsutil_read_file(path, 4096, &text, &len), 0);
+	cr_assert_str_eq(text, "");
+	cr_assert_eq(len, 0);
+	free(text);
+}
+
 Test(fsutil, write_all_writes_past_a_pipe_buffer_and_reports_a_closed_peer)
 {
 	static char big[256 * 1024];
