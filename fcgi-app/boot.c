@@ -3,6 +3,7 @@
 #include "create.h"
 #include "fsutil.h"
 #include "log.h"
+#include "procstat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,10 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BOOT_ID_PATH       "/proc/sys/kernel/random/boot_id"
-#define BOOT_STAT_MAX      1024 /* /proc/<pid>/stat of the tmux server */
-#define BOOT_STAT_STARTPOS 19   /* starttime, field 22 of /proc/<pid>/stat, counted from state */
-#define BOOT_MARKER_MAX    (BOOT_ID_MAX + 48)
+#define BOOT_ID_PATH    "/proc/sys/kernel/random/boot_id"
+#define BOOT_MARKER_MAX (BOOT_ID_MAX + 48)
 
 /* Reads at most one line of path into out (without its newline). Returns 0 or -errno. */
 static int boot_read_line(const char *path, char *out, size_t outlen)
@@ -35,23 +34,12 @@ static int boot_read_line(const char *path, char *out, size_t outlen)
 	return 0;
 }
 
-/* The start time of pid in clock ticks since boot (field 22 of /proc/<pid>/stat), or 0. */
+/* The start time of pid in clock ticks since boot, or 0. */
 static unsigned long long boot_start_ticks(int pid)
 {
-	char path[64], buf[BOOT_STAT_MAX], *p, *save = NULL;
-	unsigned long long ticks = 0;
-	int field = 0;
+	struct procstat ps;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (boot_read_line(path, buf, sizeof(buf)) < 0 || (p = strrchr(buf, ')')) == NULL)
-		return 0;
-	/* Counted from the state, the third field: the name may hold blanks and parentheses. */
-	for (p = strtok_r(p + 1, " ", &save); p != NULL; p = strtok_r(NULL, " ", &save), field++)
-		if (field == BOOT_STAT_STARTPOS) {
-			ticks = strtoull(p, NULL, 10);
-			break;
-		}
-	return ticks;
+	return procstat_read(pid, &ps) == 0 ? ps.start_ticks : 0;
 }
 
 /*

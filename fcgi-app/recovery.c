@@ -6,6 +6,7 @@
 #include "isotime.h"
 #include "log.h"
 #include "policies.h"
+#include "procstat.h"
 #include "sessioncg.h"
 
 #include <errno.h>
@@ -17,9 +18,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#define RECOVERY_STAT_MAX     1024
-#define RECOVERY_STAT_EXITPOS 49 /* exit_code, field 52 of /proc/<pid>/stat, counted from state */
 
 /* The tmux session of record id: named name and not carrying another id (an older tool's
  * session carries none). */
@@ -117,38 +115,13 @@ static void recovery_set_lost(const struct app *app, struct session *s, int *gon
 
 int recovery_zombie_status(long pid, long server_pid, int *status)
 {
-	char path[64], buf[RECOVERY_STAT_MAX];
-	char *p, *save = NULL;
-	ssize_t n;
-	int fd, field = 0;
-	bool zombie = false;
-	long ppid = -1;
+	struct procstat ps;
 
-	if (pid <= 0 || snprintf(path, sizeof(path), "/proc/%ld/stat", pid) >= (int)sizeof(path))
-		return -ESRCH;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ESRCH;
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* the command name may hold blanks and parentheses */
-	if (p == NULL)
-		return -ESRCH;
-	for (p = strtok_r(p + 1, " ", &save); p != NULL; p = strtok_r(NULL, " ", &save), field++) {
-		if (field == 0)
-			zombie = strcmp(p, "Z") == 0;
-		else if (field == 1)
-			ppid = strtol(p, NULL, 10);
-		else if (field == RECOVERY_STAT_EXITPOS)
-			break;
-	}
 	/* A zombie of the server is the pane's own process: its pid cannot have been reused. */
-	if (p == NULL || !zombie || ppid != server_pid)
+	if (procstat_read(pid, &ps) < 0 || ps.state != 'Z' || ps.ppid != server_pid ||
+	    ps.exit_code < 0)
 		return -ESRCH;
-	*status = (int)strtol(p, NULL, 10);
+	*status = ps.exit_code;
 	return 0;
 }
 

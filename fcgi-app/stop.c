@@ -1,6 +1,7 @@
 #include "stop.h"
 
 #include "log.h"
+#include "procstat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,34 +14,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define STOP_STAT_MAX 1024
-#define STOP_WRAPPER  "bwrap" /* agentd-cage execs it: the agent runs below */
+#define STOP_WRAPPER "bwrap" /* agentd-cage execs it: the agent runs below */
 
-/* The comm and the parent of pid from /proc/<pid>/stat. Returns 0 or -ESRCH. */
+/* The comm and the parent of pid. Returns 0 or -ESRCH. */
 static int stop_stat(pid_t pid, char *comm, size_t commlen, pid_t *ppid)
 {
-	char path[64], buf[STOP_STAT_MAX];
-	char *open_paren, *close_paren;
-	ssize_t n;
-	int fd;
+	struct procstat ps;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (procstat_read(pid, &ps) < 0)
 		return -ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ESRCH;
-	buf[n] = '\0';
-	open_paren = strchr(buf, '(');
-	close_paren = strrchr(buf, ')'); /* the command name may hold blanks and parentheses */
-	if (open_paren == NULL || close_paren == NULL || close_paren < open_paren)
-		return -ESRCH;
-	snprintf(comm, commlen, "%.*s", (int)(close_paren - open_paren - 1), open_paren + 1);
-	/* ") S PPID ...": the state, then the parent. */
-	if (sscanf(close_paren + 1, " %*c %d", ppid) != 1)
-		return -ESRCH;
+	snprintf(comm, commlen, "%s", ps.comm);
+	*ppid = (pid_t)ps.ppid;
 	return 0;
 }
 
@@ -173,20 +157,9 @@ int stop_kill(const struct app *app, const struct session *s, struct cause *caus
 /* Whether pid is a zombie (ended, not reaped). */
 static bool stop_zombie(pid_t pid)
 {
-	char path[64], buf[STOP_STAT_MAX], *p;
-	ssize_t n;
-	int fd;
+	struct procstat ps;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p != NULL && p[1] == ' ' && p[2] == 'Z';
+	return procstat_read(pid, &ps) == 0 && ps.state == 'Z';
 }
 
 /*
