@@ -30,6 +30,10 @@ The test steers it by writing JSON to --control FILE (read again at each request
                                secondary rate limit..."} with Retry-After: 60 (or
                                "retry_after": S of the control file)
   {"deny_create": "message"}   POST pulls answers 403 with that message (no push rights, ...)
+  {"merged_checks_limit": K}   the next K check-runs requests for the head of a merged pull
+                               request answer 429 with Retry-After: "retry_after" (default 60):
+                               the limit falls between the poll that sees the merge and the
+                               poll of its checks
 The control file holds the whole wished state; the fake applies merges/closes once per number.
 
 --log FILE appends one JSON line per request: {"time","method","path","status","etag"?,"body"?}
@@ -65,6 +69,7 @@ class State:
         self.next_number = 12  # "acme/widgets#12" reads like a real one
         self.used = 0
         self.secondary_spent = 0
+        self.merged_checks_spent = 0
         self.applied = set()
 
     def control(self):
@@ -162,6 +167,20 @@ class GitHubHandler(fakehttp.Handler):
                    [("Retry-After", str(ctl.get("retry_after", SECONDARY_RETRY_AFTER)))])
         return True
 
+    def merged_checks_limited(self, sha, ctl):
+        """Answers 429 to the check runs of a merged pull request's head while asked to."""
+        st = self.state
+        want = int(ctl.get("merged_checks_limit") or 0)
+        if st.merged_checks_spent >= want or not any(
+                p["merged"] and p["head"]["sha"] == sha
+                for pulls in st.pulls.values() for p in pulls.values()):
+            return False
+        st.merged_checks_spent += 1
+        self.reply(429, {"message": "API rate limit exceeded",
+                         "documentation_url": "https://docs.github.com/rest"},
+                   [("Retry-After", str(ctl.get("retry_after", SECONDARY_RETRY_AFTER)))])
+        return True
+
     def handle_any(self, method):
         st = self.state
         url = urlsplit(self.path)
@@ -193,6 +212,8 @@ class GitHubHandler(fakehttp.Handler):
                     return self.reply(404, {"message": "Not Found"})
                 return self.reply(200, pull_view(p))
             m = CHECKS.match(url.path)
+            if m and method == "GET" and self.merged_checks_limited(m.group(3), ctl):
+                return
             if m and method == "GET":
                 checks = ctl.get("checks") or {}
                 runs = checks.get(m.group(3), checks.get("*", []))

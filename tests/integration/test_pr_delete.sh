@@ -79,9 +79,12 @@ assert_jq "merged: GET /branches no longer lists feat/issue-7" \
 	'[.[] | select(.name == "feat/issue-7")] == []'
 
 # Merged, then one more commit that was never pushed: the worktree goes (its commits are on the
-# branch), the branch stays with that commit.
+# branch), the branch stays with that commit. GitHub limits the poll of the checks that follows
+# the poll which sees the merge: the merge is recorded all the same (the pull request's next
+# answer is a 304, which says nothing new).
 ship 8
-merge 8 "$PR"
+merge 8 "$PR" '"merged_checks_limit": 1, "retry_after": 1'
+check "GitHub's 429 after the merge was met" test "$(gh_count '.status == 429')" -ge 1
 agent_sh "$WT" 'printf "late\n" >late.txt && git add late.txt && git commit -q -m "Late"' ||
 	fail "a commit after the merge in widgets-8"
 LATE=$(agent_sh "$WT" 'git rev-parse HEAD')
