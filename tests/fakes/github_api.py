@@ -30,6 +30,9 @@ The test steers it by writing JSON to --control FILE (read again at each request
                                secondary rate limit..."} with Retry-After: 60 (or
                                "retry_after": S of the control file)
   {"deny_create": "message"}   POST pulls answers 403 with that message (no push rights, ...)
+  {"primary_limit": K}         the next K requests answer 403 {"message": "API rate limit
+                               exceeded..."} with X-RateLimit-Remaining: 0 and X-RateLimit-Reset
+                               "reset_in" (default 60) seconds ahead, and no Retry-After
   {"merged_checks_limit": K}   the next K check-runs requests for the head of a merged pull
                                request answer 429 with Retry-After: "retry_after" (default 60):
                                the limit falls between the poll that sees the merge and the
@@ -70,6 +73,7 @@ class State:
         self.used = 0
         self.secondary_spent = 0
         self.merged_checks_spent = 0
+        self.primary_spent = 0
         self.applied = set()
 
     def control(self):
@@ -167,6 +171,23 @@ class GitHubHandler(fakehttp.Handler):
                    [("Retry-After", str(ctl.get("retry_after", SECONDARY_RETRY_AFTER)))])
         return True
 
+    def primary_limited(self, ctl):
+        """Answers a spent primary rate limit while the control file asks for it."""
+        st = self.state
+        want = int(ctl.get("primary_limit") or 0)
+        if st.primary_spent >= want:
+            return False
+        st.primary_spent += 1
+        reset = int(time.time()) + int(ctl.get("reset_in", SECONDARY_RETRY_AFTER))
+        data = json.dumps({"message": "API rate limit exceeded for user.",
+                           "documentation_url": "https://docs.github.com/rest"}).encode()
+        self.send(403, "application/json; charset=utf-8", data,
+                  [("X-RateLimit-Limit", str(RATE_LIMIT)), ("X-RateLimit-Remaining", "0"),
+                   ("X-RateLimit-Used", str(RATE_LIMIT)), ("X-RateLimit-Reset", str(reset)),
+                   ("X-RateLimit-Resource", "core")])
+        self.log_request_line(403, self.headers.get("If-None-Match"))
+        return True
+
     def merged_checks_limited(self, sha, ctl):
         """Answers 429 to the check runs of a merged pull request's head while asked to."""
         st = self.state
@@ -196,7 +217,7 @@ class GitHubHandler(fakehttp.Handler):
             if not self.authorized():
                 return
             ctl = st.control()
-            if self.limited(ctl):
+            if self.limited(ctl) or self.primary_limited(ctl):
                 return
             st.used += 1
             self.apply_control(ctl)

@@ -4,7 +4,8 @@
 # main of the local bare remote) is finished, and DELETE without force removes its worktree (or
 # session repository) and its branch; every commit stays reachable from origin's main. A commit
 # made after the last push keeps the branch (with its commit), and uncommitted work keeps the
-# worktree, as for any session.
+# worktree, as for any session. On the way, GitHub's limits: a 429 on the checks of a merged pull
+# request, and a spent primary rate limit.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=SCRIPTDIR/../fakes/lib_fakes.sh
 source "$REPO/tests/fakes/lib_fakes.sh"
@@ -108,8 +109,25 @@ check "uncommitted work: the file is still there" test -f "$WT/notes.txt"
 assert_eq "uncommitted work: the branch is still at HEAD" "$SHA" \
 	"$(agent_sh "$WT" 'git rev-parse refs/heads/feat/issue-9')"
 
-# Closed without a merge: not finished, polled no more, and DELETE keeps the branch as today.
+# The primary rate limit spent (403, X-RateLimit-Remaining 0, no Retry-After): no request at all
+# until X-RateLimit-Reset.
 ship 10
+gh_control "{\"merge\": [$(
+	IFS=,
+	echo "${MERGED[*]}"
+)], \"primary_limit\": 1, \"reset_in\": 4}"
+if wait_for 20 eval '[ "$(gh_count ".status == 403")" -ge 1 ]'; then
+	pass "the poller meets the spent rate limit"
+else
+	fail "the poller meets the spent rate limit" "no 403 within 20 s"
+fi
+sleep 6
+gap=$(jq -s '(map(select(.status == 403)) | last | .time) as $t |
+	(map(select(.time > $t)) | first | .time) - $t' "$GH_LOG")
+check "after the spent limit, the next request waited for X-RateLimit-Reset (${gap} s)" \
+	python3 -c "import sys; sys.exit(0 if float('$gap') >= 3.0 else 1)"
+
+# Closed without a merge: not finished, polled no more, and DELETE keeps the branch as today.
 gh_control "{\"merge\": [$(
 	IFS=,
 	echo "${MERGED[*]}"
