@@ -3,6 +3,7 @@
 #include "agents.h"
 #include "cagecmd.h"
 
+#include "api_pr.h"
 #include "api_worktrees.h"
 #include "create.h"
 #include "fsutil.h"
@@ -519,6 +520,10 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	sessioncg_remove(app, s->id); /* what the agent left running, then its cgroup */
 	if (r == 0 && pane > 0)
 		api_reap_agent(pane);
+	/* Merged a moment ago: the poller may not have seen it yet, and the branch's fate hangs on
+	 * it (api_remove_worktree). */
+	if (api_pr_refresh(app, s) == 1)
+		store_write(&app->store, s, NULL);
 	answer = api_remove_worktree(app, s,
 				     request_query(req, "force", force, sizeof(force)) != NULL &&
 					 strcmp(force, "true") == 0);

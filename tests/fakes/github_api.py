@@ -33,6 +33,9 @@ The test steers it by writing JSON to --control FILE (read again at each request
   {"primary_limit": K}         the next K requests answer 403 {"message": "API rate limit
                                exceeded..."} with X-RateLimit-Remaining: 0 and X-RateLimit-Reset
                                "reset_in" (default 60) seconds ahead, and no Retry-After
+  {"stale": [N...]}            a conditional GET of those pull requests answers 304 whatever
+                               changed (GitHub's answers are cached for up to 60 s): only an
+                               unconditional GET sees a merge
   {"merged_checks_limit": K}   the next K check-runs requests for the head of a merged pull
                                request answer 429 with Retry-After: "retry_after" (default 60):
                                the limit falls between the poll that sees the merge and the
@@ -121,15 +124,17 @@ class GitHubHandler(fakehttp.Handler):
             etag = '"%s"' % hashlib.sha1(data).hexdigest()
             headers.append(("ETag", etag))
             if self.command == "GET" and self.headers.get("If-None-Match") == etag:
-                self.send_response(304)
-                for name, value in headers:
-                    self.send_header(name, value)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                self.log_request_line(304, self.headers.get("If-None-Match"))
-                return
+                return self.not_modified(headers)
         self.send(status, "application/json; charset=utf-8", data, headers)
         self.log_request_line(status, self.headers.get("If-None-Match"))
+
+    def not_modified(self, headers=None):
+        self.send_response(304)
+        for name, value in (headers if headers is not None else self.rate_headers()):
+            self.send_header(name, value)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        self.log_request_line(304, self.headers.get("If-None-Match"))
 
     def authorized(self):
         auth = self.headers.get("Authorization") or ""
@@ -231,6 +236,8 @@ class GitHubHandler(fakehttp.Handler):
                 p = st.pulls.get((m.group(1), m.group(2)), {}).get(int(m.group(3)))
                 if p is None:
                     return self.reply(404, {"message": "Not Found"})
+                if p["number"] in (ctl.get("stale") or []) and self.headers.get("If-None-Match"):
+                    return self.not_modified()
                 return self.reply(200, pull_view(p))
             m = CHECKS.match(url.path)
             if m and method == "GET" and self.merged_checks_limited(m.group(3), ctl):

@@ -5,7 +5,7 @@
 # session repository) and its branch; every commit stays reachable from origin's main. A commit
 # made after the last push keeps the branch (with its commit), and uncommitted work keeps the
 # worktree, as for any session. On the way, GitHub's limits: a 429 on the checks of a merged pull
-# request, and a spent primary rate limit.
+# request, a spent primary rate limit, and a merge the poller has not seen yet.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=SCRIPTDIR/../fakes/lib_fakes.sh
 source "$REPO/tests/fakes/lib_fakes.sh"
@@ -39,10 +39,8 @@ ship() {
 	PR=$(jq -r .pr.number <<<"$BODY")
 }
 
-# merge N PR [CONTROL]: merges feat/issue-N into main of the bare remote (a merge commit, as
-# GitHub's merge button makes) and the pull request PR on the fake (CONTROL: more of the fake's
-# control fields, `"k": v, ...`), then waits for the session to be finished.
-merge() {
+# merge_upstream N PR: merges feat/issue-N into main of the bare remote, and lists PR in MERGED.
+merge_upstream() {
 	local work=$T/work/merge-$1
 	git clone -q "$REMOTE" "$work" &&
 		git -C "$work" -c user.name=maintainer -c user.email=m@example.com merge -q --no-ff \
@@ -50,6 +48,13 @@ merge() {
 		git -C "$work" push -q origin main && rm -rf "$work" ||
 		fail "merge feat/issue-$1 into the remote's main"
 	MERGED+=("$2")
+}
+
+# merge N PR [CONTROL]: merges feat/issue-N into main of the bare remote (a merge commit, as
+# GitHub's merge button makes) and the pull request PR on the fake (CONTROL: more of the fake's
+# control fields, `"k": v, ...`), then waits for the session to be finished.
+merge() {
+	merge_upstream "$1" "$2"
 	gh_control "{\"merge\": [$(
 		IFS=,
 		echo "${MERGED[*]}"
@@ -148,3 +153,28 @@ assert_jq "closed: worktree removed, branch kept" \
 	'.worktree == "removed" and .branch == null'
 check "closed: the branch stays" \
 	git --git-dir="$KEPT" rev-parse --verify -q refs/heads/feat/issue-10
+
+# Merged a moment before the DELETE, before the poller saw it (GitHub's conditional answers lag
+# behind): DELETE asks GitHub once, unconditionally, and the worktree and the branch go.
+ship 11
+if wait_for 20 eval "[ \"\$(gh_count '.path == \"/repos/acme/widgets/pulls/$PR\" and .etag != null')\" -ge 1 ]"; then
+	pass "the poller polls #$PR conditionally"
+else
+	fail "the poller polls #$PR conditionally" "no conditional poll within 20 s"
+fi
+merge_upstream 11 "$PR"
+gh_control "{\"merge\": [$(
+	IFS=,
+	echo "${MERGED[*]}"
+)], \"stale\": [$PR]}"
+sleep 3
+get_session widgets-11
+assert_jq "the poller has not seen the merge of #$PR" '.pr.state == "open" and .finished == false'
+api DELETE /sessions/widgets-11
+assert_status "delete widgets-11 just after its merge: 200" 200
+assert_jq "just merged: worktree removed and branch deleted" \
+	'.worktree == "removed" and .branch == "deleted"'
+check_not "just merged: no feat/issue-11 is left where agentd keeps branches" \
+	git --git-dir="$KEPT" rev-parse --verify -q refs/heads/feat/issue-11
+check "just merged: the branch's commits are reachable from origin's main" \
+	git --git-dir="$REMOTE" merge-base --is-ancestor "$SHA" main
