@@ -108,6 +108,13 @@ int gitpush_branch(const char *path, const char *branch, const char *token, char
 		r = cause_fail(cause, EACCES, "the remote refused the credentials%s: %s",
 			       token == NULL || token[0] == '\0' ? " (no GH_TOKEN)" : "",
 			       gitrepo_msg());
+	else if (rc == GIT_ENONFASTFORWARD)
+		/* libgit2 refuses before the remote is asked: origin's branch has commits this one
+		 * lacks, a rejection as the remote's own would be. */
+		r = cause_fail(cause, EPERM,
+			       "origin's %s has commits this branch lacks (not a "
+			       "fast-forward): %s",
+			       branch, gitrepo_msg());
 	else if (rc == GIT_EUSER)
 		r = cause_fail(cause, ETIMEDOUT, "the push took longer than %d s",
 			       GITPUSH_SECONDS_MAX);

@@ -6,6 +6,7 @@
  * 422 "already exists" of GitHub is answered with the one that exists. No lock is held while the
  * network is asked: the record is written under the lock at the end, from a fresh read.
  */
+#include "api_pr.h"
 #include "router.h"
 
 #include "gitdiff.h"
@@ -177,6 +178,46 @@ static int api_pr_from_github(json_object *p, struct session_pr *pr)
 		 strcmp(json_object_get_string(state), "closed") == 0)
 		pr->state = SESSION_PR_CLOSED;
 	return 0;
+}
+
+int api_pr_refresh(const struct app *app, struct session *s)
+{
+	char *token = NULL, path[API_PR_PATH_MAX];
+	struct github_reply g = {0};
+	struct cause cause = {{0}};
+	struct session_pr now;
+	int r = 0;
+
+	if (s->pr.number == 0 || s->pr.state != SESSION_PR_OPEN)
+		return 0;
+	if ((token = malloc(GITHUB_TOKEN_MAX + 1)) == NULL)
+		return -ENOMEM;
+	if ((r = github_token(app->cfg, token, &cause)) < 0 || token[0] == '\0') {
+		if (r < 0)
+			log_warn("session %s: pull request not looked at: %s", s->id, cause.msg);
+		r = 0;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/repos/%s/%s/pulls/%" PRIu64, s->owner, s->name,
+		 s->pr.number);
+	if (github_call(app->cfg->github_api, token, "GET", path, NULL, NULL, &g, &cause) < 0)
+		log_warn("session %s: pull request not looked at: %s", s->id, cause.msg);
+	else if (g.status != 200 || api_pr_from_github(g.body, &now) < 0 ||
+		 now.number != s->pr.number)
+		log_warn("session %s: GitHub answered %ld for pull request #%" PRIu64 ": %s", s->id,
+			 g.status, s->pr.number, g.message);
+	else if (now.state != s->pr.state) {
+		log_info("session %s: pull request #%" PRIu64 " %s", s->id, s->pr.number,
+			 session_pr_state_name(now.state));
+		s->pr.state = now.state;
+		r = 1;
+	}
+out:
+	github_reply_free(&g);
+	if (token != NULL)
+		explicit_bzero(token, GITHUB_TOKEN_MAX + 1);
+	free(token);
+	return r;
 }
 
 /* Answers 502 with what GitHub said (its status and message). */

@@ -3,6 +3,7 @@
 #include "agents.h"
 #include "cagecmd.h"
 
+#include "api_pr.h"
 #include "api_worktrees.h"
 #include "create.h"
 #include "fsutil.h"
@@ -373,12 +374,17 @@ static void api_sessions_get(const struct app *app, struct request *req,
 	free(s);
 }
 
-/* Deletes the branch of a finished session's clone (the caller holds its lock, as the agent),
- * and says so in the answer o: "branch": "deleted", or "kept" with "branchReason". */
-static void api_delete_merged_branch(const struct app *app, const struct session *s, json_object *o)
+/* Deletes the branch of a finished session, and says so in the answer o: "branch": "deleted", or
+ * "kept" with "branchReason". The worktree layout's from its clone (the caller holds the clone's
+ * lock, as the agent); the store layout's from the store, where the removal of the session's
+ * repository has just put it (as the daemon: api_branches_delete_stored takes the store's lock). */
+static void api_delete_merged_branch(const struct app *app, const struct session *s, bool stored,
+				     json_object *o)
 {
 	struct cause cause = {{0}};
-	int r = worktree_branch_delete(app->cfg->base_dir, s->owner, s->name, s->branch, &cause);
+	int r = stored ? api_branches_delete_stored(app, s->owner, s->name, s->branch, &cause)
+		       : worktree_branch_delete(app->cfg->base_dir, s->owner, s->name, s->branch,
+						&cause);
 
 	json_object_object_add(o, "branch", json_object_new_string(r == 0 ? "deleted" : "kept"));
 	if (r < 0)
@@ -400,6 +406,9 @@ static json_object *api_remove_worktree(const struct app *app, const struct sess
 	json_object_object_add(o, "status", json_object_new_string("stopped"));
 	if (api_remove_session_repo(app, s->owner, s->name, s->worktree, s->branch, s->id, force,
 				    &rm) == 0) {
+		/* Merged: the store layout's branch goes as the worktree layout's does (below). */
+		if (session_finished(&s->pr) && rm.fate != WORKTREE_KEPT)
+			api_delete_merged_branch(app, s, true, o);
 		api_worktree_removal_json(o, &rm);
 		return o;
 	}
@@ -417,7 +426,7 @@ static json_object *api_remove_worktree(const struct app *app, const struct sess
 	 * rule of DELETE /branches (origin has every commit of it): a commit made after the last
 	 * push keeps it. */
 	else if (session_finished(&s->pr) && rm.fate != WORKTREE_KEPT)
-		api_delete_merged_branch(app, s, o);
+		api_delete_merged_branch(app, s, false, o);
 	store_unlock(lock);
 	agentuser_fs_leave(&fs);
 	api_worktree_removal_json(o, &rm);
@@ -511,6 +520,10 @@ static void api_sessions_delete(const struct app *app, struct request *req,
 	sessioncg_remove(app, s->id); /* what the agent left running, then its cgroup */
 	if (r == 0 && pane > 0)
 		api_reap_agent(pane);
+	/* Merged a moment ago: the poller may not have seen it yet, and the branch's fate hangs on
+	 * it (api_remove_worktree). */
+	if (api_pr_refresh(app, s) == 1)
+		store_write(&app->store, s, NULL);
 	answer = api_remove_worktree(app, s,
 				     request_query(req, "force", force, sizeof(force)) != NULL &&
 					 strcmp(force, "true") == 0);

@@ -437,8 +437,8 @@ static int api_store_fetch(const struct app *app, const char *owner, const char 
 
 /* The store layout's delete, as the daemon under the store's lock (the store is root's): refused
  * while the session repository of the issue has the branch checked out (read as the agent). */
-static int api_branches_delete_stored(const struct app *app, const char *owner, const char *name,
-				      const char *branch, struct cause *cause)
+int api_branches_delete_stored(const struct app *app, const char *owner, const char *name,
+			       const char *branch, struct cause *cause)
 {
 	const char *dir = app->cfg->git_store_dir;
 	char where[WORKTREE_PATH_MAX];

@@ -25,4 +25,11 @@ int api_remove_session_repo(const struct app *app, const char *owner, const char
 			    const char *path, const char *branch, const char *id, bool force,
 			    struct worktree_removal *rm);
 
+/* Deletes the store's branch of owner/name (the store layout) under the rule of DELETE /branches,
+ * as the daemon under the store's lock: 0, or -EBUSY (a session repository has it checked out),
+ * -ENOTEMPTY (origin lacks a commit of it, even after one fetch of the store), -ENOENT, -EINVAL,
+ * -errno, with cause. */
+int api_branches_delete_stored(const struct app *app, const char *owner, const char *name,
+			       const char *branch, struct cause *cause);
+
 #endif

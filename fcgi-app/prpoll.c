@@ -134,8 +134,9 @@ static bool prpoll_same(const struct session_pr *a, const struct session_pr *b)
 	return true;
 }
 
-/* Writes pr into the record of id, under its lock, if it still has that pull request. */
-static void prpoll_record(struct prpoll *p, const char *id, const struct session_pr *pr)
+/* Writes pr into the record of id, under its lock, if it still has that pull request. Returns 0
+ * when the record says what pr says (or no longer has that pull request), else -errno. */
+static int prpoll_record(struct prpoll *p, const char *id, const struct session_pr *pr)
 {
 	struct cause cause = {{0}};
 	struct session *s = malloc(sizeof(*s));
@@ -152,24 +153,37 @@ static void prpoll_record(struct prpoll *p, const char *id, const struct session
 				 pr->number, session_pr_state_name(pr->state),
 				 session_pr_checks_name(pr->checks));
 	}
+	if (r == -ENOENT)
+		r = 0; /* deleted meanwhile: nothing to keep current */
 	if (fd < 0 || r < 0)
 		log_warn("session %s: pull request not recorded: %s", id,
 			 fd < 0 ? strerror(-fd) : cause.msg);
 	store_unlock(fd);
 	free(s);
+	return fd < 0 ? fd : r;
 }
 
-/* One poll of the pull request of s: its state, then its head commit's checks. */
+/*
+ * One poll of the pull request of s: its state, then its head commit's checks. An ETag is kept
+ * only once what its answer said is in the record: a later 304 means "as recorded", so an answer
+ * not recorded (the checks' poll limited or failed after the pull request's, a record that could
+ * not be written) must come again in full, or a merge seen then would never be recorded.
+ */
 static void prpoll_one(struct prpoll *p, struct prpoll_entry *e, const struct session *s,
 		       const char *token, time_t now)
 {
 	const char *api = p->app->cfg->github_api;
-	char path[PRPOLL_PATH_MAX];
+	char path[PRPOLL_PATH_MAX], pull_etag[GITHUB_ETAG_MAX + 1];
+	char checks_etag[GITHUB_ETAG_MAX + 1], sha[PRPOLL_SHA_LEN + 1];
 	struct github_reply g;
 	struct cause cause = {{0}};
 	struct session_pr pr = s->pr;
+	bool checks_known = false;
 	json_object *v, *head;
 
+	snprintf(pull_etag, sizeof(pull_etag), "%s", e->pull_etag);
+	snprintf(checks_etag, sizeof(checks_etag), "%s", e->checks_etag);
+	snprintf(sha, sizeof(sha), "%s", e->sha);
 	snprintf(path, sizeof(path), "/repos/%s/%s/pulls/%" PRIu64, s->owner, s->name, e->number);
 	if (github_call(api, token, "GET", path, NULL, e->pull_etag, &g, &cause) < 0) {
 		log_warn("session %s: %s", s->id, cause.msg);
@@ -187,33 +201,39 @@ static void prpoll_one(struct prpoll *p, struct prpoll_entry *e, const struct se
 		if (json_object_object_get_ex(g.body, "head", &head) &&
 		    json_object_object_get_ex(head, "sha", &v) &&
 		    json_object_get_string_len(v) == PRPOLL_SHA_LEN &&
-		    strcmp(json_object_get_string(v), e->sha) != 0) {
-			snprintf(e->sha, sizeof(e->sha), "%s", json_object_get_string(v));
-			e->checks_etag[0] = '\0'; /* another commit: its checks are news */
+		    strcmp(json_object_get_string(v), sha) != 0) {
+			snprintf(sha, sizeof(sha), "%s", json_object_get_string(v));
+			checks_etag[0] = '\0'; /* another commit: its checks are news */
 		}
-		snprintf(e->pull_etag, sizeof(e->pull_etag), "%s", g.etag);
+		snprintf(pull_etag, sizeof(pull_etag), "%s", g.etag);
 	} else if (g.status != 304) {
 		log_warn("session %s: GitHub answered %ld for pull request #%" PRIu64 ": %s", s->id,
 			 g.status, e->number, g.message);
 		goto out;
 	}
 	github_reply_free(&g);
-	if (e->sha[0] != '\0') {
+	/* The checks' poll may fail or be limited: what the pull request's answer said is recorded
+	 * all the same (below), with the checks as they were. */
+	if (sha[0] != '\0') {
 		snprintf(path, sizeof(path), "/repos/%s/%s/commits/%s/check-runs?per_page=100",
-			 s->owner, s->name, e->sha);
-		if (github_call(api, token, "GET", path, NULL, e->checks_etag, &g, &cause) < 0) {
+			 s->owner, s->name, sha);
+		if (github_call(api, token, "GET", path, NULL, checks_etag, &g, &cause) < 0)
 			log_warn("session %s: %s", s->id, cause.msg);
-			return;
-		}
-		if (prpoll_backoff(p, &g, now))
-			goto out;
-		if (g.status == 200) {
+		else if (!prpoll_backoff(p, &g, now) && g.status == 200) {
 			prpoll_checks(g.body, &pr);
-			snprintf(e->checks_etag, sizeof(e->checks_etag), "%s", g.etag);
-		}
+			snprintf(checks_etag, sizeof(checks_etag), "%s", g.etag);
+			checks_known = true;
+		} else
+			checks_known = g.status == 304;
 	}
-	if (!prpoll_same(&pr, &s->pr))
-		prpoll_record(p, s->id, &pr);
+	if (!prpoll_same(&pr, &s->pr) && prpoll_record(p, s->id, &pr) < 0)
+		goto out;
+	snprintf(e->pull_etag, sizeof(e->pull_etag), "%s", pull_etag);
+	snprintf(e->sha, sizeof(e->sha), "%s", sha);
+	/* Checks not answered are asked again in full next time when the head moved (their ETag
+	 * was cleared), else their last known ETag stays right for the checks recorded. */
+	if (checks_known || checks_etag[0] == '\0')
+		snprintf(e->checks_etag, sizeof(e->checks_etag), "%s", checks_etag);
 out:
 	github_reply_free(&g);
 }

@@ -30,6 +30,16 @@ The test steers it by writing JSON to --control FILE (read again at each request
                                secondary rate limit..."} with Retry-After: 60 (or
                                "retry_after": S of the control file)
   {"deny_create": "message"}   POST pulls answers 403 with that message (no push rights, ...)
+  {"primary_limit": K}         the next K requests answer 403 {"message": "API rate limit
+                               exceeded..."} with X-RateLimit-Remaining: 0 and X-RateLimit-Reset
+                               "reset_in" (default 60) seconds ahead, and no Retry-After
+  {"stale": [N...]}            a conditional GET of those pull requests answers 304 whatever
+                               changed (GitHub's answers are cached for up to 60 s): only an
+                               unconditional GET sees a merge
+  {"merged_checks_limit": K}   the next K check-runs requests for the head of a merged pull
+                               request answer 429 with Retry-After: "retry_after" (default 60):
+                               the limit falls between the poll that sees the merge and the
+                               poll of its checks
 The control file holds the whole wished state; the fake applies merges/closes once per number.
 
 --log FILE appends one JSON line per request: {"time","method","path","status","etag"?,"body"?}
@@ -65,6 +75,8 @@ class State:
         self.next_number = 12  # "acme/widgets#12" reads like a real one
         self.used = 0
         self.secondary_spent = 0
+        self.merged_checks_spent = 0
+        self.primary_spent = 0
         self.applied = set()
 
     def control(self):
@@ -112,15 +124,17 @@ class GitHubHandler(fakehttp.Handler):
             etag = '"%s"' % hashlib.sha1(data).hexdigest()
             headers.append(("ETag", etag))
             if self.command == "GET" and self.headers.get("If-None-Match") == etag:
-                self.send_response(304)
-                for name, value in headers:
-                    self.send_header(name, value)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                self.log_request_line(304, self.headers.get("If-None-Match"))
-                return
+                return self.not_modified(headers)
         self.send(status, "application/json; charset=utf-8", data, headers)
         self.log_request_line(status, self.headers.get("If-None-Match"))
+
+    def not_modified(self, headers=None):
+        self.send_response(304)
+        for name, value in (headers if headers is not None else self.rate_headers()):
+            self.send_header(name, value)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        self.log_request_line(304, self.headers.get("If-None-Match"))
 
     def authorized(self):
         auth = self.headers.get("Authorization") or ""
@@ -162,6 +176,37 @@ class GitHubHandler(fakehttp.Handler):
                    [("Retry-After", str(ctl.get("retry_after", SECONDARY_RETRY_AFTER)))])
         return True
 
+    def primary_limited(self, ctl):
+        """Answers a spent primary rate limit while the control file asks for it."""
+        st = self.state
+        want = int(ctl.get("primary_limit") or 0)
+        if st.primary_spent >= want:
+            return False
+        st.primary_spent += 1
+        reset = int(time.time()) + int(ctl.get("reset_in", SECONDARY_RETRY_AFTER))
+        data = json.dumps({"message": "API rate limit exceeded for user.",
+                           "documentation_url": "https://docs.github.com/rest"}).encode()
+        self.send(403, "application/json; charset=utf-8", data,
+                  [("X-RateLimit-Limit", str(RATE_LIMIT)), ("X-RateLimit-Remaining", "0"),
+                   ("X-RateLimit-Used", str(RATE_LIMIT)), ("X-RateLimit-Reset", str(reset)),
+                   ("X-RateLimit-Resource", "core")])
+        self.log_request_line(403, self.headers.get("If-None-Match"))
+        return True
+
+    def merged_checks_limited(self, sha, ctl):
+        """Answers 429 to the check runs of a merged pull request's head while asked to."""
+        st = self.state
+        want = int(ctl.get("merged_checks_limit") or 0)
+        if st.merged_checks_spent >= want or not any(
+                p["merged"] and p["head"]["sha"] == sha
+                for pulls in st.pulls.values() for p in pulls.values()):
+            return False
+        st.merged_checks_spent += 1
+        self.reply(429, {"message": "API rate limit exceeded",
+                         "documentation_url": "https://docs.github.com/rest"},
+                   [("Retry-After", str(ctl.get("retry_after", SECONDARY_RETRY_AFTER)))])
+        return True
+
     def handle_any(self, method):
         st = self.state
         url = urlsplit(self.path)
@@ -177,7 +222,7 @@ class GitHubHandler(fakehttp.Handler):
             if not self.authorized():
                 return
             ctl = st.control()
-            if self.limited(ctl):
+            if self.limited(ctl) or self.primary_limited(ctl):
                 return
             st.used += 1
             self.apply_control(ctl)
@@ -191,8 +236,12 @@ class GitHubHandler(fakehttp.Handler):
                 p = st.pulls.get((m.group(1), m.group(2)), {}).get(int(m.group(3)))
                 if p is None:
                     return self.reply(404, {"message": "Not Found"})
+                if p["number"] in (ctl.get("stale") or []) and self.headers.get("If-None-Match"):
+                    return self.not_modified()
                 return self.reply(200, pull_view(p))
             m = CHECKS.match(url.path)
+            if m and method == "GET" and self.merged_checks_limited(m.group(3), ctl):
+                return
             if m and method == "GET":
                 checks = ctl.get("checks") or {}
                 runs = checks.get(m.group(3), checks.get("*", []))

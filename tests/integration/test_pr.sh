@@ -3,8 +3,9 @@
 # bare file:// remote, pushed with libgit2 as the agent) with the session's GH_TOKEN (from
 # AGENTD_SECRETS_DIR) and opens the pull request on a fake GitHub REST API (tests/fakes/
 # github_api.py); the session records `pr`. No token, a bad token, a bad body, no commits, a
-# second call (no second pull request), a pull request that already exists (GitHub's 422), and a
-# refusal of GitHub are answered with what happened. Then the poller (AGENTD_PR_POLL_SECONDS=1):
+# second call (no second pull request), a pull request that already exists (GitHub's 422), a
+# push that is no fast-forward of origin's branch, and a refusal of GitHub are answered with what
+# happened. Then the poller (AGENTD_PR_POLL_SECONDS=1):
 # checks pending then failed, as `pr` events on /events; conditional requests answered 304; at
 # most one poll per pull request per interval; a merge makes the session finished (hidden by
 # ?finished=false) and stops its polls; DELETE after the merge removes the worktree and the
@@ -126,6 +127,16 @@ assert_status "create widgets-8: 201" 201
 assert_state "widgets-8 becomes running" widgets-8 running 60
 agent_sh "$T/code/widgets-issue-8" 'printf "x\n" >eight.txt && git add eight.txt &&
 	git commit -q -m "Eight"' || fail "commit in widgets-8"
+# Origin's branch has a commit the session lacks (someone else pushed to it): nothing is forced,
+# and the answer says why.
+remote_commit acme widgets feat/issue-8 || fail "an upstream commit on feat/issue-8"
+api POST /sessions/widgets-8/pr
+assert_status "origin's feat/issue-8 moved on: 409" 409
+assert_json "origin's feat/issue-8 moved on: code" '.code' '"push_rejected"'
+assert_match "origin's feat/issue-8 moved on: the error says it is no fast-forward" \
+	'not a fast-forward' "$BODY"
+git --git-dir="$T/remotes/acme/widgets.git" update-ref -d refs/heads/feat/issue-8 ||
+	fail "drop the upstream feat/issue-8"
 code=$(curl -q -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $GH_TOKEN_GOOD" \
 	"$GH_URL/repos/acme/widgets/pulls" \
 	-d '{"title":"by hand","head":"feat/issue-8","base":"main"}')
