@@ -36,6 +36,17 @@ for c in ls new attach prompt approve deny logs events mode rm whoami; do
 	assert_match "agentctl $c --help: exit 0 with its usage" "^0 usage: agentctl $c( |\$)" \
 		"$RC ${OUT%%$'\n'*}"
 done
+# The README's "Daily use" block: each agentctl line names a command --help lists, and each
+# option it (or its comment) names is one that command's --help lists.
+while read -r line; do
+	c=$(awk '{ print $2 }' <<<"$line")
+	help=$("$CTL" "$c" --help 2>&1)
+	assert_match "README: agentctl $c is a command" "^usage: agentctl $c( |\$)" "${help%%$'\n'*}"
+	for o in $(grep -oE -- '--[a-z]+' <<<"$line"); do
+		assert_match "README: agentctl $c $o is an option of it" " $o( |\$)" "$help"
+	done
+done < <(awk '/^## Daily use/ { f = 1 } f && /^```$/ { exit } f && /^agentctl / { print }' \
+	"$REPO/README.md")
 ctl
 assert_eq "no command: exit 2" 2 "$RC"
 check_not "--help: no line ends in a space" grep -n ' $' <<<"$(
