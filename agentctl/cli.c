@@ -117,7 +117,8 @@ void ctl_usage(FILE *f, enum ctl_cmd cmd)
 	      "The operator's command line of agent-daemon.\n",
 	      f);
 	for (size_t i = 0; i < CTL_NCMDS; i++)
-		fprintf(f, "  %s %s\n", ctl_cmds[i].name, ctl_cmds[i].usage);
+		fprintf(f, "  %s%s%s\n", ctl_cmds[i].name, ctl_cmds[i].usage[0] != '\0' ? " " : "",
+			ctl_cmds[i].usage);
 	fputs(ctl_exit_text, f);
 }
 

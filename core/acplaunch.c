@@ -54,13 +54,15 @@ int acplaunch_argv(const struct config *cfg, const struct agent *a, const struct
 		   const char *host_bin, const char *first_prompt, struct claude_argv *out)
 {
 	struct acplaunch_builder b = {out, 0, 0};
-	char timeout[16];
+	char timeout[16], grace[16];
 	int r;
 
 	out->argv[0] = NULL;
 	if (a->acp_command == NULL && a->acp_args == NULL)
 		return -EINVAL;
 	snprintf(timeout, sizeof(timeout), "%d", cfg->permission_timeout);
+	/* The host kills its agent only after the grace the daemon waits for a stop (claude.c). */
+	snprintf(grace, sizeof(grace), "%d", cfg->stop_grace);
 	/* The host's pane has only the agent's environment: its own settings come as words. */
 	if ((r = acplaunch_push(&b, host_bin, strlen(host_bin))) < 0 ||
 	    (r = acplaunch_push(&b, "--set", 5)) < 0 ||
@@ -69,6 +71,8 @@ int acplaunch_argv(const struct config *cfg, const struct agent *a, const struct
 	    (r = acplaunch_pushf(&b, "AGENTD_STATE_DIR=", cfg->state_dir)) < 0 ||
 	    (r = acplaunch_push(&b, "--set", 5)) < 0 ||
 	    (r = acplaunch_pushf(&b, "AGENTD_PERMISSION_TIMEOUT=", timeout)) < 0 ||
+	    (r = acplaunch_push(&b, "--set", 5)) < 0 ||
+	    (r = acplaunch_pushf(&b, "AGENTD_STOP_GRACE=", grace)) < 0 ||
 	    (r = acplaunch_push(&b, "--acp", 5)) < 0 ||
 	    (r = acplaunch_push(&b, a->name, strlen(a->name))) < 0)
 		return r;

@@ -117,6 +117,12 @@ int claude_structured_argv(const struct config *cfg, const struct session *s, co
 	snprintf(timeout, sizeof(timeout), "%d", cfg->permission_timeout);
 	if ((r = claude_pushf(&b, "AGENTD_PERMISSION_TIMEOUT=", timeout)) < 0)
 		return r;
+	/* The host passes a stop on to claude and kills it only after the grace the daemon waits:
+	 * claude gets all of it to write its transcript. */
+	snprintf(timeout, sizeof(timeout), "%d", cfg->stop_grace);
+	if ((r = claude_push(&b, "--set", 5)) < 0 ||
+	    (r = claude_pushf(&b, "AGENTD_STOP_GRACE=", timeout)) < 0)
+		return r;
 	/* The prompt is the value of --prompt, which the host sends as a stream-json message: it
 	 * never reaches claude's argv. */
 	if (first_prompt != NULL && first_prompt[0] != '\0' &&

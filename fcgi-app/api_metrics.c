@@ -2,14 +2,16 @@
  * GET /metrics (docs/API.md "Metrics"): the Prometheus text format. agentd-api answers it with
  * its own numbers (apimetrics.h), the sessions' facts as their records say them (state,
  * activity, pending requests: the records' writers own them, this only reads), the sessions'
- * processes as /proc shows them, and agentd-bridge's own families, which it asks the bridge for
- * on its socket (ptybridge/stats.h): each daemon counts what it does, and one scrape sees both.
+ * processes as their cgroups count them (caged sessions, sessioncg.h) or else as /proc shows
+ * them, and agentd-bridge's own families, which it asks the bridge for on its socket
+ * (ptybridge/stats.h): each daemon counts what it does, and one scrape sees both.
  */
 #include "router.h"
 
 #include "apimetrics.h"
 #include "log.h"
 #include "metrics.h"
+#include "sessioncg.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -163,11 +165,25 @@ static bool api_metrics_tree(const struct api_metrics_proc *v, size_t n, long pa
 	return true;
 }
 
+/* Where a session's memory and CPU figures come from. */
+enum api_metrics_source {
+	API_METRICS_NONE,   /* no cgroup and no running pane: no sample */
+	API_METRICS_CGROUP, /* its cgroup (sessioncg.h): a caged session */
+	API_METRICS_PROC,   /* its pane's process tree in /proc */
+};
+
+struct api_metrics_figures {
+	enum api_metrics_source source;
+	struct cgroup_usage cg; /* API_METRICS_CGROUP */
+	double cpu, rss;        /* API_METRICS_PROC: seconds, bytes */
+};
+
 static void api_metrics_sessions(const struct app *app, struct metrics_text *t)
 {
 	struct session *list = NULL;
 	struct tmux_info *panes = NULL;
 	struct api_metrics_proc *procs = NULL;
+	struct api_metrics_figures *figs = NULL;
 	size_t n = 0, npanes = 0, nprocs = 0, pending = 0;
 	size_t states[API_METRICS_NSTATES] = {0}, activities[API_METRICS_NACTIVITIES] = {0};
 	struct cause cause = {{0}};
@@ -216,9 +232,6 @@ static void api_metrics_sessions(const struct app *app, struct metrics_text *t)
 	metrics_sample(t, "agentd_approval_wait_oldest_seconds", NULL, oldest);
 
 	/* Per session, for the sessions that hold a slot (AGENTD_MAX_SESSIONS bounds them). */
-	if (tmux_list(&app->tmux, &panes, &npanes, &cause) < 0)
-		npanes = 0;
-	api_metrics_scan(&procs, &nprocs);
 	metrics_family(t, "agentd_session_restarts", "gauge",
 		       "Times claude was started again in a session (after a restart, a mode "
 		       "switch, a reboot): launches after the first.");
@@ -229,33 +242,82 @@ static void api_metrics_sessions(const struct app *app, struct metrics_text *t)
 		metrics_sample_u64(t, "agentd_session_restarts", label,
 				   list[i].launch > 1 ? list[i].launch - 1 : 0);
 	}
-	metrics_family(t, "agentd_session_memory_bytes", "gauge",
-		       "Resident memory of a session's processes: the sum over its tmux pane's "
-		       "process tree (shared pages count once per process).");
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass == 1)
-			metrics_family(t, "agentd_session_cpu_seconds_total", "counter",
-				       "CPU time of a session's processes: its tmux pane's process "
-				       "tree, with the children they reaped.");
-		for (size_t i = 0; i < n; i++) {
-			double cpu, rss;
-			long pane = 0;
-
-			if (!session_holds_slot(list[i].state))
-				continue;
-			for (size_t p = 0; p < npanes; p++)
-				if (strcmp(panes[p].meta.id, list[i].id) == 0 &&
-				    !panes[p].pane_dead)
-					pane = panes[p].pane_pid;
-			if (!api_metrics_tree(procs, nprocs, pane, &cpu, &rss))
-				continue;
-			metrics_label(label, sizeof(label), "session", list[i].id);
-			if (pass == 0)
-				metrics_sample(t, "agentd_session_memory_bytes", label, rss);
-			else
-				metrics_sample(t, "agentd_session_cpu_seconds_total", label, cpu);
-		}
+	if ((figs = calloc(n > 0 ? n : 1, sizeof(*figs))) == NULL) {
+		t->error = -ENOMEM;
+		goto out;
 	}
+	for (size_t i = 0, scanned = 0; i < n; i++) {
+		long pane = 0;
+
+		if (!session_holds_slot(list[i].state))
+			continue;
+		/* A caged session's cgroup holds every process it started, daemonised ones
+		 * included, and the kernel's own count of its memory: /proc's tree is the
+		 * fallback for the sessions that have none. */
+		if (sessioncg_usage(app, list[i].id, &figs[i].cg) == 0) {
+			figs[i].source = API_METRICS_CGROUP;
+			continue;
+		}
+		if (!scanned++) {
+			if (tmux_list(&app->tmux, &panes, &npanes, &cause) < 0)
+				npanes = 0;
+			api_metrics_scan(&procs, &nprocs);
+		}
+		for (size_t p = 0; p < npanes; p++)
+			if (strcmp(panes[p].meta.id, list[i].id) == 0 && !panes[p].pane_dead)
+				pane = panes[p].pane_pid;
+		if (api_metrics_tree(procs, nprocs, pane, &figs[i].cpu, &figs[i].rss))
+			figs[i].source = API_METRICS_PROC;
+	}
+	metrics_family(t, "agentd_session_memory_bytes", "gauge",
+		       "Memory of a session's processes: a caged session's cgroup's own count "
+		       "(memory.current, v1 memory.usage_in_bytes: page cache included); for a "
+		       "session without a cgroup, the resident memory summed over its tmux pane's "
+		       "process tree in /proc (shared pages count once per process).");
+	for (size_t i = 0; i < n; i++) {
+		if (figs[i].source == API_METRICS_NONE)
+			continue;
+		metrics_label(label, sizeof(label), "session", list[i].id);
+		metrics_sample(t, "agentd_session_memory_bytes", label,
+			       figs[i].source == API_METRICS_CGROUP
+				   ? (double)figs[i].cg.memory_bytes
+				   : figs[i].rss);
+	}
+	metrics_family(t, "agentd_session_memory_peak_bytes", "gauge",
+		       "The most memory a caged session's cgroup has used since its agent was "
+		       "started (memory.peak, v1 memory.max_usage_in_bytes); no sample for a "
+		       "session without a cgroup, nor where the kernel does not keep it.");
+	for (size_t i = 0; i < n; i++) {
+		if (figs[i].source != API_METRICS_CGROUP || figs[i].cg.memory_peak_bytes == 0)
+			continue;
+		metrics_label(label, sizeof(label), "session", list[i].id);
+		metrics_sample_u64(t, "agentd_session_memory_peak_bytes", label,
+				   figs[i].cg.memory_peak_bytes);
+	}
+	metrics_family(t, "agentd_session_cpu_seconds_total", "counter",
+		       "CPU time of a session's processes: a caged session's cgroup's count; for a "
+		       "session without a cgroup, its tmux pane's process tree in /proc, with the "
+		       "children they reaped.");
+	for (size_t i = 0; i < n; i++) {
+		if (figs[i].source == API_METRICS_NONE)
+			continue;
+		metrics_label(label, sizeof(label), "session", list[i].id);
+		metrics_sample(t, "agentd_session_cpu_seconds_total", label,
+			       figs[i].source == API_METRICS_CGROUP
+				   ? (double)figs[i].cg.cpu_usec / 1e6
+				   : figs[i].cpu);
+	}
+	metrics_family(t, "agentd_session_tasks", "gauge",
+		       "Tasks (processes and threads) in a caged session's cgroup (pids.current); "
+		       "no sample for a session without a cgroup.");
+	for (size_t i = 0; i < n; i++) {
+		if (figs[i].source != API_METRICS_CGROUP)
+			continue;
+		metrics_label(label, sizeof(label), "session", list[i].id);
+		metrics_sample_u64(t, "agentd_session_tasks", label, figs[i].cg.tasks);
+	}
+out:
+	free(figs);
 	free(procs);
 	free(panes);
 	free(list);

@@ -250,18 +250,27 @@ void sessioncg_remove(const struct app *app, const char *id)
 			 app->cfg->cgroup_parent, id, strerror(-r));
 }
 
+int sessioncg_usage(const struct app *app, const char *id, struct cgroup_usage *u)
+{
+	const char *parent;
+	char session[CGROUP_NAME_MAX + 1];
+	int r;
+
+	memset(u, 0, sizeof(*u));
+	if (app->cgroups.mode == CGROUP_NONE)
+		return -ENOENT;
+	if ((r = sessioncg_where(app, id, &parent, session, sizeof(session))) < 0)
+		return r;
+	return cgroup_usage(&app->cgroups, parent, session, u);
+}
+
 void sessioncg_add_usage(const struct app *app, const char *id, json_object *o)
 {
 	struct cgroup_usage u;
 	char secs[32];
 	json_object *j;
 
-	const char *parent;
-	char session[CGROUP_NAME_MAX + 1];
-
-	if (o == NULL || app->cgroups.mode == CGROUP_NONE ||
-	    sessioncg_where(app, id, &parent, session, sizeof(session)) < 0 ||
-	    cgroup_usage(&app->cgroups, parent, session, &u) < 0)
+	if (o == NULL || sessioncg_usage(app, id, &u) < 0)
 		return;
 	j = json_object_new_object();
 	json_object_object_add(j, "memoryBytes", json_object_new_int64((int64_t)u.memory_bytes));
@@ -278,10 +287,6 @@ void sessioncg_add_usage(const struct app *app, const char *id, json_object *o)
 bool sessioncg_oom(const struct app *app, const char *id)
 {
 	struct cgroup_usage u;
-	const char *parent;
-	char session[CGROUP_NAME_MAX + 1];
 
-	return app->cgroups.mode != CGROUP_NONE &&
-	       sessioncg_where(app, id, &parent, session, sizeof(session)) == 0 &&
-	       cgroup_usage(&app->cgroups, parent, session, &u) == 0 && u.oom_kills > 0;
+	return sessioncg_usage(app, id, &u) == 0 && u.oom_kills > 0;
 }

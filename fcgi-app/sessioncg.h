@@ -35,6 +35,10 @@ void sessioncg_remove(const struct app *app, const char *id);
  * cgroup. */
 void sessioncg_add_usage(const struct app *app, const char *id, json_object *o);
 
+/* Reads the usage of the session's cgroup into u. -ENOENT when the host gives sessions none
+ * (CGROUP_NONE) or this one has none now; then its processes are only in /proc. */
+int sessioncg_usage(const struct app *app, const char *id, struct cgroup_usage *u);
+
 /* True when the kernel killed a process of the session's cgroup for its memory limit. */
 bool sessioncg_oom(const struct app *app, const char *id);
 

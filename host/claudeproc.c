@@ -178,12 +178,16 @@ static void claudeproc_kill_late(uv_timer_t *t)
 
 void claudeproc_stop(struct host *h)
 {
+	uint64_t grace_ms = (uint64_t)h->cfg->stop_grace * 1000;
+
 	if (h->claude.stopping || !h->claude.running)
 		return;
 	h->claude.stopping = true;
 	/* claude runs in its own process group (UV_PROCESS_DETACHED): end all of it. */
 	kill(-h->claude.proc.pid, SIGTERM);
-	uv_timer_start(&h->claude.kill_timer, claudeproc_kill_late, CLAUDEPROC_KILL_GRACE_MS, 0);
+	uv_timer_start(
+	    &h->claude.kill_timer, claudeproc_kill_late,
+	    grace_ms > CLAUDEPROC_KILL_AHEAD_MS ? grace_ms - CLAUDEPROC_KILL_AHEAD_MS : 0, 0);
 }
 
 /*

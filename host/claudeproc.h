@@ -2,8 +2,9 @@
  * The claude process of agentd-host: spawned with pipes in its own process group, its stdout
  * always read and cut into lines (core/hostproto.h's reader; a line over HOSTPROTO_LINE_MAX is
  * dropped whole), each read handed to the host as one batch of events; only JSON the host built
- * goes to its stdin; on stop its whole group gets SIGTERM, then SIGKILL after
- * CLAUDEPROC_KILL_GRACE_MS.
+ * goes to its stdin; on stop its whole group gets SIGTERM, then SIGKILL after AGENTD_STOP_GRACE
+ * (agentd-api's --set word): the grace the daemon waits for a stop, so that claude has all of it
+ * to write its transcript.
  */
 #ifndef AGENTD_HOST_CLAUDEPROC_H
 #define AGENTD_HOST_CLAUDEPROC_H
@@ -15,8 +16,10 @@
 #include <stdint.h>
 #include <uv.h>
 
-#define CLAUDEPROC_KILL_GRACE_MS 3000
-#define CLAUDEPROC_READ_CHUNK    (64 * 1024) /* a pipe's capacity: one read takes all of it */
+#define CLAUDEPROC_READ_CHUNK (64 * 1024) /* a pipe's capacity: one read takes all of it */
+/* How long before the grace ends the host kills claude: agentd-api SIGKILLs the host's group when
+ * it ends, and claude's own group, which that does not reach, must be gone by then. */
+#define CLAUDEPROC_KILL_AHEAD_MS 250
 
 struct host;
 

@@ -21,8 +21,8 @@ static const char usage[] =
     "--acp NAME: the agent after \"--\" (named NAME in events) speaks the Agent Client\n"
     "Protocol (gemini --acp, opencode acp, codex-acp) instead of claude's stream-json.\n"
     "--set KEY=VALUE sets an AGENTD_* setting (agentd-api passes AGENTD_RUNTIME_DIR,\n"
-    "AGENTD_STATE_DIR and AGENTD_PERMISSION_TIMEOUT: the pane's environment is only the\n"
-    "agent's); no configuration\n"
+    "AGENTD_STATE_DIR, AGENTD_PERMISSION_TIMEOUT and AGENTD_STOP_GRACE: the pane's\n"
+    "environment is only the agent's); no configuration\n"
     "file or environment variable is read.\n";
 
 int main(int argc, char **argv)

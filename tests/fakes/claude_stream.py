@@ -14,6 +14,9 @@ deny / deny+interrupt, interrupt, EOF exit codes). Prompts choose the scenario:
                         about 425 bytes a line)
   contains DRIP N MS -> a turn of N assistant lines "drip <i>", one every MS milliseconds (an
                         answer that streams for a while)
+  contains TERMWAIT S -> from then on SIGTERM takes S seconds to end it (claude writing its
+                        transcript), after which it writes "done" to <record dir>/<pid>.stopped
+                        and exits 0
   anything else      -> "Hello!" text turn
 
 A user message that arrives while a turn runs is queued, as the real CLI does: it runs as the
@@ -27,6 +30,7 @@ does: {"type":"user","message":<the message as sent>,"session_id",
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -35,6 +39,7 @@ import uuid
 from datetime import datetime, timezone
 
 MODEL = "claude-sonnet-4-5-20250929"
+LOG_DIR = [None]  # where the records go (main sets it)
 out_lock = threading.Lock()
 
 
@@ -251,6 +256,17 @@ class Fake:
                 self.interrupted_result(False)
             else:
                 self.result("dripped")
+        elif "TERMWAIT" in text:
+            secs = float(text.split("TERMWAIT", 1)[1].split()[0])
+
+            def slow_stop(signum, frame):
+                time.sleep(secs)
+                with open(os.path.join(LOG_DIR[0], "%d.stopped" % os.getpid()), "w") as f:
+                    f.write("done\n")
+                os._exit(0)
+            signal.signal(signal.SIGTERM, slow_stop)
+            self.assistant([{"type": "text", "text": "Slow stop armed."}])
+            self.result("Slow stop armed.")
         elif "MARKDOWN" in text:
             self.markdown_turn()
         elif "BIGLINE" in text:
@@ -359,6 +375,7 @@ def main(argv):
     sid = flag(argv, "--resume") or flag(argv, "--session-id") or str(uuid.uuid4())
     log_dir = os.path.join(os.environ.get("HOME", "/tmp"), "fake-claude")
     os.makedirs(log_dir, exist_ok=True)
+    LOG_DIR[0] = log_dir
     rec = {"argv": argv, "cwd": os.getcwd(), "pid": os.getpid(), "mode": "structured",
            "env": dict(os.environ)}
     tmp = os.path.join(log_dir, ".%d.tmp" % os.getpid())

@@ -3,7 +3,9 @@
 # prompt, approve, deny, logs, events, mode, rm, whoami) and --help, the exit codes scripts read
 # (0 ok, 1 server failure, 2 usage, 3 not found, 4 access denied), the settings file (used when
 # the environment is empty, refused when others may read it), and attach driven through a pty:
-# it shows the pane, types a line, resizes the window on SIGWINCH and detaches with Ctrl-].
+# it shows the pane, types a line, resizes the window on SIGWINCH and detaches with Ctrl-]; ls's
+# cost column; and what `meson install` puts in place: the program, its man page (rendered
+# without warnings) and its bash completion (commands, options, session ids, modes).
 source "$(dirname "$0")/lib.sh"
 
 CTL=$BUILD_DIR/agentctl/agentctl
@@ -34,8 +36,23 @@ for c in ls new attach prompt approve deny logs events mode rm whoami; do
 	assert_match "agentctl $c --help: exit 0 with its usage" "^0 usage: agentctl $c( |\$)" \
 		"$RC ${OUT%%$'\n'*}"
 done
+# The README's "Daily use" block: each agentctl line names a command --help lists, and each
+# option it (or its comment) names is one that command's --help lists.
+while read -r line; do
+	c=$(awk '{ print $2 }' <<<"$line")
+	help=$("$CTL" "$c" --help 2>&1)
+	assert_match "README: agentctl $c is a command" "^usage: agentctl $c( |\$)" "${help%%$'\n'*}"
+	for o in $(grep -oE -- '--[a-z]+' <<<"$line"); do
+		assert_match "README: agentctl $c $o is an option of it" " $o( |\$)" "$help"
+	done
+done < <(awk '/^## Daily use/ { f = 1 } f && /^```$/ { exit } f && /^agentctl / { print }' \
+	"$REPO/README.md")
 ctl
 assert_eq "no command: exit 2" 2 "$RC"
+check_not "--help: no line ends in a space" grep -n ' $' <<<"$(
+	"$CTL" --help
+	for c in ls new attach prompt approve deny logs events mode rm whoami; do "$CTL" "$c" --help; done
+)"
 ctl frobnicate
 assert_eq "an unknown command: exit 2" 2 "$RC"
 assert_match "... and says so" "unknown command 'frobnicate'" "$ERR"
@@ -140,6 +157,13 @@ ctl prompt gadgets-2 "say hello"
 assert_eq "prompt: exit 0" 0 "$RC"
 assert_eq "prompt: the answer's text on stdout" "Hello!" "$OUT"
 assert_match "prompt: the result on stderr" '\[success, 1 turns' "$ERR"
+# The cost column: known once a structured turn has a result (the fake says $0.0001 a turn),
+# "-" for a terminal session (whose turns the server does not count).
+ctl ls
+assert_match "ls: the structured session's cost once its turns have results" \
+	'gadgets-2 +running +[a-z]+ +claude +structured +[0-9]+s +0 +\$0\.000[2-9] ' "$OUT"
+assert_match "ls: no cost known for the terminal session" \
+	'widgets-1 +running +[a-z]+ +claude +terminal +[0-9]+s +0 +- ' "$OUT"
 ctl prompt widgets-1 "hi"
 assert_eq "prompt to a terminal session: exit 1 (409)" 1 "$RC"
 ctl prompt nosuch-9 "hi"
@@ -316,6 +340,43 @@ kill "$TLS_PID" 2>/dev/null
 assert_eq "attach to an unknown session: exit 3" 3 "$?"
 AGENTD_TOKEN= "$CTL" attach widgets-1 </dev/null >/dev/null 2>"$T/a.err"
 assert_eq "attach without a token: exit 4" 4 "$?"
+
+# --- meson install: the program, its man page and its bash completion ---------------------------
+DEST=$T/dest
+PREFIX=$(meson introspect "$BUILD_DIR" --buildoptions | jq -r '.[] | select(.name == "prefix") | .value')
+out=$(meson install -C "$BUILD_DIR" --no-rebuild --destdir "$DEST" 2>&1)
+if [ $? -eq 0 ]; then pass "meson install --destdir succeeds"; else fail "meson install --destdir succeeds" "$out"; fi
+check "installed: bin/agentctl" test -x "$DEST$PREFIX/bin/agentctl"
+MAN=$DEST$PREFIX/share/man/man1/agentctl.1
+check "installed: the man page share/man/man1/agentctl.1" test -s "$MAN"
+out=$(groff -man -ww -z "$MAN" 2>&1)
+assert_eq "the man page renders without a warning" "" "$out"
+PAGE=$(MANWIDTH=100 man -l "$MAN" 2>/dev/null | col -b)
+for c in ls new attach prompt approve deny logs events mode rm whoami; do
+	assert_match "the man page documents agentctl $c" "agentctl $c" "$PAGE"
+done
+assert_match "... the settings file and its mode" 'agentctl\.conf' "$PAGE"
+assert_match "... and the exit codes" 'EXIT STATUS' "$PAGE"
+COMPL=$DEST$PREFIX/share/bash-completion/completions/agentctl
+check "installed: share/bash-completion/completions/agentctl (where bash-completion looks)" \
+	test -s "$COMPL"
+# complete WORDS...: what the installed completion offers for the last word (the installed
+# agentctl on PATH, for the session ids it asks the server for).
+complete_words() {
+	PATH=$DEST$PREFIX/bin:$PATH bash -c 'source "$1"; shift; COMP_WORDS=("$@")
+		COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _agentctl; printf "%s\n" "${COMPREPLY[@]}" | sort' \
+		complete "$COMPL" "$@"
+}
+assert_eq "completion: the commands --help lists" \
+	"$( ("$CTL" --help | awk '/^  [a-z]/ { print $1 }'; echo --help) | sort)" \
+	"$(complete_words agentctl '')"
+assert_eq "completion: ls's options" "$(printf '%s\n' --all --help --json)" \
+	"$(complete_words agentctl ls --)"
+assert_eq "completion: the session ids from the server" "$(printf '%s\n' gadgets-2 widgets-1)" \
+	"$(complete_words agentctl attach '')"
+assert_eq "completion: mode's modes" "$(printf '%s\n' structured terminal)" \
+	"$(complete_words agentctl mode widgets-1 '')"
+rm -rf "$DEST"
 
 # --- mode, rm ------------------------------------------------------------------------------------------
 ctl mode widgets-1 structured

@@ -84,6 +84,16 @@ get_session "$A"
 assert_jq "GET shows A's usage" \
 	'.usage | (.memoryBytes > 0) and (.memoryPeakBytes > 0) and (.tasks > 0) and
 		(.cpuSeconds | type == "number")'
+# GET /metrics reads the same slice (docs/API.md "Metrics": a caged session's figures are its
+# cgroup's): A's memory near its usage, its tasks and peak there.
+A_MEM=$(jq -r .usage.memoryBytes <<<"$BODY")
+api GET /metrics
+A_METRIC=$(awk -v s="agentd_session_memory_bytes{session=\"$A\"}" '$1 == s { print $2 }' <<<"$BODY")
+check "GET /metrics: A's memory is its slice's ($A_METRIC; usage said $A_MEM)" awk -v m="$A_METRIC" \
+	-v u="$A_MEM" 'BEGIN { d = m - u; exit !(m != "" && d < 4194304 && d > -4194304) }'
+check "GET /metrics: A's tasks from its slice" grep -Eq \
+	"^agentd_session_tasks\{session=\"$A\"\} [1-9]" <<<"$BODY"
+check "... and its peak" grep -Eq "^agentd_session_memory_peak_bytes\{session=\"$A\"\} [1-9]" <<<"$BODY"
 
 # --- the sessions and their units survive a restart of the daemons ------------------------------
 check "systemctl restart agentd-api agentd-bridge" sctl restart agentd-api.service agentd-bridge.service

@@ -3,9 +3,13 @@
 # AGENTD_METRICS_TOKEN (which opens nothing else), refused without credentials; the text passes
 # `promtool check metrics`; the numbers move when a session is created and when a permission
 # request waits; a real Prometheus scrapes it (up == 1, an agentd_ series queried over its HTTP
-# API); the example alert rules pass `promtool check rules` and their unit test.
+# API); the example alert rules pass `promtool check rules` and their unit test. Then (as root,
+# with cgroups) a caged session's memory, peak, CPU and tasks come from its cgroup, and its
+# memory figure moves when its agent takes 64 MiB more; its setup command ran as its own uid in
+# its cage; a terminal client of it is counted by the bridge.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/structured/lib_structured.sh"
+source "$(dirname "$0")/terminal/lib_terminal.sh"
 
 PROM_PID=
 # Keeps the status it was called with: the exit trap's cleanup reports it.
@@ -18,7 +22,7 @@ stop_prometheus() {
 	fi
 	return $rc
 }
-trap 'rc=$?; stop_prometheus; kill_sse_clients; (exit $rc); cleanup' EXIT
+trap 'rc=$?; stop_prometheus; kill_sse_clients; kill_clients; (exit $rc); cleanup' EXIT
 
 if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
 	fail "prometheus and promtool are installed (Debian's prometheus package)" "not found"
@@ -94,6 +98,15 @@ assert_eq "both daemons answered: agentd_up{daemon=\"bridge\"} 1" 1 \
 assert_eq "agentd_api_build_info has the version" 1 \
 	"$(metric "$M" "agentd_api_build_info{version=\"$(jq -r .version <<<"$(curl -s "$BASE_URL/healthz")")\"}")"
 check "the bridge's families are there" grep -q '^agentd_bridge_clients{kind="terminal"} 0$' <<<"$M"
+VERSION=$(jq -r .version <<<"$(curl -s "$BASE_URL/healthz")")
+assert_eq "agentd_bridge_build_info has the version" 1 \
+	"$(metric "$M" "agentd_bridge_build_info{version=\"$VERSION\"}")"
+for d in api bridge; do
+	check "agentd_${d}_uptime_seconds and agentd_${d}_start_time_seconds are there" awk \
+		-v u="$(metric "$M" "agentd_${d}_uptime_seconds")" \
+		-v s="$(metric "$M" "agentd_${d}_start_time_seconds")" -v now="$(date +%s)" \
+		'BEGIN { exit !(u != "" && u >= 0 && u < 600 && s > now - 600 && s <= now + 1) }'
+done
 check "the door's requests are counted by route" \
 	grep -Eq '^agentd_api_requests_total\{method="GET",route="/.agentd/auth",code="2xx"\} [1-9]' <<<"$M"
 check "... and the 401s of the metrics door" \
@@ -111,6 +124,8 @@ check "the create is counted: POST /sessions 2xx" \
 mem=$(metric "$M" "agentd_session_memory_bytes{session=\"$SID\"}")
 check "the session's processes' memory is read (got '$mem')" test "${mem:-0}" -gt 0
 check "... and their CPU time" grep -q "^agentd_session_cpu_seconds_total{session=\"$SID\"} " <<<"$M"
+check_not "... and, uncaged, no agentd_session_tasks sample (tasks are the cgroup's count)" \
+	grep -q "^agentd_session_tasks{session=\"$SID\"} " <<<"$M"
 assert_eq "nothing waits: agentd_pending_approvals 0" 0 "$(metric "$M" agentd_pending_approvals)"
 EVENTS_BEFORE=$(metric "$M" 'agentd_bridge_events_total{type="permission"}')
 
@@ -130,6 +145,8 @@ assert_eq "... its prompt stream is a connected client" 1 \
 	"$(metric "$M" 'agentd_bridge_clients{kind="stream"}')"
 check "the bridge counts the prompt's route" \
 	grep -Eq '^agentd_bridge_requests_total\{route="/sessions/\*/prompt"\} [1-9]' <<<"$M"
+check "... and how long it took to hand it over (a histogram per route)" \
+	grep -Eq '^agentd_bridge_dispatch_duration_seconds_bucket\{route="/sessions/\*/prompt",le="\+Inf"\} [1-9]' <<<"$M"
 if out=$(promtool check metrics <<<"$M" 2>&1); then
 	pass "promtool check metrics with a session: no problem"
 else
@@ -180,3 +197,116 @@ check "Prometheus is stopped" sh -c "! kill -0 $pid 2>/dev/null"
 
 api POST "/sessions/$SID/interrupt"
 sse_wait_end p1 20
+
+# --- a caged session: its figures are its cgroup's --------------------------------------------
+if [ "$(id -u)" -ne 0 ] || [ -z "$(find /sys/fs/cgroup -maxdepth 1 -mindepth 1 2>/dev/null)" ]; then
+	log "SKIP the caged session: needs root and a cgroup filesystem (sessions are not caged" \
+		"otherwise)"
+	exit 0
+fi
+api DELETE "/sessions/$SID"
+assert_status "DELETE the structured session before the caged stack" 200
+stop_stack || fail "deploy/up stops on SIGTERM"
+# As test_cage_limits.sh: the panes under agentd-cage, a secrets dir of its own (the cage hides
+# it), and an agent (metrics/agent) that takes 64 MiB when the test says so.
+mkdir -p "$T/secrets" && chmod 0700 "$T/secrets"
+# The setup command (issue 27: "as the agent in its cage") says who and where it ran: its uid,
+# and how many processes it could see (the cage's pid namespace: its own).
+SETUP='["/bin/sh","-c","id -u >.setup-uid && ls /proc | grep -c \"^[0-9]\" >.setup-procs"]'
+start_stack AGENTD_METRICS_TOKEN="$METRICS_TOKEN" AGENTD_CLAUDE="$REPO/tests/integration/metrics/agent" \
+	AGENTD_SECRETS_DIR="$T/secrets" AGENTD_CAGE=auto AGENTD_HOMES_DIR="$T/homes" \
+	AGENTD_SETUP_COMMAND="$SETUP" || exit 1
+check "agentd-api says sessions get cgroups" \
+	grep -q "sessions get cgroups under $CGROUP_PARENT" "$T"/logs/* "$T"/run/*.log
+create acme widgets 7
+assert_status "a caged session: 201" 201
+CID=widgets-7
+wait_state "$CID" running 30 || fail "the caged session runs" "last: ${BODY:0:300}"
+check "its cgroup is there" test -n "$(cgroup_dirs "$CID")"
+CUID=$(jq -r .uid <<<"$BODY")
+assert_json "its setup command succeeded" .setup.status '"ok"'
+check "... as the session's own uid ($CUID), not root's nor the agent user's" \
+	test "$(cat "$T/code/widgets-issue-7/.setup-uid" 2>&1)" = "$CUID" -a "$CUID" != 0 -a \
+	"$CUID" != "$AGENT_UID"
+check "... in its cage, seeing only its own processes (got $(cat "$T/code/widgets-issue-7/.setup-procs" 2>&1))" \
+	test "$(cat "$T/code/widgets-issue-7/.setup-procs" 2>&1)" -le 5
+
+# cg_memory ID: the session's memory as its cgroup counts it (v1 memory.usage_in_bytes, v2
+# memory.current), or 0.
+cg_memory() {
+	local d f
+	for f in memory.usage_in_bytes memory.current; do
+		for d in $(cgroup_dirs "$1"); do
+			[ -f "$d/$f" ] && { cat "$d/$f"; return 0; }
+		done
+	done
+	echo 0
+}
+# caged_scrape: a scrape between two readings of the cgroup's memory (CG_LO, CG_HI); MEM, PEAK,
+# TASKS: the session's samples.
+caged_scrape() {
+	local a b
+	a=$(cg_memory "$CID")
+	scrape
+	b=$(cg_memory "$CID")
+	CG_LO=$((a < b ? a : b)) CG_HI=$((a > b ? a : b))
+	MEM=$(metric "$M" "agentd_session_memory_bytes{session=\"$CID\"}")
+	PEAK=$(metric "$M" "agentd_session_memory_peak_bytes{session=\"$CID\"}")
+	TASKS=$(metric "$M" "agentd_session_tasks{session=\"$CID\"}")
+}
+# near LO HI VALUE: VALUE within 4 MiB of [LO, HI] (the pane's shell and agent breathe).
+near() {
+	awk -v lo="$1" -v hi="$2" -v v="$3" 'BEGIN { s = 4 * 1048576; exit !(v != "" && v >= lo - s && v <= hi + s) }'
+}
+
+caged_scrape
+check "the caged session's memory is its cgroup's ($MEM, cgroup $CG_LO..$CG_HI)" \
+	near "$CG_LO" "$CG_HI" "$MEM"
+check "... its peak is there, at least its memory ($PEAK >= $MEM)" \
+	awk -v p="$PEAK" -v m="$MEM" 'BEGIN { exit !(p != "" && p + 4 * 1048576 >= m) }'
+check "... its tasks are counted (got '$TASKS')" test "${TASKS:-0}" -ge 1
+check "... and its CPU time" grep -q "^agentd_session_cpu_seconds_total{session=\"$CID\"} " <<<"$M"
+for f in memory_bytes cpu_seconds_total memory_peak_bytes tasks; do
+	check "# HELP agentd_session_$f says it is the cgroup's" \
+		grep -q "^# HELP agentd_session_$f .*cgroup" <<<"$M"
+done
+for f in memory_bytes cpu_seconds_total; do
+	check "# HELP agentd_session_$f says /proc for a session without one" \
+		grep -q "^# HELP agentd_session_$f .*without a cgroup.*/proc" <<<"$M"
+done
+if out=$(promtool check metrics <<<"$M" 2>&1); then
+	pass "promtool check metrics with a caged session: no problem"
+else
+	fail "promtool check metrics with a caged session: no problem" "$out"
+fi
+
+# A terminal client of the caged session is counted by the bridge, its route timed.
+start_client t1 "/sessions/$CID/terminal"
+wait_line t1 '^open' 10 || fail "a terminal client connects" "$(cat "$T/t1.log")"
+scrape
+assert_eq "a connected terminal: agentd_bridge_clients{kind=\"terminal\"} 1" 1 \
+	"$(metric "$M" 'agentd_bridge_clients{kind="terminal"}')"
+check "... its route counted and timed" \
+	grep -Eq '^agentd_bridge_dispatch_duration_seconds_bucket\{route="/sessions/\*/terminal",le="\+Inf"\} [1-9]' <<<"$M"
+stop_client t1
+if wait_for 10 sh -c "curl -q -s -H 'Authorization: Bearer $VIEWER' '$BASE_URL/metrics' |
+	grep -qx 'agentd_bridge_clients{kind=\"terminal\"} 0'"; then
+	pass "the closed terminal is no longer counted"
+else
+	fail "the closed terminal is no longer counted"
+fi
+
+MEM0=$MEM
+touch "$T/code/widgets-issue-7/.grow"
+check "the caged agent holds 64 MiB more" wait_for 30 test -e "$T/code/widgets-issue-7/.grown"
+caged_scrape
+check "the figure moves: $MEM0 -> $MEM (at least 60 MiB more)" \
+	awk -v a="$MEM0" -v b="$MEM" 'BEGIN { exit !(b != "" && b - a >= 60 * 1048576) }'
+check "... and is still the cgroup's ($MEM, cgroup $CG_LO..$CG_HI)" near "$CG_LO" "$CG_HI" "$MEM"
+check "... the peak follows ($PEAK)" \
+	awk -v p="$PEAK" -v m="$MEM" 'BEGIN { exit !(p != "" && p + 4 * 1048576 >= m) }'
+get_session "$CID"
+check "... and agrees with GET /sessions/$CID's usage.memoryBytes" \
+	near "$CG_LO" "$CG_HI" "$(jq -r .usage.memoryBytes <<<"$BODY")"
+api DELETE "/sessions/$CID"
+assert_status "DELETE the caged session" 200

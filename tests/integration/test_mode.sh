@@ -124,7 +124,7 @@ assert_eq "the pane cwd is still the worktree" "$WT" \
 	"$(tmx display -p -t "=widgets-7:" '#{pane_current_path}' 2>&1)"
 check_not "the terminal claude is gone" alive "$PANE0"
 PANE1=$(pane_pid widgets-7)
-assert_match "the pane runs agentd-host" 'agentd-host --set AGENTD_RUNTIME_DIR=[^ ]+ --set AGENTD_STATE_DIR=[^ ]+ --set AGENTD_PERMISSION_TIMEOUT=600 widgets-7 -- ' \
+assert_match "the pane runs agentd-host" 'agentd-host --set AGENTD_RUNTIME_DIR=[^ ]+ --set AGENTD_STATE_DIR=[^ ]+ --set AGENTD_PERMISSION_TIMEOUT=600 --set AGENTD_STOP_GRACE=[0-9]+ widgets-7 -- ' \
 	"$(tr '\0' ' ' <"/proc/$PANE1/cmdline" 2>/dev/null)"
 one_claude "one claude in structured mode" widgets-7
 REC=$(pane_claude widgets-7)

@@ -3,7 +3,8 @@
 # (SIGINT to the agent, AGENTD_STOP_GRACE, then SIGKILL) of DELETE and the mode switch; the
 # restart policy (an agent that crashes is resumed with --resume and counted, one that keeps
 # crashing stops with restart_limit, "no" stays exited, the counter survives a restart of the
-# daemons); the timeout; the setup command of a new worktree. The fake claude crashes on command
+# daemons); the timeout; the setup command of a new worktree; in structured mode, claude gets the
+# whole grace (agentd-host kills it no sooner). The fake claude crashes on command
 # (/exit N, /signal N) and writes every SIGINT it gets to <pid>.signals beside its record.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -307,3 +308,31 @@ assert_match "... its error has the command's status and last lines" \
 assert_json "... and its setup says failed" '[.setup.status, .setup.exitStatus]' '["failed",3]'
 if tmux_has gadgets-1; then fail "no tmux session is left of it" "gadgets-1 is there"; else pass "no tmux session is left of it"; fi
 assert_eq "... and no claude started" "$N0" "$(ls "$T/home/fake-claude" | grep -c '\.json$')"
+
+# --- structured mode: claude gets the whole grace too ------------------------------------------
+# agentd-host passes the interrupt on to claude as SIGTERM; a claude that takes 4 s to write its
+# transcript (the fake's TERMWAIT) must get them when AGENTD_STOP_GRACE is 8, not be SIGKILLed
+# by the host before the grace the daemon waits.
+GRACE=8
+stop_stack
+start_stack AGENTD_STOP_GRACE=$GRACE || exit 1
+create_with 12 '{"mode":"structured"}'
+assert_status "create widgets-12 in structured mode: 201" 201
+assert_state "widgets-12 runs" widgets-12 running 30
+wait_activity widgets-12 '.activity == "idle"' 20
+api POST /sessions/widgets-12/prompt '{"prompt":"TERMWAIT 4"}'
+assert_match "its claude takes 4 s to end from now on" 'Slow stop armed' "$BODY"
+SP=$(for f in "$T"/home/fake-claude/*.json; do
+	jq -r --arg c "$T/code/widgets-issue-12" 'select(.mode == "structured" and .cwd == $c) | .pid' "$f"
+done | tail -n 1)
+T0=$(now_ms)
+api DELETE /sessions/widgets-12
+T1=$(now_ms)
+assert_status "DELETE widgets-12: 200" 200
+assert_eq "claude (pid $SP) finished its transcript before it ended" done \
+	"$(cat "$T/home/fake-claude/$SP.stopped" 2>&1)"
+if [ $((T1 - T0)) -ge 3900 ] && [ $((T1 - T0)) -lt $((GRACE * 1000)) ]; then
+	pass "DELETE waited for it, less than the grace ($((T1 - T0)) ms)"
+else
+	fail "DELETE waited for it, less than the grace" "took $((T1 - T0)) ms"
+fi

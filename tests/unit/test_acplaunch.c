@@ -40,6 +40,8 @@ Test(acplaunch, gemini_with_its_prompt_and_args)
 					   "AGENTD_STATE_DIR=/var/lib/a",
 					   "--set",
 					   "AGENTD_PERMISSION_TIMEOUT=60",
+					   "--set",
+					   "AGENTD_STOP_GRACE=30",
 					   "--acp",
 					   "gemini",
 					   "--prompt",
@@ -72,16 +74,16 @@ Test(acplaunch, codex_runs_its_adapter_and_later_launches_have_no_prompt)
 	setup(&cfg, &s);
 	cr_assert_eq(agents_find(&cfg, "codex", &a), 0);
 	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, &out), 0);
-	cr_assert_str_eq(out.argv[7], "--acp");
-	cr_assert_str_eq(out.argv[8], "codex");
-	cr_assert_str_eq(out.argv[9], "repo-7");
-	cr_assert_str_eq(out.argv[11], "codex-acp");
-	cr_assert_null(out.argv[12]);
+	cr_assert_str_eq(out.argv[9], "--acp");
+	cr_assert_str_eq(out.argv[10], "codex");
+	cr_assert_str_eq(out.argv[11], "repo-7");
+	cr_assert_str_eq(out.argv[13], "codex-acp");
+	cr_assert_null(out.argv[14]);
 	cr_assert_eq(agents_find(&cfg, "opencode", &a), 0);
 	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", "", &out), 0);
-	cr_assert_str_eq(out.argv[11], "opencode");
-	cr_assert_str_eq(out.argv[12], "acp");
-	cr_assert_null(out.argv[13]);
+	cr_assert_str_eq(out.argv[13], "opencode");
+	cr_assert_str_eq(out.argv[14], "acp");
+	cr_assert_null(out.argv[15]);
 }
 
 Test(acplaunch, configured_acp_command)
@@ -101,14 +103,14 @@ Test(acplaunch, configured_acp_command)
 	cr_assert_eq(agents_find(&cfg, "mytool", &a), 0);
 	cr_assert(a.structured);
 	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, &out), 0);
-	cr_assert_str_eq(out.argv[11], "/opt/mytool");
-	cr_assert_str_eq(out.argv[12], "--acp");
-	cr_assert_str_eq(out.argv[13], "-v");
-	cr_assert_null(out.argv[14]);
+	cr_assert_str_eq(out.argv[13], "/opt/mytool");
+	cr_assert_str_eq(out.argv[14], "--acp");
+	cr_assert_str_eq(out.argv[15], "-v");
+	cr_assert_null(out.argv[16]);
 	/* A built-in's _ACP replaces its ACP command. */
 	snprintf(cfg.agents[1].name, sizeof(cfg.agents[1].name), "codex");
 	snprintf(cfg.agents[1].acp, sizeof(cfg.agents[1].acp), "/opt/codex-acp");
 	cr_assert_eq(agents_find(&cfg, "codex", &a), 0);
 	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, &out), 0);
-	cr_assert_str_eq(out.argv[11], "/opt/codex-acp");
+	cr_assert_str_eq(out.argv[13], "/opt/codex-acp");
 }

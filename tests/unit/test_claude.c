@@ -364,6 +364,8 @@ Test(claude, structured_first_launch_with_prompt)
 			      "AGENTD_STATE_DIR=/var/lib/agentd",
 			      "--set",
 			      "AGENTD_PERMISSION_TIMEOUT=600",
+			      "--set",
+			      "AGENTD_STOP_GRACE=30",
 			      "--prompt",
 			      prompt,
 			      s.id,
@@ -402,6 +404,8 @@ Test(claude, structured_resume_without_prompt)
 				     "AGENTD_STATE_DIR=/var/lib/agentd",
 				     "--set",
 				     "AGENTD_PERMISSION_TIMEOUT=600",
+				     "--set",
+				     "AGENTD_STOP_GRACE=30",
 				     s.id,
 				     "--",
 				     "claude",
@@ -416,9 +420,9 @@ Test(claude, structured_resume_without_prompt)
 				     "stdio",
 				     id,
 				     "--model=x"},
-		    21);
+		    23);
 	cr_assert_eq(claude_structured_argv(&cfg, &s, "agentd-host", true, NULL, &out), 0);
-	cr_assert_eq(argv_count(out.argv), 21);
+	cr_assert_eq(argv_count(out.argv), 23);
 }
 
 /* A prompt that reads as an option stays the prompt. */
@@ -442,14 +446,14 @@ Test(claude, option_like_prompt_follows_double_dash)
 		/* Structured: the prompt is --prompt's value for the host, never claude's word. */
 		cr_assert_eq(
 		    claude_structured_argv(&cfg, &s, "agentd-host", false, prompts[i], &out), 0);
-		cr_assert_str_eq(out.argv[7], "--prompt");
-		cr_assert_str_eq(out.argv[8], prompts[i]);
-		cr_assert_str_eq(out.argv[9], s.id);
-		cr_assert_str_eq(out.argv[10], "--");
+		cr_assert_str_eq(out.argv[9], "--prompt");
+		cr_assert_str_eq(out.argv[10], prompts[i]);
+		cr_assert_str_eq(out.argv[11], s.id);
+		cr_assert_str_eq(out.argv[12], "--");
 		/* claude's words are those it gets without a prompt. */
-		cr_assert_eq(argv_count(out.argv), 23);
-		cr_assert_str_eq(out.argv[11], "claude");
-		cr_assert_str_eq(out.argv[22], "--model=x");
+		cr_assert_eq(argv_count(out.argv), 25);
+		cr_assert_str_eq(out.argv[13], "claude");
+		cr_assert_str_eq(out.argv[24], "--model=x");
 	}
 }
 
