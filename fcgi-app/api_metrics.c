@@ -11,6 +11,7 @@
 #include "apimetrics.h"
 #include "log.h"
 #include "metrics.h"
+#include "procstat.h"
 #include "sessioncg.h"
 
 #include <dirent.h>
@@ -51,37 +52,17 @@ struct api_metrics_proc {
 	unsigned long long ticks, rss_pages;
 };
 
-/* Reads /proc/<pid>/stat: the fields after the command name (which may hold anything, so the
- * last ')' ends it). Returns 0 or -1. */
+/* Reads /proc/<pid>/stat. Returns 0 or -1. */
 static int api_metrics_read_stat(long pid, struct api_metrics_proc *p)
 {
-	char path[64], buf[1024], *rp;
-	unsigned long long utime, stime, cutime, cstime, rss;
-	long ppid;
-	ssize_t n;
-	int fd;
+	struct procstat ps;
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	if ((rp = strrchr(buf, ')')) == NULL)
-		return -1;
-	/* proc(5): state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
-	 * stime cutime cstime priority nice num_threads itrealvalue starttime vsize rss */
-	if (sscanf(rp + 1,
-		   " %*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu %*d %*d %*d "
-		   "%*d %*u %*u %llu",
-		   &ppid, &utime, &stime, &cutime, &cstime, &rss) != 6)
+	if (procstat_read(pid, &ps) < 0)
 		return -1;
 	p->pid = pid;
-	p->ppid = ppid;
-	p->ticks = utime + stime + cutime + cstime;
-	p->rss_pages = rss;
+	p->ppid = ps.ppid;
+	p->ticks = ps.utime + ps.stime + ps.cutime + ps.cstime;
+	p->rss_pages = ps.rss_pages;
 	return 0;
 }
 
