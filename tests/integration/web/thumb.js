@@ -1,10 +1,11 @@
 // The web UI made for a thumb, in Debian's chromium (headless, puppeteer-core), against the stack
 // test_web_thumb.sh started: an answer rendered as Markdown with the agent's HTML made inert,
 // tool cards (Edit and Write as a diff, Bash as its command, Read and Grep as their target),
-// search over sessions, the next waiting session by key and button, a failed session explained
+// search over sessions, each session's cost in the list, the next waiting session by key and button, a failed session explained
 // with its actions, the form reset after Create, the empty list's words, the dark theme; on a
 // 390x844 phone the key bar's keys (44 px, Shift+Tab, PgUp, PgDn reach the pane), the font size
-// remembered, no Ctrl+Enter hint; at 844x390 the phone layout kept. No page overflows sideways.
+// remembered, no Ctrl+Enter hint, the list's cost whole at the row's edge; at 844x390 the phone
+// layout kept, and the cost too. No page overflows sideways.
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_web_thumb.sh counts them).
 // Environment: BASE_URL, AGENTD_TEST_TOKEN, SHOTS, TMUX_SOCK, CHROMIUM.
 "use strict";
@@ -22,6 +23,22 @@ const text = (page, sel) => page.$eval(sel, (e) => e.textContent).catch(() => ""
 const count = (page, sel) => page.$$eval(sel, (l) => l.length);
 const visible = (page, sel) => page.$eval(sel, (e) => !!(e.offsetWidth || e.offsetHeight)).catch(() => false);
 const noOverflow = (page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+
+/** widgets-1's cost: one line, its right edge at its row's (less the padding), within the
+ * viewport; and the page does not overflow. */
+async function costFits(page) {
+  const r = await until(() => page.evaluate(() => {
+    const c = document.querySelector('#sessions li[data-id="widgets-1"] .cost');
+    if (!c) return null;
+    const b = c.getBoundingClientRect();
+    const row = c.closest(".line1").getBoundingClientRect();
+    const lh = parseFloat(getComputedStyle(c).lineHeight) || 20;
+    return { text: c.textContent, right: b.right, rowRight: row.right, h: b.height, lh, vw: window.innerWidth };
+  }), "widgets-1's cost");
+  if (r.text !== "<$0.01" || r.h > r.lh * 1.5 || Math.abs(r.right - r.rowRight) > 1 || r.right > r.vw)
+    throw new Error(JSON.stringify(r));
+  return noOverflow(page);
+}
 
 async function rest(method, path, body) {
   const r = await fetch(BASE + path, { method, headers: AUTH, body: body ? JSON.stringify(body) : undefined });
@@ -116,6 +133,17 @@ async function laptop(browser) {
     if (wrong.length) throw new Error(JSON.stringify(wrong));
   });
 
+  await check("the list shows what a session cost once its agent reported it (widgets-1's turn: under a cent)", page, () =>
+    until(async () => (await text(page, '#sessions li[data-id="widgets-1"] .cost')) === "<$0.01", "<$0.01 on widgets-1's row"));
+  await check("the cost reads as dollars and cents; nothing while unknown or zero", page, async () => {
+    const got = await page.evaluate(async () => {
+      const { costText } = await import("/assets/js/live.js");
+      return [{ usd: 0.42 }, { usd: 3.5 }, { usd: 0.004 }, { usd: 0 }, undefined, { usd: "1" }]
+        .map((cost) => costText({ id: "x", cost })).join("|");
+    });
+    if (got !== "$0.42|$3.50|<$0.01|||") throw new Error(got);
+  });
+
   // A second session that waits for a person, and a third in another repository.
   await rest("POST", "/sessions", { repo: { owner: "acme", name: "widgets" }, issue: 2, mode: "structured", prompt: "RUNBASH true" });
   await rest("POST", "/sessions", { repo: { owner: "acme", name: "gadgets" }, issue: 3 });
@@ -123,6 +151,8 @@ async function laptop(browser) {
     until(async () => (await visible(page, "#next-waiting")) && /\(1\)/.test(await text(page, "#next-waiting")), "Next waiting (1)"));
   await page.goto(BASE + "/#/", { waitUntil: "networkidle2" });
   await until(async () => (await count(page, "#sessions li.session")) === 3, "three sessions");
+  await check("a session that cost nothing yet shows no cost", page, async () =>
+    (await count(page, '#sessions li[data-id="gadgets-3"] .cost')) === 0);
   await check("the key w opens the session that waits", page, async () => {
     await page.keyboard.press("w");
     return until(() => page.evaluate(() => location.hash === "#/s/widgets-2"), "#/s/widgets-2");
@@ -229,6 +259,7 @@ async function phone(browser) {
     if (h < 44) throw new Error("search field " + h + " px high");
     return noOverflow(page);
   });
+  await check("phone: the cost sits whole at its row's right edge, inside the screen", page, () => costFits(page));
   await page.setViewport({ width: 844, height: 390, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
   await page.goto(BASE + "/#/s/gadgets-3", { waitUntil: "networkidle2" });
   await check("landscape phone (844x390): the phone layout is kept (one pane, the key bar)", page, async () => {
@@ -236,6 +267,12 @@ async function phone(browser) {
     await shot(page, "phone-landscape");
     if (await visible(page, "#list-pane")) throw new Error("the list is shown beside the terminal");
     return noOverflow(page);
+  });
+  await page.goto(BASE + "/#/", { waitUntil: "networkidle2" });
+  await check("landscape phone (844x390): the list's cost fits too", page, async () => {
+    await until(async () => (await count(page, "#sessions li.session")) === 3, "three sessions");
+    await shot(page, "phone-landscape-list");
+    return costFits(page);
   });
   await ctx.close();
 }
