@@ -4,8 +4,8 @@
 // search over sessions, each session's cost in the list, the next waiting session by key and button, a failed session explained
 // with its actions, the form reset after Create, the empty list's words, the dark theme; on a
 // 390x844 phone the key bar's keys (44 px, Shift+Tab, PgUp, PgDn reach the pane), the font size
-// remembered, no Ctrl+Enter hint, the list's cost whole at the row's edge; at 844x390 the phone
-// layout kept, and the cost too. No page overflows sideways.
+// remembered, no Ctrl+Enter hint, Delete apart from the title and confirmed, the list's cost whole
+// at the row's edge; at 844x390 the phone layout kept, and all that too. No page overflows sideways.
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_web_thumb.sh counts them).
 // Environment: BASE_URL, AGENTD_TEST_TOKEN, SHOTS, TMUX_SOCK, CHROMIUM.
 "use strict";
@@ -23,6 +23,23 @@ const text = (page, sel) => page.$eval(sel, (e) => e.textContent).catch(() => ""
 const count = (page, sel) => page.$$eval(sel, (l) => l.length);
 const visible = (page, sel) => page.$eval(sel, (e) => !!(e.offsetWidth || e.offsetHeight)).catch(() => false);
 const noOverflow = (page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+
+/** The detail head's Delete: the controls on its row, left to right, never put it right after the
+ * back button, the title or its badges (a slip of the thumb there deletes a session). */
+async function deleteApart(page) {
+  const r = await page.evaluate(() => {
+    const del = document.getElementById("d-delete");
+    const d = del.getBoundingClientRect();
+    const row = [...document.querySelectorAll(".detail-head > *")].filter((e) => {
+      const b = e.getBoundingClientRect();
+      return b.width > 0 && b.top < d.bottom && b.bottom > d.top;
+    }).sort((a, b) => a.getBoundingClientRect().left - b.getBoundingClientRect().left);
+    const i = row.indexOf(del);
+    return { row: row.map((e) => e.id || e.className), before: i > 0 ? row[i - 1].id || row[i - 1].className : "" };
+  });
+  if (["back", "d-title", "d-badges"].includes(r.before)) throw new Error(JSON.stringify(r));
+  return true;
+}
 
 /** widgets-1's cost: one line, its right edge at its row's (less the padding), within the
  * viewport; and the page does not overflow. */
@@ -251,6 +268,22 @@ async function phone(browser) {
     return until(async () => (await size()) === before, "font size back to " + before);
   });
   await check("phone: the terminal page does not overflow 390 px", page, () => noOverflow(page));
+  await check("phone: Delete does not sit beside the title", page, () => deleteApart(page));
+  await check("phone: Delete asks first; dismissed, the session stays", page, async () => {
+    let asked = "";
+    page.removeAllListeners("dialog");
+    page.once("dialog", (d) => {
+      asked = d.message();
+      d.dismiss();
+    });
+    await page.tap("#d-delete");
+    await until(() => asked, "the confirmation");
+    page.on("dialog", (d) => d.accept());
+    if (!/^Delete session gadgets-3\?/.test(asked)) throw new Error("asked: " + asked);
+    const r = await rest("GET", "/sessions/gadgets-3");
+    if (r.status !== 200) throw new Error("GET /sessions/gadgets-3: " + r.status);
+    return (await page.evaluate(() => location.hash)) === "#/s/gadgets-3";
+  });
   await page.goto(BASE + "/#/", { waitUntil: "networkidle2" });
   await check("phone: the list's search and rows fit; nothing overflows", page, async () => {
     await until(async () => (await count(page, "#sessions li.session")) === 3, "three sessions");
@@ -268,6 +301,8 @@ async function phone(browser) {
     if (await visible(page, "#list-pane")) throw new Error("the list is shown beside the terminal");
     return noOverflow(page);
   });
+  await check("landscape phone: no Ctrl+Enter hint, and Delete not beside the title", page, async () =>
+    !/Ctrl/.test(await page.$eval("#prompt-text", (e) => e.placeholder)) && deleteApart(page));
   await page.goto(BASE + "/#/", { waitUntil: "networkidle2" });
   await check("landscape phone (844x390): the list's cost fits too", page, async () => {
     await until(async () => (await count(page, "#sessions li.session")) === 3, "three sessions");
