@@ -78,13 +78,20 @@ async function online(page) {
     await page.reload({ waitUntil: "networkidle2" });
     return until(() => page.evaluate(() => !!navigator.serviceWorker.controller), "a controlled page");
   });
-  await check("chromium finds the app installable (no installability errors)", async () => {
-    const r = await until(async () => {
-      const x = await cdp.send("Page.getInstallabilityErrors");
-      return x.installabilityErrors.length === 0 ? x : null;
-    }, "no installability errors");
-    return !!r;
-  });
+  // The phone first (the viewport main() set), then the phone turned and a laptop.
+  for (const vp of [null, { width: 844, height: 390, isMobile: true, hasTouch: true, deviceScaleFactor: 2 },
+    { width: 1280, height: 800 }]) {
+    if (vp) await page.setViewport(vp);
+    const size = vp ? vp.width + "x" + vp.height : "390x844";
+    await check("chromium finds the app installable at " + size + " (no installability errors)", async () => {
+      const r = await until(async () => {
+        const x = await cdp.send("Page.getInstallabilityErrors");
+        return x.installabilityErrors.length === 0 ? x : null;
+      }, "no installability errors");
+      return !!r;
+    });
+  }
+  await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
   await check("the manifest's icons and the favicon are PNG images the page can load", async () => {
     const sizes = await page.evaluate(async () => {
       const out = [];

@@ -1,11 +1,12 @@
 // The web UI made for a thumb, in Debian's chromium (headless, puppeteer-core), against the stack
 // test_web_thumb.sh started: an answer rendered as Markdown with the agent's HTML made inert,
 // tool cards (Edit and Write as a diff, Bash as its command, Read and Grep as their target),
-// search over sessions, each session's cost in the list, the next waiting session by key and button, a failed session explained
-// with its actions, the form reset after Create, the empty list's words, the dark theme; on a
-// 390x844 phone the key bar's keys (44 px, Shift+Tab, PgUp, PgDn reach the pane), the font size
-// remembered, no Ctrl+Enter hint, Delete apart from the title and confirmed, the list's cost whole
-// at the row's edge; at 844x390 the phone layout kept, and all that too. No page overflows sideways.
+// search over sessions, each session's cost in the list, the next waiting session by key and
+// button, a failed session explained with its actions, the form reset after Create, the empty
+// list's words, the dark theme; on a 390x844 phone the key bar's keys (44 px; Shift+Tab, PgUp,
+// PgDn, Esc, the arrows and Paste reach the pane), the font size remembered, no Ctrl+Enter hint,
+// Delete apart from the title and confirmed, the list's cost whole at the row's edge; at 844x390
+// the phone layout kept, and all that too. No page overflows sideways.
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_web_thumb.sh counts them).
 // Environment: BASE_URL, AGENTD_TEST_TOKEN, SHOTS, TMUX_SOCK, CHROMIUM.
 "use strict";
@@ -254,6 +255,17 @@ async function phone(browser) {
     for (const k of ["k-shift-tab", "k-page-up", "k-page-down", "k-enter"]) await page.tap("#term-view .keybar ." + k);
     // The pane's tty echoes control bytes as ^[ (echoctl): the exact sequences arrived.
     return until(() => /\^\[\[Z\^\[\[5~\^\[\[6~/.test(paneText("gadgets-3")), "^[[Z^[[5~^[[6~ in the pane");
+  });
+  await check("phone: Esc and the arrows from the key bar reach the pane", page, async () => {
+    for (const k of ["k-escape", "k-left", "k-up", "k-down", "k-right", "k-enter"]) await page.tap("#term-view .keybar ." + k);
+    return until(() => /\^\[\^\[\[D\^\[\[A\^\[\[B\^\[\[C/.test(paneText("gadgets-3")), "^[^[[D^[[A^[[B^[[C in the pane");
+  });
+  await check("phone: Paste from the key bar types the clipboard's text into the pane", page, async () => {
+    await ctx.overridePermissions(BASE, ["clipboard-read", "clipboard-sanitized-write"]);
+    await page.evaluate(() => navigator.clipboard.writeText("pasted-from-phone"));
+    await page.tap("#term-view .keybar .paste");
+    await page.tap("#term-view .keybar .k-enter");
+    return until(() => /pasted-from-phone/.test(paneText("gadgets-3")), "the clipboard's text in the pane");
   });
   await check("phone: A+ makes the terminal's text larger, and the size is kept after a reload", page, async () => {
     const size = () => page.$eval("#term-view .term", (e) => e.xterm.options.fontSize);
