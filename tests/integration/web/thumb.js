@@ -200,6 +200,11 @@ async function laptop(browser) {
       (await count(page, "#gone-view .raw-error pre")) === 1 &&
       (await count(page, "#gone-view .gone-actions button")) === 2, "the explained failure"));
   await shot(page, "laptop-failed");
+  await check("its row in the list says it in words too, the raw error only on hover", page, async () => {
+    const r = await page.$eval('#sessions li[data-id="nope-4"] .line2.bad', (e) => [e.textContent, e.title]);
+    if (!/^The repository acme\/nope was not found .*\.$/.test(r[0]) || /file:|libgit2|failed to resolve/.test(r[0]) ||
+      !/clone of .* failed/.test(r[1])) throw new Error(JSON.stringify(r));
+  });
   await check("its Delete removes it", page, async () => {
     await page.click("#gone-view .gone-actions .danger");
     // Gone on the server, and the page has taken the answer (it then shows the list).

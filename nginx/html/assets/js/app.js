@@ -149,7 +149,12 @@ function renderList() {
     line2.textContent = [repoOf(s) + "#" + s.issue, s.agent || "claude", s.mode, (s.clients || 0) + " client" + (s.clients === 1 ? "" : "s"),
       ago(s.activityAt || s.lastActivity)].filter(Boolean).join(" · ");
     a.append(line1, line2);
-    if (s.state === "failed" && s.error) a.appendChild(el("div", "line2 bad", s.error));
+    if (s.state === "failed" && s.error) {
+      // What to do, in words (its first sentence); libgit2's raw text on hover and in the detail.
+      const why = el("div", "line2 bad", explain(s).replace(/^(.*?\.)\s.*$/s, "$1"));
+      why.title = s.error;
+      a.appendChild(why);
+    }
     else if (s.activity === "waiting" && s.pending && s.pending.length) {
       const p = s.pending[0];
       a.appendChild(el("div", "line2 warn", p.toolName + ": " + (p.description || "")));
