@@ -1,8 +1,10 @@
 // The installable web app in Debian's chromium (headless, puppeteer-core), against the stack
 // test_web_app.sh started. PHASE=online: signs in, checks the manifest as chromium parses it (no
 // errors, no installability errors, the icons), the favicon, and that the service worker is
-// registered and controls the page after a reload. PHASE=offline (the stack stopped, the same
-// profile): the page still opens from the worker's copy and says it is offline.
+// registered and controls the page after a reload; push messages delivered to the worker one at
+// a time, each waited for until shown, leave one notification per session. PHASE=offline (the
+// stack stopped, the same profile): the page still opens from the worker's copy and says it is
+// offline.
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_web_app.sh counts them).
 // Environment: BASE_URL, AGENTD_TEST_TOKEN, PROFILE (chromium's user data dir), PHASE, CHROMIUM.
 "use strict";
@@ -11,6 +13,48 @@ const puppeteer = require("puppeteer-core");
 const BASE = process.env.BASE_URL;
 const TOKEN = process.env.AGENTD_TEST_TOKEN;
 const { WAIT_MS, ok, notOk, shot, check, until, finish } = require("./tap");
+
+/** The page's service worker, attached (DevTools keeps an attached worker running, so no push
+ * meets it stopping or starting), with each notification its push handler shows counted once
+ * shown. nextShown() waits for the next one (its title, or "error: ..." when showNotification
+ * failed). Reading the notifications while one is being shown is a race in Chromium: its database
+ * can hold one the display has not taken yet, which getNotifications() then drops as stale; so
+ * the test reads them only when no push is in flight. */
+async function pushWatch(page, cdp) {
+  // A stopped worker has no target to attach to.
+  await cdp.send("ServiceWorker.startWorker", { scopeURL: BASE + "/" });
+  const target = await page.browser().waitForTarget((t) => t.type() === "service_worker" && t.url() === BASE + "/sw.js",
+    { timeout: WAIT_MS });
+  const worker = await target.worker();
+  await worker.evaluate(() => {
+    const proto = ServiceWorkerRegistration.prototype;
+    const show = proto.showNotification;
+    const done = [];
+    const waiting = [];
+    const settle = (what) => {
+      done.push(what);
+      while (waiting.length && done.length) waiting.shift()(done.shift());
+    };
+    proto.showNotification = function (title, options) {
+      return show.call(this, title, options).then((v) => (settle(title), v), (e) => {
+        settle("error: " + e.message);
+        throw e;
+      });
+    };
+    self.__nextShown = () => new Promise((resolve) => {
+      if (done.length) resolve(done.shift());
+      else waiting.push(resolve);
+    });
+  });
+  let timer;
+  worker.nextShown = () => Promise.race([
+    worker.evaluate(() => self.__nextShown()).finally(() => clearTimeout(timer)),
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error("no notification shown within " + WAIT_MS + " ms of a push")), WAIT_MS);
+    }),
+  ]);
+  return worker;
+}
 
 async function online(page) {
   await page.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
@@ -34,13 +78,20 @@ async function online(page) {
     await page.reload({ waitUntil: "networkidle2" });
     return until(() => page.evaluate(() => !!navigator.serviceWorker.controller), "a controlled page");
   });
-  await check("chromium finds the app installable (no installability errors)", async () => {
-    const r = await until(async () => {
-      const x = await cdp.send("Page.getInstallabilityErrors");
-      return x.installabilityErrors.length === 0 ? x : null;
-    }, "no installability errors");
-    return !!r;
-  });
+  // The phone first (the viewport main() set), then the phone turned and a laptop.
+  for (const vp of [null, { width: 844, height: 390, isMobile: true, hasTouch: true, deviceScaleFactor: 2 },
+    { width: 1280, height: 800 }]) {
+    if (vp) await page.setViewport(vp);
+    const size = vp ? vp.width + "x" + vp.height : "390x844";
+    await check("chromium finds the app installable at " + size + " (no installability errors)", async () => {
+      const r = await until(async () => {
+        const x = await cdp.send("Page.getInstallabilityErrors");
+        return x.installabilityErrors.length === 0 ? x : null;
+      }, "no installability errors");
+      return !!r;
+    });
+  }
+  await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
   await check("the manifest's icons and the favicon are PNG images the page can load", async () => {
     const sizes = await page.evaluate(async () => {
       const out = [];
@@ -64,15 +115,25 @@ async function online(page) {
     });
     await cdp.send("ServiceWorker.enable");
     const id = await until(() => regs.get(BASE + "/"), "the worker's registration id");
+    const worker = await pushWatch(page, cdp);
     const push = (m) => cdp.send("ServiceWorker.deliverPushMessage", { origin: BASE, registrationId: id, data: JSON.stringify(m) });
-    await push({ session: "widgets-7", title: "widgets-7 waits", body: "Bash: make test" });
-    await push({ session: "widgets-7", title: "widgets-7 failed", body: "exit 1" });
-    await push({ session: "../evil", title: "x".repeat(500), body: "<b>text</b>" });
-    const got = await until(() => page.evaluate(async () => {
+    const sent = [
+      { session: "widgets-7", title: "widgets-7 waits", body: "Bash: make test" },
+      { session: "widgets-7", title: "widgets-7 failed", body: "exit 1" },
+      { session: "../evil", title: "x".repeat(500), body: "<b>text</b>" },
+    ];
+    // One at a time, each waited for: shown in the order sent, as a phone would.
+    const shown = [];
+    for (const m of sent) {
+      await push(m);
+      shown.push(await worker.nextShown());
+    }
+    if (shown.join("|") !== ["widgets-7 waits", "widgets-7 failed", "x".repeat(120)].join("|"))
+      throw new Error("shown: " + JSON.stringify(shown));
+    const got = await page.evaluate(async () => {
       const r = await navigator.serviceWorker.getRegistration("/");
-      const ns = await r.getNotifications();
-      return ns.length === 2 ? ns.map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data.url })) : null;
-    }), "two notifications");
+      return (await r.getNotifications()).map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data.url }));
+    });
     got.sort((a, b) => a.tag.localeCompare(b.tag));
     const want = [
       { title: "x".repeat(120), body: "<b>text</b>", tag: "agentd", url: "/" },

@@ -1,10 +1,12 @@
 // The web UI made for a thumb, in Debian's chromium (headless, puppeteer-core), against the stack
 // test_web_thumb.sh started: an answer rendered as Markdown with the agent's HTML made inert,
 // tool cards (Edit and Write as a diff, Bash as its command, Read and Grep as their target),
-// search over sessions, the next waiting session by key and button, a failed session explained
-// with its actions, the form reset after Create, the empty list's words, the dark theme; on a
-// 390x844 phone the key bar's keys (44 px, Shift+Tab, PgUp, PgDn reach the pane), the font size
-// remembered, no Ctrl+Enter hint; at 844x390 the phone layout kept. No page overflows sideways.
+// search over sessions, each session's cost in the list, the next waiting session by key and
+// button, a failed session explained with its actions, the form reset after Create, the empty
+// list's words, the dark theme; on a 390x844 phone the key bar's keys (44 px; Shift+Tab, PgUp,
+// PgDn, Esc, the arrows and Paste reach the pane), the font size remembered, no Ctrl+Enter hint,
+// Delete apart from the title and confirmed, the list's cost whole at the row's edge; at 844x390
+// the phone layout kept, and all that too. No page overflows sideways.
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_web_thumb.sh counts them).
 // Environment: BASE_URL, AGENTD_TEST_TOKEN, SHOTS, TMUX_SOCK, CHROMIUM.
 "use strict";
@@ -22,6 +24,39 @@ const text = (page, sel) => page.$eval(sel, (e) => e.textContent).catch(() => ""
 const count = (page, sel) => page.$$eval(sel, (l) => l.length);
 const visible = (page, sel) => page.$eval(sel, (e) => !!(e.offsetWidth || e.offsetHeight)).catch(() => false);
 const noOverflow = (page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+
+/** The detail head's Delete: the controls on its row, left to right, never put it right after the
+ * back button, the title or its badges (a slip of the thumb there deletes a session). */
+async function deleteApart(page) {
+  const r = await page.evaluate(() => {
+    const del = document.getElementById("d-delete");
+    const d = del.getBoundingClientRect();
+    const row = [...document.querySelectorAll(".detail-head > *")].filter((e) => {
+      const b = e.getBoundingClientRect();
+      return b.width > 0 && b.top < d.bottom && b.bottom > d.top;
+    }).sort((a, b) => a.getBoundingClientRect().left - b.getBoundingClientRect().left);
+    const i = row.indexOf(del);
+    return { row: row.map((e) => e.id || e.className), before: i > 0 ? row[i - 1].id || row[i - 1].className : "" };
+  });
+  if (["back", "d-title", "d-badges"].includes(r.before)) throw new Error(JSON.stringify(r));
+  return true;
+}
+
+/** widgets-1's cost: one line, its right edge at its row's (less the padding), within the
+ * viewport; and the page does not overflow. */
+async function costFits(page) {
+  const r = await until(() => page.evaluate(() => {
+    const c = document.querySelector('#sessions li[data-id="widgets-1"] .cost');
+    if (!c) return null;
+    const b = c.getBoundingClientRect();
+    const row = c.closest(".line1").getBoundingClientRect();
+    const lh = parseFloat(getComputedStyle(c).lineHeight) || 20;
+    return { text: c.textContent, right: b.right, rowRight: row.right, h: b.height, lh, vw: window.innerWidth };
+  }), "widgets-1's cost");
+  if (r.text !== "<$0.01" || r.h > r.lh * 1.5 || Math.abs(r.right - r.rowRight) > 1 || r.right > r.vw)
+    throw new Error(JSON.stringify(r));
+  return noOverflow(page);
+}
 
 async function rest(method, path, body) {
   const r = await fetch(BASE + path, { method, headers: AUTH, body: body ? JSON.stringify(body) : undefined });
@@ -116,6 +151,17 @@ async function laptop(browser) {
     if (wrong.length) throw new Error(JSON.stringify(wrong));
   });
 
+  await check("the list shows what a session cost once its agent reported it (widgets-1's turn: under a cent)", page, () =>
+    until(async () => (await text(page, '#sessions li[data-id="widgets-1"] .cost')) === "<$0.01", "<$0.01 on widgets-1's row"));
+  await check("the cost reads as dollars and cents; nothing while unknown or zero", page, async () => {
+    const got = await page.evaluate(async () => {
+      const { costText } = await import("/assets/js/live.js");
+      return [{ usd: 0.42 }, { usd: 3.5 }, { usd: 0.004 }, { usd: 0 }, undefined, { usd: "1" }]
+        .map((cost) => costText({ id: "x", cost })).join("|");
+    });
+    if (got !== "$0.42|$3.50|<$0.01|||") throw new Error(got);
+  });
+
   // A second session that waits for a person, and a third in another repository.
   await rest("POST", "/sessions", { repo: { owner: "acme", name: "widgets" }, issue: 2, mode: "structured", prompt: "RUNBASH true" });
   await rest("POST", "/sessions", { repo: { owner: "acme", name: "gadgets" }, issue: 3 });
@@ -123,6 +169,8 @@ async function laptop(browser) {
     until(async () => (await visible(page, "#next-waiting")) && /\(1\)/.test(await text(page, "#next-waiting")), "Next waiting (1)"));
   await page.goto(BASE + "/#/", { waitUntil: "networkidle2" });
   await until(async () => (await count(page, "#sessions li.session")) === 3, "three sessions");
+  await check("a session that cost nothing yet shows no cost", page, async () =>
+    (await count(page, '#sessions li[data-id="gadgets-3"] .cost')) === 0);
   await check("the key w opens the session that waits", page, async () => {
     await page.keyboard.press("w");
     return until(() => page.evaluate(() => location.hash === "#/s/widgets-2"), "#/s/widgets-2");
@@ -152,6 +200,11 @@ async function laptop(browser) {
       (await count(page, "#gone-view .raw-error pre")) === 1 &&
       (await count(page, "#gone-view .gone-actions button")) === 2, "the explained failure"));
   await shot(page, "laptop-failed");
+  await check("its row in the list says it in words too, the raw error only on hover", page, async () => {
+    const r = await page.$eval('#sessions li[data-id="nope-4"] .line2.bad', (e) => [e.textContent, e.title]);
+    if (!/^The repository acme\/nope was not found .*\.$/.test(r[0]) || /file:|libgit2|failed to resolve/.test(r[0]) ||
+      !/clone of .* failed/.test(r[1])) throw new Error(JSON.stringify(r));
+  });
   await check("its Delete removes it", page, async () => {
     await page.click("#gone-view .gone-actions .danger");
     // Gone on the server, and the page has taken the answer (it then shows the list).
@@ -208,6 +261,17 @@ async function phone(browser) {
     // The pane's tty echoes control bytes as ^[ (echoctl): the exact sequences arrived.
     return until(() => /\^\[\[Z\^\[\[5~\^\[\[6~/.test(paneText("gadgets-3")), "^[[Z^[[5~^[[6~ in the pane");
   });
+  await check("phone: Esc and the arrows from the key bar reach the pane", page, async () => {
+    for (const k of ["k-escape", "k-left", "k-up", "k-down", "k-right", "k-enter"]) await page.tap("#term-view .keybar ." + k);
+    return until(() => /\^\[\^\[\[D\^\[\[A\^\[\[B\^\[\[C/.test(paneText("gadgets-3")), "^[^[[D^[[A^[[B^[[C in the pane");
+  });
+  await check("phone: Paste from the key bar types the clipboard's text into the pane", page, async () => {
+    await ctx.overridePermissions(BASE, ["clipboard-read", "clipboard-sanitized-write"]);
+    await page.evaluate(() => navigator.clipboard.writeText("pasted-from-phone"));
+    await page.tap("#term-view .keybar .paste");
+    await page.tap("#term-view .keybar .k-enter");
+    return until(() => /pasted-from-phone/.test(paneText("gadgets-3")), "the clipboard's text in the pane");
+  });
   await check("phone: A+ makes the terminal's text larger, and the size is kept after a reload", page, async () => {
     const size = () => page.$eval("#term-view .term", (e) => e.xterm.options.fontSize);
     const before = await size();
@@ -221,6 +285,22 @@ async function phone(browser) {
     return until(async () => (await size()) === before, "font size back to " + before);
   });
   await check("phone: the terminal page does not overflow 390 px", page, () => noOverflow(page));
+  await check("phone: Delete does not sit beside the title", page, () => deleteApart(page));
+  await check("phone: Delete asks first; dismissed, the session stays", page, async () => {
+    let asked = "";
+    page.removeAllListeners("dialog");
+    page.once("dialog", (d) => {
+      asked = d.message();
+      d.dismiss();
+    });
+    await page.tap("#d-delete");
+    await until(() => asked, "the confirmation");
+    page.on("dialog", (d) => d.accept());
+    if (!/^Delete session gadgets-3\?/.test(asked)) throw new Error("asked: " + asked);
+    const r = await rest("GET", "/sessions/gadgets-3");
+    if (r.status !== 200) throw new Error("GET /sessions/gadgets-3: " + r.status);
+    return (await page.evaluate(() => location.hash)) === "#/s/gadgets-3";
+  });
   await page.goto(BASE + "/#/", { waitUntil: "networkidle2" });
   await check("phone: the list's search and rows fit; nothing overflows", page, async () => {
     await until(async () => (await count(page, "#sessions li.session")) === 3, "three sessions");
@@ -229,6 +309,7 @@ async function phone(browser) {
     if (h < 44) throw new Error("search field " + h + " px high");
     return noOverflow(page);
   });
+  await check("phone: the cost sits whole at its row's right edge, inside the screen", page, () => costFits(page));
   await page.setViewport({ width: 844, height: 390, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
   await page.goto(BASE + "/#/s/gadgets-3", { waitUntil: "networkidle2" });
   await check("landscape phone (844x390): the phone layout is kept (one pane, the key bar)", page, async () => {
@@ -236,6 +317,14 @@ async function phone(browser) {
     await shot(page, "phone-landscape");
     if (await visible(page, "#list-pane")) throw new Error("the list is shown beside the terminal");
     return noOverflow(page);
+  });
+  await check("landscape phone: no Ctrl+Enter hint, and Delete not beside the title", page, async () =>
+    !/Ctrl/.test(await page.$eval("#prompt-text", (e) => e.placeholder)) && deleteApart(page));
+  await page.goto(BASE + "/#/", { waitUntil: "networkidle2" });
+  await check("landscape phone (844x390): the list's cost fits too", page, async () => {
+    await until(async () => (await count(page, "#sessions li.session")) === 3, "three sessions");
+    await shot(page, "phone-landscape-list");
+    return costFits(page);
   });
   await ctx.close();
 }

@@ -4,7 +4,7 @@
 // A read-only identity (GET /whoami says role "viewer") gets no control that would fail: the
 // elements marked .needs-admin are hidden (app.css) until the role is known to be admin.
 import { api, ApiError, sessionPath } from "./api.js";
-import { Live, sortSessions } from "./live.js";
+import { Live, costText, sortSessions } from "./live.js";
 import { TerminalView, KEYS } from "./terminal.js";
 import { ConversationView } from "./conversation.js";
 import { Notifier } from "./notify.js";
@@ -139,11 +139,22 @@ function renderList() {
     if (s.id === selected) a.setAttribute("aria-current", "page");
     const line1 = el("div", "line1");
     line1.append(el("span", "sid", s.id), ...badges(s));
+    const cost = costText(s);
+    if (cost) {
+      const c = el("span", "cost", cost);
+      c.title = "what the agent cost so far";
+      line1.appendChild(c);
+    }
     const line2 = el("div", "line2 muted");
     line2.textContent = [repoOf(s) + "#" + s.issue, s.agent || "claude", s.mode, (s.clients || 0) + " client" + (s.clients === 1 ? "" : "s"),
       ago(s.activityAt || s.lastActivity)].filter(Boolean).join(" · ");
     a.append(line1, line2);
-    if (s.state === "failed" && s.error) a.appendChild(el("div", "line2 bad", s.error));
+    if (s.state === "failed" && s.error) {
+      // What to do, in words (its first sentence); libgit2's raw text on hover and in the detail.
+      const why = el("div", "line2 bad", explain(s).replace(/^(.*?\.)\s.*$/s, "$1"));
+      why.title = s.error;
+      a.appendChild(why);
+    }
     else if (s.activity === "waiting" && s.pending && s.pending.length) {
       const p = s.pending[0];
       a.appendChild(el("div", "line2 warn", p.toolName + ": " + (p.description || "")));

@@ -138,3 +138,12 @@ export function sortSessions(list) {
   return list.sort((a, b) => rank(a) - rank(b) || (at(b) > at(a) ? 1 : at(b) < at(a) ? -1 : 0) ||
     a.id.localeCompare(b.id));
 }
+
+/** What the session's agent cost, as the list shows it ("$0.42", "<$0.01"), or "" while
+ * nothing is known (API.md: cost.usd is 0 until an agent reports one). */
+export function costText(s) {
+  const usd = s && s.cost && s.cost.usd;
+  if (typeof usd !== "number" || !(usd > 0)) return "";
+  // Under a cent rounds to "$0.00", which would read as free.
+  return usd < 0.005 ? "<$0.01" : "$" + usd.toFixed(2);
+}
