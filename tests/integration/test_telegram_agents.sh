@@ -7,7 +7,8 @@
 # that ends with the result, a shell command arrives as a permission message with buttons (no
 # "Allow for session": ACP offers no suggestions), the press lets it run (the fake model sees the
 # tool's result) and the answer goes on in the same message to its result; a deny is said to
-# the agent and the turn ends.
+# the agent and the turn ends. Then gemini (--acp) and opencode (acp), each from /new to an
+# allowed shell command whose message holds the command once.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/real_agents/lib_real_agents.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/telegram/lib_telegram.sh"
@@ -25,13 +26,19 @@ make_remote acme widgets
 ISSUE=5
 SID=widgets-$ISSUE
 WORKTREE=$T/code/widgets-issue-$ISSUE
-# codex-acp's home: the fake provider, escalations asked (the fake asks for one).
-mkdir -p "$T/home/.codex" "$T/agent-tmp"
+# codex-acp's home: the fake provider, escalations asked (the fake asks for one); gemini's and
+# opencode's as in test_real_agents_structured.sh (opencode asks before any shell command).
+mkdir -p "$T/home/.codex" "$T/home/.gemini" "$T/agent-tmp"
 codex_provider_toml | sed '1a approval_policy = "on-request"' >"$T/home/.codex/config.toml"
+gemini_settings >"$T/home/.gemini/settings.json"
 agent_owns "$T/home" "$T/agent-tmp"
 start_stack AGENTD_PERMISSION_TIMEOUT=300 AGENTD_AGENT_CODEX_ACP="$CODEX_ACP_EXE" \
-	AGENTD_AGENT_ENV="HOME PATH LANG TMPDIR FAKE_API_KEY" TMPDIR="$T/agent-tmp" \
-	FAKE_API_KEY="$FAKE_API_KEY" "${TG_STACK[@]}" || exit 1
+	AGENTD_AGENT_GEMINI_COMMAND="$GEMINI_EXE" AGENTD_AGENT_OPENCODE_COMMAND="$OPENCODE_EXE" \
+	AGENTD_AGENT_ENV="HOME PATH LANG TMPDIR FAKE_API_KEY GEMINI_API_KEY GOOGLE_GEMINI_BASE_URL GEMINI_MODEL OPENCODE_CONFIG_CONTENT OPENCODE_DISABLE_MODELS_FETCH" \
+	TMPDIR="$T/agent-tmp" FAKE_API_KEY="$FAKE_API_KEY" GEMINI_API_KEY="$FAKE_API_KEY" \
+	GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$GEMINI_PORT" GEMINI_MODEL="$GEMINI_MODEL" \
+	OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')" \
+	OPENCODE_DISABLE_MODELS_FETCH=1 "${TG_STACK[@]}" || exit 1
 check "agentd-telegram polls the fake Bot API" wait_telegram 30
 U=$TG_USER
 # A real CLI's turn: its start, a model round trip or two through the fake.
@@ -114,6 +121,44 @@ done
 assert_jq "the session is idle, nothing pending" '.activity == "idle" and .pending == []' "$BODY"
 assert_jq "the state keeps nothing of the answered requests or the ended answers" \
 	'.approvals == [] and .turns == []' "$(cat "$TG_STATE")"
+
+# --- gemini and opencode: the same from the chat ------------------------------------------------
+# tg_agent NAME ISSUE WORD LOG: a structured session of NAME from /new, a prompt answered, a
+# shell command allowed with the button (the command in its message once), deleted.
+tg_agent() {
+	local name=$1 issue=$2 w=$3 flog=$4 sid=widgets-$2 file pid
+	file=$T/code/widgets-issue-$issue/tg-$name-file
+	tg_write "$U" "/new acme/widgets $issue $name structured"
+	assert_tg "$name: /new answers with the agent" "$U" \
+		"select(.text | test(\"^$sid is starting \\\\(creating, $name, structured mode\\\\)\"))"
+	assert_state "$name: the session runs" "$sid" running 90
+	deadline=$((SECONDS + TG_TIMEOUT))
+	until grep -q '"event":"result"' "$(host_log "$sid")" 2>/dev/null || [ $SECONDS -ge $deadline ]; do
+		sleep 0.2
+	done
+	tg_write "$U" "say hello $w"
+	assert_tg "$name: the answer arrives in one message, with its result" "$U" \
+		"select(.text | test(\"^💬 $sid\\n\") and test(\"Hello from the fake model \\\\($w\\\\)\") and test(\"✅ done\"))"
+	check "$name: the prompt reached the fake model" grep -q "$w" "$flog"
+	tg_write "$U" "RUNBASH touch $file"
+	assert_tg "$name: the shell command arrives with Allow and Deny, the command in it once" "$U" \
+		"select(.text | startswith(\"🔐 $sid asks to \") and ([scan(\"touch $file\")] | length == 1)) |
+		 select([.reply_markup.inline_keyboard[][].text] == [\"Allow\", \"Deny\"])"
+	log "$name: permission message: $(jq -c .text <<<"${TG_MSG:-null}")"
+	pid=$(jq .message_id <<<"${TG_MSG:-null}")
+	check_not "$name: the command did not run without an answer" test -e "$file"
+	tg_press "$U" "$U" "${pid:-0}" Allow >/dev/null
+	assert_tg "$name: the press is said in the message" "$U" \
+		"select(.message_id == ${pid:-0} and (.text | test(\"✅ Allowed by U$U\$\")))"
+	for _ in $(seq 300); do [ -e "$file" ] && break; sleep 0.1; done
+	check "$name: the allowed command ran" test -e "$file"
+	assert_tg "$name: the answer with the tool use ends with its result" "$U" \
+		"select(.text | test(\"^💬 $sid\\n\") and contains(\"🔧 \") and test(\"✅ done\"))"
+	api DELETE "/sessions/$sid?force=true"
+	assert_status "$name: the session is deleted" 200
+}
+tg_agent gemini 6 TGGEMINI "$GEMINI_LOG"
+tg_agent opencode 7 TGOPENCODE "$OPENAI_LOG"
 
 log "the chat as it reads: $(tg_messages "$U" | jq -c 'map(.text)')"
 STATS=$(tg_stats)
