@@ -7,7 +7,8 @@
 # and its streamed answer, a tool permission card whose Allow lets the command run (the fake
 # model sees the tool's result), on a laptop (1280x800) and a phone (390x844, where the
 # conversation is replayed and a second card is allowed with a tap). The form remembers the agent
-# last asked for, after Create and after a reload; every session shows its agent.
+# last asked for, after Create and after a reload; every session shows its agent. Then gemini
+# and opencode sessions from the same form: the bootstrap turn, a card allowed from the page.
 # Screenshots go to $AGENTD_TEST_BUILD_DIR/web-agents.
 source "$(dirname "$0")/lib.sh"
 source "$REPO/tests/integration/real_agents/lib_real_agents.sh"
@@ -28,13 +29,19 @@ trap 'rc=$?; stop_fake_apis; (exit $rc); cleanup' EXIT
 start_fake_apis || exit 1
 
 make_remote acme widgets
-# codex-acp's home: the fake provider, escalations asked (the fake asks for one).
-mkdir -p "$T/home/.codex" "$T/agent-tmp"
+# codex-acp's home: the fake provider, escalations asked (the fake asks for one); gemini's and
+# opencode's as in test_real_agents_structured.sh (opencode asks before any shell command).
+mkdir -p "$T/home/.codex" "$T/home/.gemini" "$T/agent-tmp"
 codex_provider_toml | sed '1a approval_policy = "on-request"' >"$T/home/.codex/config.toml"
+gemini_settings >"$T/home/.gemini/settings.json"
 agent_owns "$T/home" "$T/agent-tmp"
 start_stack AGENTD_PERMISSION_TIMEOUT=300 AGENTD_AGENT_CODEX_ACP="$CODEX_ACP_EXE" \
-	AGENTD_AGENT_ENV="HOME PATH LANG TMPDIR FAKE_API_KEY" TMPDIR="$T/agent-tmp" \
-	FAKE_API_KEY="$FAKE_API_KEY" || exit 1
+	AGENTD_AGENT_GEMINI_COMMAND="$GEMINI_EXE" AGENTD_AGENT_OPENCODE_COMMAND="$OPENCODE_EXE" \
+	AGENTD_AGENT_ENV="HOME PATH LANG TMPDIR FAKE_API_KEY GEMINI_API_KEY GOOGLE_GEMINI_BASE_URL GEMINI_MODEL OPENCODE_CONFIG_CONTENT OPENCODE_DISABLE_MODELS_FETCH" \
+	TMPDIR="$T/agent-tmp" FAKE_API_KEY="$FAKE_API_KEY" GEMINI_API_KEY="$FAKE_API_KEY" \
+	GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$GEMINI_PORT" GEMINI_MODEL="$GEMINI_MODEL" \
+	OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')" \
+	OPENCODE_DISABLE_MODELS_FETCH=1 || exit 1
 
 rm -rf "$SHOTS"
 mkdir -p "$SHOTS"
@@ -44,11 +51,13 @@ BASE_URL=$BASE_URL SHOTS=$SHOTS CODE_DIR=$T/code OPENAI_LOG=$OPENAI_LOG CHROMIUM
 	2>"$T/logs/agents.err"
 tap_report "$T/logs/agents.out" $? "$T/logs/agents.err"
 
-api DELETE "/sessions/widgets-1?force=true"
-assert_status "the codex session is deleted" 200
-deadline=$((SECONDS + 20))
-while tmux_has widgets-1 && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
-check_not "its tmux session is gone" tmux_has widgets-1
+for sid in widgets-1 widgets-2 widgets-3; do
+	api DELETE "/sessions/$sid?force=true"
+	assert_status "$sid is deleted" 200
+	deadline=$((SECONDS + 20))
+	while tmux_has "$sid" && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+	check_not "its tmux session is gone" tmux_has "$sid"
+done
 # codex_acps: the codex-acp processes of this test (working under $T; other tests run theirs).
 codex_acps() {
 	local p

@@ -3,6 +3,7 @@
 // puppeteer-core), against the stack test_web_agents.sh started. The page has no per-agent code:
 // what it shows for claude it must show for codex.
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_web_agents.sh counts them).
+// Then gemini and opencode sessions from the same form (others()).
 // Environment: BASE_URL, AGENTD_TEST_TOKEN, SHOTS, CODE_DIR (the worktrees), OPENAI_LOG (the
 // fake model's request log), CHROMIUM.
 "use strict";
@@ -215,6 +216,46 @@ async function phone(browser) {
   await ctx.close();
 }
 
+/** gemini and opencode from the same form and page: the bootstrap turn, a card allowed. */
+async function others(browser) {
+  const page = await browser.newPage();
+  await watch(page, "others");
+  await page.setViewport({ width: 1280, height: 800 });
+  await signIn(page);
+  for (const [agent, issue] of [["gemini", 2], ["opencode", 3]]) {
+    const sid = "widgets-" + issue;
+    const word = "WEB" + agent.toUpperCase();
+    const file = path.join(process.env.CODE_DIR, "widgets-issue-" + issue, "made-by-" + agent);
+    await create(page, "acme", "widgets", issue, "structured", agent, "bootstrap " + word);
+    await check(agent + ": listed with its agent, the form keeps it", page, () =>
+      until(async () => (await page.evaluate(() => location.hash)) === "#/s/" + sid &&
+        new RegExp(" · " + agent + " · structured · ").test(await text(page, `#sessions li[data-id="${sid}"] .line2`)) &&
+        (await agentField(page)) === agent, sid + " with " + agent));
+    await check(agent + ": the bootstrap prompt and its answer are shown", page, () =>
+      until(async () => (await turns(page)) === "U:bootstrap " + word + " | R" &&
+        (await texts(page, "#conv-view .msg.assistant.md")).some((t) => t.includes("Hello from the fake model (" + word + ")")),
+      "the bootstrap turn", TURN_MS));
+    await send(page, "RUNBASH touch " + file);
+    const card = "#conv-view .msg.permission:not(.resolved)";
+    await check(agent + ": the card says what would run, no JSON unfolded", page, async () => {
+      await until(async () => (await count(page, card)) === 1, "the card", TURN_MS);
+      const c = await page.$eval(card, (e) => ({
+        shown: e.querySelector(".perm-title").innerText + "\n" + e.querySelector(".perm-what").innerText,
+        json: [...e.querySelectorAll(".tool-json")].filter((x) => !x.closest("details:not([open])")).length,
+      }));
+      console.log("# " + agent + " card: " + JSON.stringify(c));
+      if (!c.shown.includes("touch " + file) || c.json !== 0) throw new Error(JSON.stringify(c));
+    });
+    await shot(page, agent + "-permission");
+    await page.click(card + " .allow");
+    await check(agent + ": Allow lets the command run, the turn ends", page, () =>
+      until(async () => fs.existsSync(file) && (await count(page, "#conv-view .msg.result")) === 2 &&
+        (await count(page, "#conv-view .msg.permission.resolved")) === 1, "made-by-" + agent + " + result", TURN_MS));
+    await shot(page, agent + "-allowed");
+  }
+  await page.close();
+}
+
 async function main() {
   const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
@@ -226,6 +267,7 @@ async function main() {
   try {
     await laptop(browser);
     await phone(browser);
+    await others(browser);
   } catch (e) {
     notOk("the browser scenario runs to its end", e.stack || e.message);
   } finally {

@@ -118,7 +118,9 @@ export function toolView(name, input) {
         return { summary: cut(cmd.split("\n")[0], SUMMARY_MAX), body };
       }
       const v = i.file_path || i.path || i.url || i.pattern || i.description || "";
-      return { summary: cut(str(v), SUMMARY_MAX), body: json };
+      // No input to show (gemini's calls carry none, only their title): no "{}" either.
+      const empty = !Object.keys(i).length;
+      return { summary: cut(str(v), SUMMARY_MAX), body: empty ? el("div", "tool-target") : json };
     }
   }
 }
