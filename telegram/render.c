@@ -57,19 +57,87 @@ static int render_line(struct buf *out, const char *line)
 	return r < 0 ? r : buf_adds(out, "\n");
 }
 
+/* Whether word is a shell that runs its -c argument: sh, bash, dash or zsh, by any path. */
+static bool render_is_shell(const char *word)
+{
+	static const char *const shells[] = {"sh", "bash", "dash", "zsh"};
+	const char *slash = strrchr(word, '/'), *base = slash != NULL ? slash + 1 : word;
+
+	for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
+		if (strcmp(base, shells[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Whether word is a shell's options ending in c: "-c", "-lc". */
+static bool render_is_c_flag(const char *word)
+{
+	size_t n = strlen(word);
+
+	if (n < 2 || word[0] != '-' || word[n - 1] != 'c')
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (word[i] < 'a' || word[i] > 'z')
+			return false;
+	return true;
+}
+
+/*
+ * The "command" of a tool's input: a string as it is; a list of words (the raw input of an ACP
+ * agent's shell tool: codex's ["/bin/bash", "-lc", "<script>"]) as the script a shell's -c runs,
+ * else the words joined by spaces into buf (cut at a character's start to fit). NULL when there
+ * is none.
+ */
+static const char *render_command(json_object *input, char *buf, size_t buflen)
+{
+	json_object *c;
+	size_t n, len = 0;
+
+	if (input == NULL || !json_object_object_get_ex(input, "command", &c))
+		return NULL;
+	if (json_object_is_type(c, json_type_string))
+		return json_object_get_string(c);
+	if (!json_object_is_type(c, json_type_array) || (n = json_object_array_length(c)) == 0)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!json_object_is_type(json_object_array_get_idx(c, i), json_type_string))
+			return NULL;
+	if (n == 3 && render_is_shell(json_object_get_string(json_object_array_get_idx(c, 0))) &&
+	    render_is_c_flag(json_object_get_string(json_object_array_get_idx(c, 1))))
+		return json_object_get_string(json_object_array_get_idx(c, 2));
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && len + 1 < buflen; i++) {
+		const char *w = json_object_get_string(json_object_array_get_idx(c, i));
+		int k = snprintf(buf + len, buflen - len, "%s%s", i > 0 ? " " : "", w);
+
+		if (k < 0)
+			return NULL;
+		if ((size_t)k >= buflen - len) {
+			/* Cut: back off to the start of the character the end fell in. */
+			len = buflen - 1;
+			while (len > 0 && ((unsigned char)buf[len] & 0xc0) == 0x80)
+				len--;
+			buf[len] = '\0';
+			break;
+		}
+		len += (size_t)k;
+	}
+	return buf;
+}
+
 void render_tool(char *out, size_t outlen, const char *tool, json_object *input)
 {
-	static const char *const keys[] = {"command", "file_path",   "notebook_path",
-					   "path",    "pattern",     "url",
-					   "query",   "description", "prompt"};
-	const char *arg = NULL;
-	char cut[RENDER_LINE_MAX];
+	static const char *const keys[] = {"file_path", "notebook_path", "path",        "pattern",
+					   "url",       "query",         "description", "prompt"};
+	char cmd[RENDER_LINE_MAX], cut[RENDER_LINE_MAX];
+	const char *arg = render_command(input, cmd, sizeof(cmd));
 
 	for (size_t i = 0; arg == NULL && i < sizeof(keys) / sizeof(keys[0]); i++)
 		arg = jsontext_str(input, keys[i]);
 	if (tool == NULL || *tool == '\0')
 		tool = "a tool";
-	if (arg == NULL || *arg == '\0') {
+	/* Another agent's tool is named by the call's title, often the command itself. */
+	if (arg == NULL || *arg == '\0' || strcmp(arg, tool) == 0) {
 		render_cut(out, outlen, tool, RENDER_TOOL_MAX);
 		return;
 	}
@@ -246,25 +314,30 @@ bool render_turn_ends(const char *name)
 
 int render_permission(struct buf *out, const char *session, json_object *data, const char *web_url)
 {
+	static const char *const keys[] = {"file_path", "notebook_path", "path",
+					   "pattern",   "url",           "query"};
 	json_object *input = NULL;
 	const char *tool = jsontext_str(data, "toolName"),
 		   *desc = jsontext_str(data, "description");
-	const char *arg = NULL;
-	char cut[RENDER_LINE_MAX];
+	const char *arg;
+	char cmd[RENDER_PERM_MAX * 4 + 1], cut[RENDER_LINE_MAX];
 	int r;
 
 	json_object_object_get_ex(data, "input", &input);
+	arg = render_command(input, cmd, sizeof(cmd));
 	if (tool == NULL || *tool == '\0')
 		tool = "a tool";
-	render_cut(cut, sizeof(cut), tool, RENDER_TOOL_MAX);
-	r = buf_addf(out, "🔐 %s asks to use %s", session, cut);
-	{
-		static const char *const keys[] = {"command", "file_path", "notebook_path", "path",
-						   "pattern", "url",       "query"};
-
-		for (size_t i = 0; arg == NULL && i < sizeof(keys) / sizeof(keys[0]); i++)
-			arg = jsontext_str(input, keys[i]);
+	if (arg != NULL && strcmp(arg, tool) == 0) {
+		/* Another agent's tool named by the call's title, here the command itself: said
+		 * once. */
+		r = buf_addf(out, "🔐 %s asks to run a command", session);
+	} else {
+		render_cut(cut, sizeof(cut), tool, RENDER_TOOL_MAX);
+		r = buf_addf(out, "🔐 %s asks to use %s", session, cut);
 	}
+	for (size_t i = 0; arg == NULL && i < sizeof(keys) / sizeof(keys[0]); i++)
+		if ((arg = jsontext_str(input, keys[i])) != NULL && strcmp(arg, tool) == 0)
+			arg = ""; /* the title again: said already */
 	/* The command itself may span lines: it is shown whole up to the limit. */
 	if (r == 0 && arg != NULL && *arg != '\0') {
 		size_t len = strlen(arg);
@@ -277,7 +350,8 @@ int render_permission(struct buf *out, const char *session, json_object *data, c
 		if (r == 0 && len < strlen(arg))
 			r = buf_adds(out, "…");
 	}
-	if (r == 0 && desc != NULL && *desc != '\0' && (arg == NULL || strcmp(desc, arg) != 0)) {
+	if (r == 0 && desc != NULL && *desc != '\0' && (arg == NULL || strcmp(desc, arg) != 0) &&
+	    strcmp(desc, tool) != 0) {
 		render_cut(cut, sizeof(cut), desc, RENDER_PERM_MAX);
 		r = buf_addf(out, "\n(%s)", cut);
 	}
@@ -353,16 +427,19 @@ int render_sessions(struct buf *out, json_object *sessions, const char *current)
 			json_object *s = json_object_array_get_idx(sessions, i), *pending, *p0;
 			const char *id = jsontext_str(s, "id"), *act = jsontext_str(s, "activity");
 			const char *mode = jsontext_str(s, "mode"),
-				   *state = jsontext_str(s, "state");
+				   *state = jsontext_str(s, "state"),
+				   *agent = jsontext_str(s, "agent");
 			bool plain_state = state == NULL || strcmp(state, "running") == 0 ||
 					   strcmp(state, "attached") == 0;
 
 			if (id == NULL || render_rank(act) != rank)
 				continue;
-			r = buf_addf(out, "%s%s %s · %s%s%s%s%s%s\n",
+			/* The agent as the session says it (a record of before agents has none). */
+			r = buf_addf(out, "%s%s %s · %s%s%s%s%s%s%s%s\n",
 				     current != NULL && strcmp(current, id) == 0 ? "▶ " : "",
 				     render_mark(rank), id, act != NULL ? act : "?",
 				     mode != NULL ? " · " : "", mode != NULL ? mode : "",
+				     agent != NULL ? " · " : "", agent != NULL ? agent : "",
 				     plain_state ? "" : " (", plain_state ? "" : state,
 				     plain_state ? "" : ")");
 			if (r == 0 && json_object_object_get_ex(s, "pending", &pending) &&
@@ -374,6 +451,9 @@ int render_sessions(struct buf *out, json_object *sessions, const char *current)
 				p0 = json_object_array_get_idx(pending, 0);
 				name = jsontext_str(p0, "toolName");
 				desc = jsontext_str(p0, "description");
+				/* Another agent's description is its tool's title: said once. */
+				if (desc != NULL && name != NULL && strcmp(desc, name) == 0)
+					desc = NULL;
 				snprintf(tool, sizeof(tool), "%s%s%s",
 					 name != NULL ? name : "a tool",
 					 desc != NULL && *desc != '\0' ? ": " : "",

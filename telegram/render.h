@@ -30,13 +30,16 @@ int render_turn_event(struct buf *out, const char *name, json_object *data);
 bool render_turn_ends(const char *name);
 
 /* "Bash: touch x": the tool's name and the input that says most (command, file, pattern, URL,
- * description), first line only, cut to RENDER_TOOL_MAX. */
+ * description), first line only, cut to RENDER_TOOL_MAX. A command may be a list of words (an
+ * ACP agent's raw input): the script of sh/bash -c, else the words joined. The name alone when
+ * the input says it again (another agent's tool is named by its call's title). */
 void render_tool(char *out, size_t outlen, const char *tool, json_object *input);
 
 /*
  * The text of a permission message for session's request (the data of a permission event:
  * toolName, input, description), with a link to the session in the web UI when web_url is not
- * NULL (a terminal-mode session). Returns 0 or out's error.
+ * NULL (a terminal-mode session). A title that is the command itself ("asks to run a command")
+ * or a description that is the title is said once. Returns 0 or out's error.
  */
 int render_permission(struct buf *out, const char *session, json_object *data, const char *web_url);
 
@@ -52,8 +55,8 @@ void render_decision(char *out, size_t outlen, const char *behavior, const char 
 
 /*
  * The /sessions answer: every session of the array (GET /sessions), those waiting first, then
- * working, idle and the rest, each with its activity, mode, and what it waits for; current is
- * marked. Returns 0 or out's error.
+ * working, idle and the rest, each with its activity, mode, agent, and what it waits for; current
+ * is marked. Returns 0 or out's error.
  */
 int render_sessions(struct buf *out, json_object *sessions, const char *current);
 

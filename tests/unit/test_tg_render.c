@@ -113,6 +113,91 @@ Test(tg_render, permission_messages)
 	buf_free(&b);
 }
 
+/* The common shape of another agent (API.md, "Events of every agent"): the tool is named by the
+ * call's title, often the command itself, and the input is the agent's raw one, whose command may
+ * be a list of words. */
+Test(tg_render, another_agents_tool_reads_once)
+{
+	struct buf b;
+	char out[1024];
+	json_object *d = J("{\"requestId\":\"acp-1-1\",\"toolName\":\"touch f\",\"description\":"
+			   "\"touch f\",\"input\":{\"command\":[\"/bin/bash\",\"-lc\",\"touch f\"],"
+			   "\"cwd\":\"/w\"},\"suggestions\":null}");
+	json_object *argv = J("{\"command\":[\"ls\",\"-la\",\"x y\"]}");
+
+	buf_init(&b, 0);
+	cr_assert_eq(render_permission(&b, "widgets-1", d, NULL), 0);
+	cr_assert_str_eq(buf_str(&b), "🔐 widgets-1 asks to run a command\ntouch f");
+	buf_reset(&b);
+	json_object_object_add(d, "toolName", json_object_new_string("Shell"));
+	cr_assert_eq(render_permission(&b, "widgets-1", d, NULL), 0);
+	cr_assert_str_eq(buf_str(&b), "🔐 widgets-1 asks to use Shell\ntouch f");
+	buf_reset(&b);
+	json_object_object_add(d, "input", json_object_get(argv));
+	cr_assert_eq(render_permission(&b, "widgets-1", d, NULL), 0);
+	cr_assert_str_eq(buf_str(&b), "🔐 widgets-1 asks to use Shell\nls -la x y\n(touch f)");
+	{
+		json_object *sh = J("{\"command\":[\"sh\",\"-c\",\"touch f\"]}");
+
+		render_tool(out, sizeof(out), "touch f", sh);
+		cr_assert_str_eq(out, "touch f");
+		json_object_put(sh);
+	}
+	render_tool(out, sizeof(out), "Shell", argv);
+	cr_assert_str_eq(out, "Shell: ls -la x y");
+	json_object_put(argv);
+	json_object_put(d);
+	buf_free(&b);
+}
+
+/* Whether s is head, then only "€" and spaces, then "…". */
+static bool whole_euros(const char *s, const char *head)
+{
+	size_t n = strlen(s), h = strlen(head), e = strlen("…");
+
+	if (n < h + e || strncmp(s, head, h) != 0 || strcmp(s + n - e, "…") != 0)
+		return false;
+	for (size_t i = h; i < n - e;) {
+		if (s[i] == ' ')
+			i++;
+		else if (strncmp(s + i, "€", strlen("€")) == 0)
+			i += strlen("€");
+		else
+			return false;
+	}
+	return true;
+}
+
+Test(tg_render, a_long_argv_is_cut_between_characters)
+{
+	char out[1024], word[3000] = "";
+	json_object *in = J("{\"command\":[\"echo\"]}"), *cmd;
+	struct buf b;
+
+	/* Three bytes a character, past the permission's buffer (4 bytes a UTF-16 unit). */
+	for (size_t i = 0; i + 3 < sizeof(word); i += 3)
+		strcat(word, "€");
+	json_object_object_get_ex(in, "command", &cmd);
+	json_object_array_add(cmd, json_object_new_string(word));
+	json_object_array_add(cmd, json_object_new_string(word));
+	render_tool(out, sizeof(out), "Shell", in);
+	cr_assert(split_units(out, strlen(out)) <= RENDER_TOOL_MAX);
+	buf_init(&b, 0);
+	{
+		json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "toolName", json_object_new_string("Shell"));
+		json_object_object_add(d, "input", json_object_get(in));
+		cr_assert_eq(render_permission(&b, "w-1", d, NULL), 0);
+		json_object_put(d);
+	}
+	/* Whole characters only (Telegram refuses a text that is not UTF-8). */
+	cr_assert(whole_euros(out, "Shell: echo "), "%s", out);
+	cr_assert(whole_euros(buf_str(&b), "🔐 w-1 asks to use Shell\necho "), "%s", buf_str(&b));
+	buf_free(&b);
+	json_object_put(in);
+}
+
 Test(tg_render, decisions)
 {
 	char out[RENDER_DECISION_MAX];
@@ -157,6 +242,25 @@ Test(tg_render, sessions_waiting_first)
 	buf_reset(&b);
 	cr_assert_eq(render_sessions(&b, list, NULL), 0);
 	cr_assert_not_null(strstr(buf_str(&b), "No sessions"));
+	json_object_put(list);
+	buf_free(&b);
+}
+
+Test(tg_render, sessions_say_their_agent)
+{
+	struct buf b;
+	json_object *list =
+	    J("[{\"id\":\"a-1\",\"activity\":\"waiting\",\"mode\":\"structured\","
+	      "\"agent\":\"codex\",\"state\":\"running\",\"pending\":[{\"requestId\":"
+	      "\"acp-1-1\",\"toolName\":\"touch f\",\"description\":\"touch f\"}]},"
+	      "{\"id\":\"b-2\",\"activity\":\"idle\",\"mode\":\"terminal\","
+	      "\"agent\":\"claude\",\"state\":\"running\"}]");
+
+	buf_init(&b, 0);
+	cr_assert_eq(render_sessions(&b, list, NULL), 0);
+	cr_assert_str_eq(buf_str(&b), "⏳ a-1 · waiting · structured · codex\n"
+				      "    waits for touch f\n"
+				      "💤 b-2 · idle · terminal · claude\n");
 	json_object_put(list);
 	buf_free(&b);
 }

@@ -157,7 +157,9 @@ function renderList() {
     }
     else if (s.activity === "waiting" && s.pending && s.pending.length) {
       const p = s.pending[0];
-      a.appendChild(el("div", "line2 warn", p.toolName + ": " + (p.description || "")));
+      // Another agent's description is its tool's title, the toolName: said once.
+      const what = p.description && p.description !== p.toolName ? ": " + p.description : "";
+      a.appendChild(el("div", "line2 warn", p.toolName + what));
     }
     li.appendChild(a);
     ul.appendChild(li);
@@ -509,6 +511,7 @@ async function create(ev) {
     live.upsert(s);
     say("");
     ev.target.reset(); // the next task starts from an empty form
+    rememberedAgent(); // but with the agent just asked for, as after a reload
     location.hash = "#/s/" + encodeURIComponent(s.id);
   } catch (e) {
     say(e instanceof ApiError ? e.message + (e.code ? " (" + e.code + ")" : "") : e.message, false);

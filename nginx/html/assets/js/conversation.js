@@ -253,7 +253,9 @@ export class ConversationView {
         // Another agent's init (the common shape, API.md) names it in "agent".
         if (d.subtype === "init") {
           this.turnStarts();
-          if (d.model !== this.model) this.item("note").textContent = (d.agent || "claude") + " (" + (d.model || "?") + ")";
+          if (d.model !== this.model) {
+            this.item("note").textContent = (d.agent || "claude") + (d.model ? " (" + d.model + ")" : "");
+          }
           this.model = d.model;
         }
         break;
@@ -311,7 +313,8 @@ export class ConversationView {
     const sum = document.createElement("summary");
     const name = el("span", "tool-name", c.name || "tool");
     const shown = toolView(c.name, c.input);
-    sum.append(name, " " + shown.summary);
+    // Another agent's tool is named by the call's title, often what the summary says again.
+    sum.append(name, shown.summary && shown.summary !== c.name ? " " + shown.summary : "");
     det.append(sum, shown.body);
     li.appendChild(det);
     if (c.id) this.tools.set(c.id, det);
@@ -409,7 +412,8 @@ export class ConversationView {
     // What the tool would do (the command, the diff), with claude's description of it.
     const desc = document.createElement("div");
     desc.className = "perm-what";
-    if (d.description) desc.append(el("div", "perm-desc", d.description));
+    // Another agent's description is the call's title, the tool's name here already.
+    if (d.description && d.description !== d.toolName) desc.append(el("div", "perm-desc", d.description));
     if (d.input && typeof d.input === "object") desc.append(toolView(d.toolName, d.input).body);
     const actions = document.createElement("div");
     actions.className = "perm-actions";

@@ -50,6 +50,23 @@ function target(parts) {
   return parts.filter(Boolean).join(" ");
 }
 
+/** A word as a shell would need it written. */
+function shellWord(w) {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(w) ? w : "'" + w.replace(/'/g, "'\\''") + "'";
+}
+
+/**
+ * The command of a tool's input as one line to read: a string as it is; a list of words (the raw
+ * input of an ACP agent's shell tool: codex's ["/bin/bash", "-lc", "<script>"]) as the script a
+ * shell -c runs, else the words joined. "" when there is none.
+ */
+function commandText(c) {
+  if (typeof c === "string") return c;
+  if (!Array.isArray(c) || !c.length || !c.every((w) => typeof w === "string")) return "";
+  if (c.length === 3 && /(^|\/)(ba|da|z)?sh$/.test(c[0]) && /^-[a-z]*c$/.test(c[1])) return c[2];
+  return c.map(shellWord).join(" ");
+}
+
 /** What tool `name` with `input` shows: {summary (one line), body (a Node)}. */
 export function toolView(name, input) {
   const i = input && typeof input === "object" ? input : {};
@@ -89,8 +106,21 @@ export function toolView(name, input) {
     case "WebSearch":
       return { summary: cut(str(i.url || i.query), SUMMARY_MAX), body: el("div", "tool-target", str(i.url || i.query)) };
     default: {
-      const v = i.command || i.file_path || i.path || i.url || i.pattern || i.description || "";
-      return { summary: cut(str(v), SUMMARY_MAX), body: el("pre", "tool-json", JSON.stringify(input, null, 2)) };
+      const cmd = commandText(i.command);
+      const json = el("pre", "tool-json", JSON.stringify(input, null, 2));
+      if (cmd) {
+        // A shell command under a tool name this file does not know (another agent's, whose
+        // name is the call's title): the command first, the rest of the input folded.
+        const body = el("div", "tool-shell");
+        const more = el("details", "tool-input");
+        more.append(el("summary", "muted", "input"), json);
+        body.append(el("pre", "tool-cmd", "$ " + cmd), more);
+        return { summary: cut(cmd.split("\n")[0], SUMMARY_MAX), body };
+      }
+      const v = i.file_path || i.path || i.url || i.pattern || i.description || "";
+      // No input to show (gemini's calls carry none, only their title): no "{}" either.
+      const empty = !Object.keys(i).length;
+      return { summary: cut(str(v), SUMMARY_MAX), body: empty ? el("div", "tool-target") : json };
     }
   }
 }

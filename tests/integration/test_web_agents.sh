@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The web UI with an agent other than claude (web/agents.js in Debian's chromium): a structured
+# session of the real codex (codex-acp, tests/package.json's pins, offline against
+# tests/fakes/openai_api.py, set up as in test_real_agents_structured.sh) created from the form,
+# its events in the common shape (docs/API.md, "Events of every agent") rendered by the same
+# conversation view as claude's: the bootstrap prompt and its answer, a prompt sent from the page
+# and its streamed answer, a tool permission card whose Allow lets the command run (the fake
+# model sees the tool's result), on a laptop (1280x800) and a phone (390x844, where the
+# conversation is replayed and a second card is allowed with a tap). The form remembers the agent
+# last asked for, after Create and after a reload; every session shows its agent. Then gemini
+# and opencode sessions from the same form: the bootstrap turn, a card allowed from the page.
+# Screenshots go to $AGENTD_TEST_BUILD_DIR/web-agents.
+source "$(dirname "$0")/lib.sh"
+source "$REPO/tests/integration/real_agents/lib_real_agents.sh"
+
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+SHOTS=$BUILD_DIR/web-agents
+if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; then
+	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
+		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
+	exit 1
+fi
+CODEX_ACP_EXE=$NODE_MODULES/@zed-industries/codex-acp-linux-x64/bin/codex-acp
+if [ ! -x "$CODEX_ACP_EXE" ]; then
+	fail "codex-acp is installed (tests/package.json)" "$CODEX_ACP_EXE is missing"
+	exit 1
+fi
+trap 'rc=$?; stop_fake_apis; (exit $rc); cleanup' EXIT
+start_fake_apis || exit 1
+
+make_remote acme widgets
+# codex-acp's home: the fake provider, escalations asked (the fake asks for one); gemini's and
+# opencode's as in test_real_agents_structured.sh (opencode asks before any shell command).
+mkdir -p "$T/home/.codex" "$T/home/.gemini" "$T/agent-tmp"
+codex_provider_toml | sed '1a approval_policy = "on-request"' >"$T/home/.codex/config.toml"
+gemini_settings >"$T/home/.gemini/settings.json"
+agent_owns "$T/home" "$T/agent-tmp"
+start_stack AGENTD_PERMISSION_TIMEOUT=300 AGENTD_AGENT_CODEX_ACP="$CODEX_ACP_EXE" \
+	AGENTD_AGENT_GEMINI_COMMAND="$GEMINI_EXE" AGENTD_AGENT_OPENCODE_COMMAND="$OPENCODE_EXE" \
+	AGENTD_AGENT_ENV="HOME PATH LANG TMPDIR FAKE_API_KEY GEMINI_API_KEY GOOGLE_GEMINI_BASE_URL GEMINI_MODEL OPENCODE_CONFIG_CONTENT OPENCODE_DISABLE_MODELS_FETCH" \
+	TMPDIR="$T/agent-tmp" FAKE_API_KEY="$FAKE_API_KEY" GEMINI_API_KEY="$FAKE_API_KEY" \
+	GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$GEMINI_PORT" GEMINI_MODEL="$GEMINI_MODEL" \
+	OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')" \
+	OPENCODE_DISABLE_MODELS_FETCH=1 || exit 1
+
+rm -rf "$SHOTS"
+mkdir -p "$SHOTS"
+log "browser scenario (screenshots in $SHOTS)"
+BASE_URL=$BASE_URL SHOTS=$SHOTS CODE_DIR=$T/code OPENAI_LOG=$OPENAI_LOG CHROMIUM=$CHROMIUM \
+	timeout -k 5 540 node "$REPO/tests/integration/web/agents.js" >"$T/logs/agents.out" \
+	2>"$T/logs/agents.err"
+tap_report "$T/logs/agents.out" $? "$T/logs/agents.err"
+
+for sid in widgets-1 widgets-2 widgets-3; do
+	api DELETE "/sessions/$sid?force=true"
+	assert_status "$sid is deleted" 200
+	deadline=$((SECONDS + 20))
+	while tmux_has "$sid" && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+	check_not "its tmux session is gone" tmux_has "$sid"
+done
+# codex_acps: the codex-acp processes of this test (working under $T; other tests run theirs).
+codex_acps() {
+	local p
+	for p in $(pgrep -f "$CODEX_ACP_EXE"); do
+		[[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$T"/* ]] && echo "$p"
+	done
+}
+assert_eq "no codex-acp of this test is left" "" "$(codex_acps)"
