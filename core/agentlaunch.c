@@ -15,6 +15,11 @@
 #include <unistd.h>
 
 #define AL_UUID_LEN 36 /* codex's thread ids, in its rollout files' names */
+/* Read of a codex rollout's first line for its ordinal (the key comes second in a record). */
+#define AL_ROLLOUT_HEAD 512
+/* Read of its end for the last record, which is small (a turn's end): one longer is not
+ * judged. */
+#define AL_ROLLOUT_TAIL (64 * 1024)
 
 struct al_builder {
 	struct claude_argv *out;
@@ -278,6 +283,67 @@ int agentlaunch_codex_newest(const struct session *s, const char *home, char *ou
 		out[0] = '\0';
 	globfree(&g);
 	return r;
+}
+
+/* Whether the first line of the rollout at path (its session_meta, ordinal near its start) and
+ * its last line carry an "ordinal": codex 0.169's paginated records do, codex-acp 0.16's not. */
+static void al_rollout_ordinals(const char *path, bool *first, bool *last)
+{
+	char buf[AL_ROLLOUT_TAIL + 1];
+	ssize_t n;
+	char *nl, *line;
+	off_t size;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	*first = *last = false;
+	if (fd < 0)
+		return;
+	n = pread(fd, buf, AL_ROLLOUT_HEAD, 0);
+	if (n > 0) {
+		buf[n] = '\0';
+		nl = strchr(buf, '\n');
+		*first = memmem(buf, nl != NULL ? (size_t)(nl - buf) : (size_t)n, "\"ordinal\"",
+				9) != NULL;
+	}
+	size = lseek(fd, 0, SEEK_END);
+	n = size > 0 ? pread(fd, buf, AL_ROLLOUT_TAIL,
+			     size > AL_ROLLOUT_TAIL ? size - AL_ROLLOUT_TAIL : 0)
+		     : -1;
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	line = memrchr(buf, '\n', (size_t)n);
+	/* A last line longer than the tail read: not known, taken as resumable. */
+	if (line == NULL) {
+		*last = true;
+		return;
+	}
+	line++;
+	*last = memmem(line, strnlen(line, AL_ROLLOUT_HEAD), "\"ordinal\"", 9) != NULL;
+}
+
+bool agentlaunch_codex_tui_can_resume(const struct session *s, const char *home, const char *id)
+{
+	char dir[CONFIG_PATH_MAX], pattern[CONFIG_PATH_MAX + 64 + ACP_CONVERSATION_MAX];
+	bool first, last, ok = true;
+	glob_t g;
+
+	if (agentlaunch_dir(home, s, dir, sizeof(dir)) < 0 ||
+	    snprintf(pattern, sizeof(pattern), "%s/codex/sessions/*/*/*/rollout-*%s.jsonl", dir,
+		     id) >= (int)sizeof(pattern))
+		return true;
+	if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
+		al_rollout_ordinals(g.gl_pathv[0], &first, &last);
+		/* codex 0.169 refuses a paginated rollout whose final record has no ordinal
+		 * ("final paginated rollout record ... is missing an ordinal"); one without any
+		 * (codex-acp's own) it resumes and goes on writing the same way. */
+		ok = !first || last;
+	}
+	globfree(&g);
+	return ok;
 }
 
 int64_t agentlaunch_gemini_made_ms(const struct session *s, const char *home)

@@ -69,6 +69,13 @@ int agentlaunch_recorded_conversation(const char *acp_state_path, char *out, siz
 int agentlaunch_codex_newest(const struct session *s, const char *home, char *out, size_t outlen);
 
 /*
+ * Whether codex's TUI can resume its conversation id in s's CODEX_HOME under home: false when
+ * the TUI began it (its records carry an "ordinal") and codex-acp wrote to it last (its records
+ * do not), which codex 0.169 refuses. True when it has no such rollout.
+ */
+bool agentlaunch_codex_tui_can_resume(const struct session *s, const char *home, const char *id);
+
+/*
  * When gemini made the conversation of s's agentSessionId (unix ms: the minute in its file's
  * name), 0 when not known: gemini cannot load a session in the minute it was made.
  */

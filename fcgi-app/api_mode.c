@@ -69,6 +69,10 @@ static void api_mode_post(const struct app *app, struct request *req,
 		    s->id, s->agent, session_mode_name(mode));
 		goto out;
 	}
+	if (s->mode != mode && create_switch_check(app, s, mode, &cause) < 0) {
+		request_error(req, 409, "conversation_not_portable", "%s", cause.msg);
+		goto out;
+	}
 	if (s->mode != mode)
 		snprintf(s->by, sizeof(s->by), "%s", req->by);
 	/* The agent ends gracefully first (its transcript is what --resume reads). */

@@ -242,6 +242,37 @@ static bool create_has_transcript(const struct app *app, const struct agent *a,
 	return has;
 }
 
+int create_switch_check(const struct app *app, const struct session *s, enum session_mode mode,
+			struct cause *cause)
+{
+	struct create_conversation conv = {{0}, NULL, {0}, 0};
+	char home[CONFIG_PATH_MAX];
+	struct agentuser_fs fs;
+	struct agent_user au;
+	struct agent a;
+	bool ok;
+
+	if (mode != SESSION_TERMINAL || s->mode == mode ||
+	    agents_find(app->cfg, s->agent, &a) < 0 || a.kind != AGENT_CODEX)
+		return 0;
+	create_recorded_conversation(app, &a, s, &conv);
+	if (conv.id[0] == '\0')
+		return 0;
+	create_agent_home(app, s, home, sizeof(home));
+	cagecmd_user(app, s->uid, &au);
+	if (agentuser_fs_enter(&au, &fs) < 0)
+		return 0; /* the launch says why */
+	ok = agentlaunch_codex_tui_can_resume(s, home, conv.id);
+	agentuser_fs_leave(&fs);
+	if (ok)
+		return 0;
+	return cause_fail(cause, EXDEV,
+			  "codex's TUI (0.169) cannot resume conversation %s: the TUI began it and "
+			  "codex-acp (0.16) has written to it since, in a rollout format the TUI "
+			  "refuses; the conversation goes on in structured mode",
+			  conv.id);
+}
+
 /* The structured argv of s's agent: claude's stream-json behind agentd-host, or the agent's ACP
  * mode behind agentd-host --acp (which resumes the agent's session itself). */
 static int create_structured_argv(const struct app *app, const struct agent *a,

@@ -306,6 +306,38 @@ Test(agentlaunch, a_later_launch_resumes_the_recorded_conversation_by_its_id)
 	cr_assert_eq(fsutil_write_atomic(path, "{}\n", 0600, false), 0);
 	cr_assert_eq(agentlaunch_codex_newest(&s, home, conv, sizeof(conv)), 0);
 	cr_assert_str_eq(conv, "01a222cd-b337-7440-905e-6187c83201c0");
+	/* The TUI's own thread (ordinals) goes on in the TUI; once codex-acp wrote to it last (no
+	 * ordinal), codex 0.169 refuses it. codex-acp's own thread (none) goes on in both. */
+	snprintf(path, sizeof(path),
+		 "%s/.agentd-agents/repo-7/codex/sessions/2026/11/28/"
+		 "rollout-2026-11-28T15-37-16-01a222cd-b337-7440-905e-6187c83201c0.jsonl",
+		 home);
+	cr_assert_eq(
+	    fsutil_write_atomic(path,
+				"{\"timestamp\":\"t\",\"ordinal\":0,\"type\":\"session_meta\"}\n"
+				"{\"timestamp\":\"t\",\"ordinal\":1,\"type\":\"event_msg\"}\n",
+				0600, false),
+	    0);
+	cr_assert(
+	    agentlaunch_codex_tui_can_resume(&s, home, "01a222cd-b337-7440-905e-6187c83201c0"));
+	cr_assert_eq(
+	    fsutil_write_atomic(path,
+				"{\"timestamp\":\"t\",\"ordinal\":0,\"type\":\"session_meta\"}\n"
+				"{\"timestamp\":\"t\",\"ordinal\":1,\"type\":\"event_msg\"}\n"
+				"{\"timestamp\":\"t\",\"type\":\"event_msg\"}\n",
+				0600, false),
+	    0);
+	cr_assert_not(
+	    agentlaunch_codex_tui_can_resume(&s, home, "01a222cd-b337-7440-905e-6187c83201c0"));
+	cr_assert_eq(fsutil_write_atomic(path,
+					 "{\"timestamp\":\"t\",\"type\":\"session_meta\"}\n"
+					 "{\"timestamp\":\"t\",\"type\":\"event_msg\"}\n",
+					 0600, false),
+		     0);
+	cr_assert(
+	    agentlaunch_codex_tui_can_resume(&s, home, "01a222cd-b337-7440-905e-6187c83201c0"));
+	cr_assert(
+	    agentlaunch_codex_tui_can_resume(&s, home, "01a00000-dead-7000-8000-000000000000"));
 
 	/* gemini's chat of agentSessionId: the minute in its name (UTC). */
 	snprintf(path, sizeof(path), "%s/.agentd-agents/repo-7/gemini/.gemini/tmp/p/chats", home);

@@ -15,8 +15,10 @@
 # - DELETE.
 # opencode's TUI does not start a prompt until a terminal is attached (test_real_agents_terminal.sh
 # says why): its part attaches one, as a browser would.
-# ITEST_AGENTS (default "codex gemini opencode") picks the agents to drive.
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# Run by test_real_agents_switch_<agent>.sh, one agent each (SWITCH_AGENT; a run of one takes a
+# few minutes: gemini waits out its minute, opencode snapshots the worktree); the configured
+# agent's 409 comes with codex's.
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 source "$REPO/tests/integration/real_agents/lib_real_agents.sh"
 source "$REPO/tests/integration/structured/lib_structured.sh"
 ATTACH_PID=
@@ -30,7 +32,7 @@ detach_client() {
 	ATTACH_PID=
 }
 trap 'rc=$?; detach_client; kill_sse_clients; stop_fake_apis; (exit $rc); cleanup' EXIT
-wanted_agent() { [[ " ${ITEST_AGENTS:-codex gemini opencode} " == *" $1 "* ]]; }
+wanted_agent() { [ "$SWITCH_AGENT" == "$1" ]; }
 
 WAIT=120 # seconds for an answer (gemini's node start, opencode's first snapshot)
 
@@ -73,7 +75,7 @@ type_line() {
 	sleep 1
 	for try in 1 2 3 4; do
 		tmx send-keys -t "=$1:" Enter
-		deadline=$((SECONDS + 15))
+		deadline=$((SECONDS + 30))
 		while [ $SECONDS -lt $deadline ]; do
 			request_bodies "$3" "$4" | grep -qF -- "$5" && return 0
 			sleep 0.3
@@ -112,6 +114,7 @@ start_stack AGENTD_AGENT_TOOL_COMMAND="$T/bin/tool" \
 	OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')" \
 	OPENCODE_DISABLE_MODELS_FETCH=1 || exit 1
 
+if wanted_agent codex; then
 api POST /sessions '{"repo":{"owner":"acme","name":"widgets"},"issue":9,"agent":"tool"}'
 assert_status "tool (configured, with an ACP mode): POST /sessions answers 201" 201
 assert_state "tool: the session runs" widgets-9 running 30
@@ -122,12 +125,44 @@ get_session widgets-9
 assert_json "tool: still terminal, nothing restarted" '[.mode, .restarts // 0]' '["terminal",0]'
 api DELETE "/sessions/widgets-9?force=true"
 assert_status "tool: DELETE answers 200" 200
+fi
 
 # switch NAME MODE: POST /sessions/$SID/mode.
 switch() {
 	api POST "/sessions/$SID/mode" "{\"mode\":\"$2\"}"
 	assert_status "$1: POST /mode $2 answers 200" 200
 	assert_json "$1: the session is in $2 mode, the same agent" '[.mode, .agent]' "[\"$2\",\"$1\"]"
+}
+
+# back_to_terminal NAME TMUXNAME RECORDED WORD LOG PATHPART NEW EARLIER...: POST /mode terminal;
+# the TUI resumes RECORDED by its id and a line typed in it (WORD+NEW) reaches the fake with the
+# earlier turns.
+back_to_terminal() {
+	local name=$1 tmuxname=$2 recorded=$3 w=$4 log=$5 part=$6 new=$7 pane e words=()
+	shift 7
+	for e in "$@"; do words+=("$w$e"); done
+	switch "$name" terminal
+	pane=$(pane_pid "$tmuxname")
+	case $name in
+	codex) assert_eq "$name: the TUI resumes the recorded conversation by its id" \
+		"$CODEX_EXE resume --no-daemon --dangerously-bypass-hook-trust $recorded" "$(cmdline "$pane")" ;;
+	gemini) assert_match "$name: the TUI resumes the recorded conversation by its id" \
+		"^(/usr/bin/)?node $(re "$GEMINI_EXE") --skip-trust --resume=$recorded\$" "$(cmdline "$pane")" ;;
+	opencode) assert_eq "$name: the TUI resumes the recorded conversation by its id" \
+		"$OPENCODE_EXE --session=$recorded" "$(cmdline "$pane")" ;;
+	esac
+	if wait_pane "$tmuxname" "$w$1)"; then
+		pass "$name: the resumed TUI shows the last turn"
+	else
+		fail "$name: the resumed TUI shows the last turn" "$(pane_text "$tmuxname")"
+	fi
+	if type_line "$tmuxname" "say more $w$new" "$log" "$part" "$w$new"; then
+		pass "$name: a line typed in the TUI reaches the fake"
+	else
+		fail "$name: a line typed in the TUI reaches the fake" "$(pane_text "$tmuxname")"
+	fi
+	check "$name: after the switch to terminal the fake sees every earlier turn" \
+		wait_request "$log" "$part" "$w$new" "${words[@]}"
 }
 
 # switch_agent NAME ISSUE WORD LOG PATHPART: the agent's terminal -> structured -> terminal.
@@ -196,33 +231,47 @@ switch_agent() {
 	[ "$name" == gemini ] && assert_eq "$name: the host recorded the TUI's session id" "$uuid" "$recorded"
 
 	# --- structured -> terminal: the TUI resumes the conversation the host recorded ---
-	switch "$name" terminal
-	pane=$(pane_pid "$tmuxname")
-	case $name in
-	codex) assert_eq "$name: the TUI resumes the recorded conversation by its id" \
-		"$CODEX_EXE resume --no-daemon --dangerously-bypass-hook-trust $recorded" "$(cmdline "$pane")" ;;
-	gemini) assert_match "$name: the TUI resumes the recorded conversation by its id" \
-		"^(/usr/bin/)?node $(re "$GEMINI_EXE") --skip-trust --resume=$recorded\$" "$(cmdline "$pane")" ;;
-	opencode) assert_eq "$name: the TUI resumes the recorded conversation by its id" \
-		"$OPENCODE_EXE --session=$recorded" "$(cmdline "$pane")" ;;
-	esac
-	if wait_pane "$tmuxname" "${w}TWO)"; then
-		pass "$name: the resumed TUI shows the structured turn"
+	if [ "$name" == codex ]; then
+		# codex 0.169's TUI refuses its own thread once codex-acp 0.16 wrote to it.
+		api POST "/sessions/$SID/mode" '{"mode":"terminal"}'
+		assert_status "codex: back to terminal is 409: the TUI cannot resume what codex-acp wrote" 409
+		assert_json "codex: conversation_not_portable" .code '"conversation_not_portable"'
+		get_session "$SID"
+		assert_json "codex: still structured and running, its agent not stopped" '[.mode, .state]' \
+			'["structured","running"]'
 	else
-		fail "$name: the resumed TUI shows the structured turn" "$(pane_text "$tmuxname")"
+		back_to_terminal "$name" "$tmuxname" "$recorded" "$w" "$log" "$part" THREE TWO ONE
 	fi
-	if type_line "$tmuxname" "say more ${w}THREE" "$log" "$part" "${w}THREE"; then
-		pass "$name: a line typed in the TUI reaches the fake"
-	else
-		fail "$name: a line typed in the TUI reaches the fake" "$(pane_text "$tmuxname")"
-	fi
-	check "$name: after the switch back the fake sees every earlier turn" \
-		wait_request "$log" "$part" "${w}THREE" "${w}TWO" "${w}ONE"
 	api DELETE "/sessions/$SID?force=true"
 	assert_status "$name: DELETE answers 200" 200
 	detach_client
 }
 
-if wanted_agent codex; then switch_agent codex 1 CXSW "$OPENAI_LOG" /v1/responses; fi
+if wanted_agent codex; then
+	switch_agent codex 1 CXSW "$OPENAI_LOG" /v1/responses
+	# A conversation codex-acp began: the TUI resumes it, and codex-acp loads it again after.
+	api POST /sessions "$(jq -cn '{repo: {owner: "acme", name: "widgets"}, issue: 4,
+		prompt: "say hello CXSFONE", agent: "codex", mode: "structured"}')"
+	assert_status "codex (structured first): POST /sessions answers 201" 201
+	SID=$(printf '%s' "$BODY" | jq -r .id)
+	TMUXNAME=$(printf '%s' "$BODY" | jq -r .tmuxName)
+	assert_state "codex (structured first): the session runs" "$SID" running 60
+	check "codex (structured first): the bootstrap prompt reaches the fake" \
+		wait_request "$OPENAI_LOG" /v1/responses CXSFONE
+	if wait_activity "$SID" '.activity == "idle"' $WAIT; then
+		pass "codex (structured first): idle once the bootstrap turn ends"
+	else
+		fail "codex (structured first): idle once the bootstrap turn ends" "$BODY"
+	fi
+	back_to_terminal codex "$TMUXNAME" "$(jq -r .sessionId "$T/state/agents/$SID/acp.json")" \
+		CXSF "$OPENAI_LOG" /v1/responses TWO ONE
+	switch codex structured
+	sse_start cxsf POST "/sessions/$SID/prompt" '{"prompt":"say again CXSFTHREE"}'
+	sse_wait_end cxsf $WAIT
+	check "codex (structured first): back in structured mode the fake sees every turn" \
+		wait_request "$OPENAI_LOG" /v1/responses CXSFTHREE CXSFTWO CXSFONE
+	api DELETE "/sessions/$SID?force=true"
+	assert_status "codex (structured first): DELETE answers 200" 200
+fi
 if wanted_agent gemini; then switch_agent gemini 2 GMSW "$GEMINI_LOG" :streamGenerateContent; fi
 if wanted_agent opencode; then switch_agent opencode 3 OCSW "$OPENAI_LOG" /v1/chat/completions; fi
