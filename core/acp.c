@@ -203,6 +203,14 @@ json_object *acp_session_load_params(const char *session_id, const char *cwd)
 	return p;
 }
 
+json_object *acp_session_list_params(const char *cwd)
+{
+	json_object *p = json_object_new_object();
+
+	json_object_object_add(p, "cwd", json_object_new_string(cwd));
+	return p;
+}
+
 json_object *acp_prompt_params(const char *session_id, const char *text)
 {
 	json_object *p = json_object_new_object(), *blocks = json_object_new_array(),
@@ -243,6 +251,39 @@ bool acp_can_load(json_object *init_result)
 	json_object *v = acp_get(acp_get(init_result, "agentCapabilities"), "loadSession");
 
 	return json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+bool acp_can_list(json_object *init_result)
+{
+	json_object *caps =
+	    acp_get(acp_get(init_result, "agentCapabilities"), "sessionCapabilities");
+
+	/* The capability is an object (its options), present when the agent lists. */
+	return json_object_is_type(acp_get(caps, "list"), json_type_object);
+}
+
+const char *acp_session_list_newest(json_object *result, const char *cwd)
+{
+	json_object *sessions = acp_get(result, "sessions");
+	size_t n =
+	    json_object_is_type(sessions, json_type_array) ? json_object_array_length(sessions) : 0;
+	const char *best = NULL, *best_at = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(sessions, i);
+		const char *id = acp_str(o, "sessionId"), *at = acp_str(o, "updatedAt"),
+			   *dir = acp_str(o, "cwd");
+
+		if (id == NULL || id[0] == '\0' || (dir != NULL && strcmp(dir, cwd) != 0))
+			continue;
+		/* RFC 3339 times of one agent compare as text; one without a time counts as the
+		 * oldest, and of equals the first listed wins (the agents list newest first). */
+		if (best == NULL || (at != NULL && (best_at == NULL || strcmp(at, best_at) > 0))) {
+			best = id;
+			best_at = at;
+		}
+	}
+	return best;
 }
 
 const char *acp_session_id(json_object *result)

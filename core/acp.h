@@ -41,6 +41,13 @@
  * each. */
 #define ACP_LINE_MAX         (16 * 1024 * 1024)
 #define ACP_PROTOCOL_VERSION 1
+/* agentd-host's record of the agent's session, in the session's state dir ({"agent",
+ * "sessionId", "createdAt"}): the host loads it again after a restart, and a terminal launch
+ * resumes the same conversation by it (core/agentlaunch.h). */
+#define ACP_STATE_NAME "acp.json"
+/* agentd-host --resume's word for "the session the agent lists as updated last": no agent's id
+ * (UUIDs, ses_...) is this word. */
+#define ACP_RESUME_NEWEST "newest"
 /* Nesting of a message: json-c's default; an agent's tool input deeper than that is refused. */
 #define ACP_DEPTH_MAX 32
 /* The agent's text gathered into one assistant event before it is sent anyway (a long answer
@@ -109,6 +116,8 @@ json_object *acp_initialize_params(const char *client_name, const char *client_v
 json_object *acp_session_new_params(const char *cwd);
 /* session/load {sessionId, cwd, mcpServers:[]}. */
 json_object *acp_session_load_params(const char *session_id, const char *cwd);
+/* session/list {cwd}: the agent's sessions made in cwd. */
+json_object *acp_session_list_params(const char *cwd);
 /* session/prompt {sessionId, prompt:[{type:"text", text}]}. */
 json_object *acp_prompt_params(const char *session_id, const char *text);
 /* session/cancel {sessionId}. */
@@ -121,6 +130,14 @@ json_object *acp_permission_result(const char *option_id);
 
 /* Whether an initialize result says the agent can session/load. */
 bool acp_can_load(json_object *init_result);
+
+/* Whether an initialize result says the agent answers session/list
+ * (agentCapabilities.sessionCapabilities.list). */
+bool acp_can_list(json_object *init_result);
+
+/* The sessionId of the session a session/list result says was updated last (updatedAt), of
+ * those in cwd (an entry without cwd counts as in it); NULL when none. Borrows from result. */
+const char *acp_session_list_newest(json_object *result, const char *cwd);
 
 /* The sessionId of a session/new result, or NULL. */
 const char *acp_session_id(json_object *result);

@@ -51,10 +51,11 @@ static int acplaunch_words(struct acplaunch_builder *b, const char *words)
 }
 
 int acplaunch_argv(const struct config *cfg, const struct agent *a, const struct session *s,
-		   const char *host_bin, const char *first_prompt, struct claude_argv *out)
+		   const char *host_bin, const char *first_prompt, const char *resume,
+		   int64_t resume_made_ms, struct claude_argv *out)
 {
 	struct acplaunch_builder b = {out, 0, 0};
-	char timeout[16], grace[16];
+	char timeout[16], grace[16], made[24];
 	int r;
 
 	out->argv[0] = NULL;
@@ -79,6 +80,14 @@ int acplaunch_argv(const struct config *cfg, const struct agent *a, const struct
 	if (first_prompt != NULL && first_prompt[0] != '\0' &&
 	    ((r = acplaunch_push(&b, "--prompt", 8)) < 0 ||
 	     (r = acplaunch_push(&b, first_prompt, strlen(first_prompt))) < 0))
+		return r;
+	if (resume != NULL && ((r = acplaunch_push(&b, "--resume", 8)) < 0 ||
+			       (r = acplaunch_push(&b, resume, strlen(resume))) < 0))
+		return r;
+	snprintf(made, sizeof(made), "%lld", (long long)resume_made_ms);
+	if (resume != NULL && resume_made_ms > 0 &&
+	    ((r = acplaunch_push(&b, "--resume-made", 13)) < 0 ||
+	     (r = acplaunch_push(&b, made, strlen(made))) < 0))
 		return r;
 	if ((r = acplaunch_push(&b, s->id, strlen(s->id))) < 0 ||
 	    (r = acplaunch_push(&b, "--", 2)) < 0)

@@ -2,6 +2,7 @@
 
 #include "fsutil.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -10,7 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#define AL_UUID_LEN 36 /* codex's thread ids, in its rollout files' names */
+/* Read of a codex rollout's first line for its ordinal (the key comes second in a record). */
+#define AL_ROLLOUT_HEAD 512
+/* Read of its end for the last record, which is small (a turn's end): one longer is not
+ * judged. */
+#define AL_ROLLOUT_TAIL (64 * 1024)
 
 struct al_builder {
 	struct claude_argv *out;
@@ -70,16 +79,44 @@ static int al_push_words(struct al_builder *b, const char *words, const char *id
 	return 0;
 }
 
+/* A built-in's later-launch words that name the conversation ({id}): the one agentd-host
+ * recorded in structured mode, which "the last one" need not find (codex's resume --last lists
+ * only the TUI's own conversations, not codex-acp's). NULL for a configured agent. */
+static const char *al_resume_by_id(const struct agent *a)
+{
+	switch (a->kind) {
+	case AGENT_CODEX:
+		return "resume --no-daemon --dangerously-bypass-hook-trust " AGENT_ID_WORD;
+	case AGENT_GEMINI:
+		return "--skip-trust --resume=" AGENT_ID_WORD;
+	case AGENT_OPENCODE:
+		return "--session=" AGENT_ID_WORD;
+	default:
+		return NULL;
+	}
+}
+
 int agentlaunch_argv(const struct agent *a, const struct session *s, bool resume,
 		     struct claude_argv *out)
 {
+	return agentlaunch_argv_conversation(a, s, resume, NULL, out);
+}
+
+int agentlaunch_argv_conversation(const struct agent *a, const struct session *s, bool resume,
+				  const char *conversation, struct claude_argv *out)
+{
 	struct al_builder b = {out, 0, 0};
 	char glued[CONFIG_AGENT_SHAPE_MAX + SESSION_PROMPT_MAX];
+	const char *later = a->resume, *id = s->agent_session_id;
 	int r;
 
 	out->argv[0] = NULL;
+	if (resume && conversation != NULL && al_resume_by_id(a) != NULL) {
+		later = al_resume_by_id(a);
+		id = conversation;
+	}
 	if ((r = al_push_words(&b, a->command, s->agent_session_id)) < 0 ||
-	    (r = al_push_words(&b, resume ? a->resume : a->start, s->agent_session_id)) < 0 ||
+	    (r = al_push_words(&b, resume ? later : a->start, id)) < 0 ||
 	    (r = al_push_words(&b, a->args, s->agent_session_id)) < 0)
 		return r;
 	if (b.argc == 0)
@@ -124,7 +161,14 @@ static bool al_glob_any(const char *pattern)
 
 bool agentlaunch_has_conversation(const struct agent *a, const struct session *s, const char *home)
 {
-	char dir[CONFIG_PATH_MAX], path[CONFIG_PATH_MAX + 128];
+	return agentlaunch_has_conversation_id(a, s, home, NULL);
+}
+
+bool agentlaunch_has_conversation_id(const struct agent *a, const struct session *s,
+				     const char *home, const char *conversation)
+{
+	char dir[CONFIG_PATH_MAX], path[CONFIG_PATH_MAX + 128 + ACP_CONVERSATION_MAX];
+	int n;
 
 	if (!s->launched)
 		return false;
@@ -135,14 +179,16 @@ bool agentlaunch_has_conversation(const struct agent *a, const struct session *s
 	switch (a->kind) {
 	case AGENT_CODEX:
 		/* sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl: one per conversation. */
-		return al_path(path, sizeof(path), dir, "codex/sessions/*/*/*/rollout-*.jsonl") &&
-		       al_glob_any(path);
+		n = snprintf(path, sizeof(path), "%s/codex/sessions/*/*/*/rollout-*%s.jsonl", dir,
+			     conversation != NULL ? conversation : "");
+		return n > 0 && n < (int)sizeof(path) && al_glob_any(path);
 	case AGENT_GEMINI:
 		/* tmp/<project>/chats/session-<time>-<first 8 of the id>.jsonl; gemini deletes a
 		 * session that got no message, and --resume of it fails. */
 		if (snprintf(path, sizeof(path),
 			     "%s/gemini/.gemini/tmp/*/chats/session-*-%.8s.json*", dir,
-			     s->agent_session_id) >= (int)sizeof(path))
+			     conversation != NULL ? conversation : s->agent_session_id) >=
+		    (int)sizeof(path))
 			return false;
 		return al_glob_any(path);
 	case AGENT_OPENCODE:
@@ -150,6 +196,183 @@ bool agentlaunch_has_conversation(const struct agent *a, const struct session *s
 	default:
 		return false;
 	}
+}
+
+static char *al_read(const char *path);
+
+/* Whether id can be a word of an argv of ours: an agent's session id (UUIDs, ses_...), nothing
+ * an option parser or a glob would read otherwise. */
+static bool al_conversation_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > ACP_CONVERSATION_MAX || id[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
+		      (id[i] >= '0' && id[i] <= '9') || id[i] == '-' || id[i] == '_'))
+			return false;
+	return true;
+}
+
+int agentlaunch_recorded_conversation(const char *acp_state_path, char *out, size_t outlen)
+{
+	char *text = al_read(acp_state_path);
+	json_object *o = NULL, *v;
+	int r = -ENOENT;
+
+	out[0] = '\0';
+	if (text == NULL)
+		return -errno;
+	if (text[0] != '\0' && (o = json_tokener_parse(text)) != NULL &&
+	    json_object_object_get_ex(o, "sessionId", &v) &&
+	    json_object_is_type(v, json_type_string)) {
+		if (!al_conversation_valid(json_object_get_string(v)))
+			r = -EINVAL;
+		else if ((size_t)json_object_get_string_len(v) >= outlen)
+			r = -ENAMETOOLONG;
+		else {
+			snprintf(out, outlen, "%s", json_object_get_string(v));
+			r = 0;
+		}
+	}
+	json_object_put(o);
+	free(text);
+	return r;
+}
+
+/* Whether id is a UUID's text (8-4-4-4-12 hex digits). */
+static bool al_uuid_valid(const char *id)
+{
+	if (strlen(id) != AL_UUID_LEN)
+		return false;
+	for (size_t i = 0; i < AL_UUID_LEN; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? id[i] != '-' : !isxdigit((unsigned char)id[i]))
+			return false;
+	}
+	return true;
+}
+
+int agentlaunch_codex_newest(const struct session *s, const char *home, char *out, size_t outlen)
+{
+	char dir[CONFIG_PATH_MAX], pattern[CONFIG_PATH_MAX + 64];
+	const char *last;
+	size_t n;
+	int r = -ENOENT;
+	glob_t g;
+
+	out[0] = '\0';
+	if (agentlaunch_dir(home, s, dir, sizeof(dir)) < 0 ||
+	    !al_path(pattern, sizeof(pattern), dir, "codex/sessions/*/*/*/rollout-*.jsonl"))
+		return -ENAMETOOLONG;
+	if (glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
+		globfree(&g);
+		return -ENOENT;
+	}
+	/* Sorted: YYYY/MM/DD/rollout-<YYYY-MM-DDTHH-MM-SS>-<uuid>.jsonl, so the last is the
+	 * newest; its id is the UUID before ".jsonl". */
+	last = g.gl_pathv[g.gl_pathc - 1];
+	n = strlen(last);
+	if (n > AL_UUID_LEN + 6) {
+		snprintf(out, outlen, "%.*s", AL_UUID_LEN, last + n - 6 - AL_UUID_LEN);
+		r = al_uuid_valid(out) ? 0 : -EINVAL;
+	}
+	if (r < 0)
+		out[0] = '\0';
+	globfree(&g);
+	return r;
+}
+
+/* Whether the first line of the rollout at path (its session_meta, ordinal near its start) and
+ * its last line carry an "ordinal": codex 0.169's paginated records do, codex-acp 0.16's not. */
+static void al_rollout_ordinals(const char *path, bool *first, bool *last)
+{
+	char buf[AL_ROLLOUT_TAIL + 1];
+	ssize_t n;
+	char *nl, *line;
+	off_t size;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	*first = *last = false;
+	if (fd < 0)
+		return;
+	n = pread(fd, buf, AL_ROLLOUT_HEAD, 0);
+	if (n > 0) {
+		buf[n] = '\0';
+		nl = strchr(buf, '\n');
+		*first = memmem(buf, nl != NULL ? (size_t)(nl - buf) : (size_t)n, "\"ordinal\"",
+				9) != NULL;
+	}
+	size = lseek(fd, 0, SEEK_END);
+	n = size > 0 ? pread(fd, buf, AL_ROLLOUT_TAIL,
+			     size > AL_ROLLOUT_TAIL ? size - AL_ROLLOUT_TAIL : 0)
+		     : -1;
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	line = memrchr(buf, '\n', (size_t)n);
+	/* A last line longer than the tail read: not known, taken as resumable. */
+	if (line == NULL) {
+		*last = true;
+		return;
+	}
+	line++;
+	*last = memmem(line, strnlen(line, AL_ROLLOUT_HEAD), "\"ordinal\"", 9) != NULL;
+}
+
+bool agentlaunch_codex_tui_can_resume(const struct session *s, const char *home, const char *id)
+{
+	char dir[CONFIG_PATH_MAX], pattern[CONFIG_PATH_MAX + 64 + ACP_CONVERSATION_MAX];
+	bool first, last, ok = true;
+	glob_t g;
+
+	if (agentlaunch_dir(home, s, dir, sizeof(dir)) < 0 ||
+	    snprintf(pattern, sizeof(pattern), "%s/codex/sessions/*/*/*/rollout-*%s.jsonl", dir,
+		     id) >= (int)sizeof(pattern))
+		return true;
+	if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
+		al_rollout_ordinals(g.gl_pathv[0], &first, &last);
+		/* codex 0.169 refuses a paginated rollout whose final record has no ordinal
+		 * ("final paginated rollout record ... is missing an ordinal"); one without any
+		 * (codex-acp's own) it resumes and goes on writing the same way. */
+		ok = !first || last;
+	}
+	globfree(&g);
+	return ok;
+}
+
+int64_t agentlaunch_gemini_made_ms(const struct session *s, const char *home)
+{
+	char dir[CONFIG_PATH_MAX], pattern[CONFIG_PATH_MAX + 128];
+	struct tm tm = {0};
+	int64_t made = 0;
+	const char *base;
+	glob_t g;
+
+	if (agentlaunch_dir(home, s, dir, sizeof(dir)) < 0 ||
+	    snprintf(pattern, sizeof(pattern), "%s/gemini/.gemini/tmp/*/chats/session-*-%.8s.json*",
+		     dir, s->agent_session_id) >= (int)sizeof(pattern))
+		return 0;
+	if (glob(pattern, 0, NULL, &g) != 0) {
+		globfree(&g);
+		return 0;
+	}
+	/* session-YYYY-MM-DDTHH-MM-<id8>.jsonl, the minute in UTC (toISOString). */
+	base = strrchr(g.gl_pathv[0], '/');
+	base = base != NULL ? base + 1 : g.gl_pathv[0];
+	if (sscanf(base, "session-%4d-%2d-%2dT%2d-%2d-", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		   &tm.tm_hour, &tm.tm_min) == 5) {
+		tm.tm_year -= 1900;
+		tm.tm_mon -= 1;
+		made = (int64_t)timegm(&tm) * 1000;
+	}
+	globfree(&g);
+	return made > 0 ? made : 0;
 }
 
 /* The contents of path (caller frees), "" when it does not exist; NULL with errno otherwise. */

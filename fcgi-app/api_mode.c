@@ -1,7 +1,8 @@
 /*
  * POST /sessions/<id>/mode: restarts only the agent process, in the same tmux pane and worktree,
- * with the same conversation (--resume when claude has a transcript). Under the session lock, and
- * the old process is gone before the answer, so two claude processes never run for one session.
+ * with the same conversation (--resume when claude has a transcript; the other built-ins by the
+ * conversation id agentd-host records, docs/API.md "Agents"). Under the session lock, and the old
+ * process is gone before the answer, so two agent processes never run for one session.
  */
 #include "agents.h"
 #include "api_sessions.h"
@@ -53,6 +54,23 @@ static void api_mode_post(const struct app *app, struct request *req,
 	    (agents_find(app->cfg, s->agent, &agent) < 0 || !agent.structured)) {
 		request_error(req, 409, "no_structured_mode",
 			      "session %s runs %s, which has no structured mode", s->id, s->agent);
+		goto out;
+	}
+	/* The built-ins carry their conversation across (launch.c: by the id agentd-host
+	 * records); a configured agent's resume words and its ACP mode share no id we know, and
+	 * a switch would silently start the agent over. */
+	if (s->mode != mode && agents_find(app->cfg, s->agent, &agent) == 0 &&
+	    agent.kind == AGENT_CUSTOM) {
+		request_error(
+		    req, 409, "mode_switch_unsupported",
+		    "session %s runs the configured agent %s, whose conversation cannot be "
+		    "carried between its terminal and structured modes; create a new "
+		    "session in %s mode",
+		    s->id, s->agent, session_mode_name(mode));
+		goto out;
+	}
+	if (s->mode != mode && create_switch_check(app, s, mode, &cause) < 0) {
+		request_error(req, 409, "conversation_not_portable", "%s", cause.msg);
 		goto out;
 	}
 	if (s->mode != mode)

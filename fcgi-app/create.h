@@ -63,6 +63,14 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 		   struct cause *cause);
 
 /*
+ * Whether s's conversation can go on in mode after a switch, asked before its agent is stopped:
+ * 0, or -EXDEV with cause when its CLI cannot resume it there (codex's TUI and a thread it
+ * began that codex-acp has written to since).
+ */
+int create_switch_check(const struct app *app, const struct session *s, enum session_mode mode,
+			struct cause *cause);
+
+/*
  * Starts s's pane: claude (its argv built here), or setup (the setup command's argv) when it is
  * not NULL; in a new tmux session, or with respawn in the one the setup command left. Returns 0
  * or -errno with cause.

@@ -6,12 +6,14 @@
  */
 #include "create.h"
 
+#include "acp.h"
 #include "acplaunch.h"
 #include "agentlaunch.h"
 #include "agents.h"
 #include "cagecmd.h"
 #include "claude.h"
 #include "hookproto.h"
+#include "hostproto.h"
 #include "isotime.h"
 #include "log.h"
 #include "proc.h"
@@ -154,10 +156,44 @@ static void create_agent_home(const struct app *app, const struct session *s, ch
 		snprintf(home, len, "%s", app->agent.home);
 }
 
+/*
+ * The conversation of a built-in other than claude across its two modes: the id agentd-host
+ * recorded in structured mode (its acp.json), which a terminal launch resumes by that id; and,
+ * when it recorded none, what a structured launch's host is to load (agentd-host --resume): the
+ * terminal mode's conversation, gemini's by agentSessionId (with the minute it was made),
+ * codex's newest rollout by its id, opencode's the newest it lists (their homes are the
+ * session's own).
+ */
+struct create_conversation {
+	char id[ACP_CONVERSATION_MAX + 1];     /* "" when none usable */
+	const char *resume;                    /* structured: --resume, or NULL */
+	char newest[ACP_CONVERSATION_MAX + 1]; /* codex's, that resume points to */
+	int64_t made_ms;
+};
+
+/* Reads the id agentd-host recorded for s into conv->id ("" when none or not one). */
+static void create_recorded_conversation(const struct app *app, const struct agent *a,
+					 const struct session *s, struct create_conversation *conv)
+{
+	char path[CONFIG_PATH_MAX];
+	int r;
+
+	conv->id[0] = '\0';
+	if (a->kind == AGENT_CLAUDE || a->kind == AGENT_CUSTOM ||
+	    hostproto_state_path(app->cfg, s->id, ACP_STATE_NAME, path, sizeof(path)) < 0)
+		return;
+	r = agentlaunch_recorded_conversation(path, conv->id, sizeof(conv->id));
+	if (r < 0 && r != -ENOENT)
+		log_warn("session %s: %s holds no usable conversation id (%s): not resumed by it",
+			 s->id, path, strerror(-r));
+}
+
 /* Whether the agent has a conversation of s to go on with (read as the agent: HOME is its):
- * claude's transcript, or what agentlaunch_has_conversation says of the others. */
+ * claude's transcript, or what agentlaunch_has_conversation says of the others. conv (NULL for
+ * claude) is filled for a launch in mode (above). */
 static bool create_has_transcript(const struct app *app, const struct agent *a,
-				  const struct session *s)
+				  const struct session *s, enum session_mode mode,
+				  struct create_conversation *conv)
 {
 	char home[CONFIG_PATH_MAX];
 	struct session *launched = NULL;
@@ -165,43 +201,100 @@ static bool create_has_transcript(const struct app *app, const struct agent *a,
 	struct agent_user au;
 	bool has = false;
 
+	if (conv != NULL) {
+		conv->resume = NULL;
+		conv->made_ms = 0;
+		create_recorded_conversation(app, a, s, conv);
+	}
 	create_agent_home(app, s, home, sizeof(home));
 	cagecmd_user(app, s->uid, &au);
 	if (agentuser_fs_enter(&au, &fs) < 0)
 		return false;
-	if (a->kind == AGENT_CLAUDE) {
+	if (a->kind == AGENT_CLAUDE || conv == NULL) {
 		has = claude_has_transcript(s, home, getenv("CLAUDE_CONFIG_DIR"));
 	} else if ((launched = malloc(sizeof(*launched))) != NULL) {
 		/* Asked of a session that ran: the launch count is not what is asked. */
 		*launched = *s;
 		launched->launched = true;
-		has = agentlaunch_has_conversation(a, launched, home);
+		/* The recorded conversation when the agent still has it (gemini drops one that
+		 * got no message), else the terminal's own. */
+		has = conv->id[0] != '\0' &&
+		      agentlaunch_has_conversation_id(a, launched, home, conv->id);
+		if (!has) {
+			conv->id[0] = '\0';
+			has = agentlaunch_has_conversation(a, launched, home);
+		}
+		if (has && mode == SESSION_STRUCTURED && conv->id[0] == '\0') {
+			if (a->kind == AGENT_GEMINI) {
+				conv->resume = s->agent_session_id;
+				conv->made_ms = agentlaunch_gemini_made_ms(s, home);
+			} else if (a->kind == AGENT_CODEX) {
+				if (agentlaunch_codex_newest(s, home, conv->newest,
+							     sizeof(conv->newest)) == 0)
+					conv->resume = conv->newest;
+			} else if (a->kind == AGENT_OPENCODE) {
+				conv->resume = ACP_RESUME_NEWEST;
+			}
+		}
 		free(launched);
 	}
 	agentuser_fs_leave(&fs);
 	return has;
 }
 
+int create_switch_check(const struct app *app, const struct session *s, enum session_mode mode,
+			struct cause *cause)
+{
+	struct create_conversation conv = {{0}, NULL, {0}, 0};
+	char home[CONFIG_PATH_MAX];
+	struct agentuser_fs fs;
+	struct agent_user au;
+	struct agent a;
+	bool ok;
+
+	if (mode != SESSION_TERMINAL || s->mode == mode ||
+	    agents_find(app->cfg, s->agent, &a) < 0 || a.kind != AGENT_CODEX)
+		return 0;
+	create_recorded_conversation(app, &a, s, &conv);
+	if (conv.id[0] == '\0')
+		return 0;
+	create_agent_home(app, s, home, sizeof(home));
+	cagecmd_user(app, s->uid, &au);
+	if (agentuser_fs_enter(&au, &fs) < 0)
+		return 0; /* the launch says why */
+	ok = agentlaunch_codex_tui_can_resume(s, home, conv.id);
+	agentuser_fs_leave(&fs);
+	if (ok)
+		return 0;
+	return cause_fail(cause, EXDEV,
+			  "codex's TUI (0.169) cannot resume conversation %s: the TUI began it and "
+			  "codex-acp (0.16) has written to it since, in a rollout format the TUI "
+			  "refuses; the conversation goes on in structured mode",
+			  conv.id);
+}
+
 /* The structured argv of s's agent: claude's stream-json behind agentd-host, or the agent's ACP
  * mode behind agentd-host --acp (which resumes the agent's session itself). */
 static int create_structured_argv(const struct app *app, const struct agent *a,
 				  const struct session *s, const char *first_prompt,
-				  struct claude_argv *out)
+				  const struct create_conversation *conv, struct claude_argv *out)
 {
 	if (a->kind == AGENT_CLAUDE)
 		return claude_structured_argv(app->cfg, s, app->host_bin, s->launched, first_prompt,
 					      out);
-	return acplaunch_argv(app->cfg, a, s, app->host_bin, first_prompt, out);
+	return acplaunch_argv(app->cfg, a, s, app->host_bin, first_prompt,
+			      s->launched ? conv->resume : NULL, conv->made_ms, out);
 }
 
 /* The terminal argv of s's agent: claude's (with its settings file), or the table's. */
 static int create_terminal_argv(const struct app *app, const struct agent *a,
 				const struct session *s, const char *settings,
-				struct claude_argv *out)
+				const struct create_conversation *conv, struct claude_argv *out)
 {
 	if (a->kind == AGENT_CLAUDE)
 		return claude_terminal_argv(app->cfg, s, settings, out);
-	return agentlaunch_argv(a, s, s->launched, out);
+	return agentlaunch_argv_conversation(a, s, s->launched,
+					     conv->id[0] != '\0' ? conv->id : NULL, out);
 }
 
 /*
@@ -284,6 +377,7 @@ int create_pane_start(const struct app *app, const struct session *s, char *cons
 	struct claude_argv *cargv = NULL;
 	struct tmux_meta *meta = NULL;
 	struct session *copy = NULL;
+	struct create_conversation conv = {{0}, NULL, {0}, 0};
 	struct tmux_new req;
 	struct agent agent;
 	int r;
@@ -311,13 +405,13 @@ int create_pane_start(const struct app *app, const struct session *s, char *cons
 	/* The session's uid is its again at every launch: after a reboot emptied the registry. */
 	if (copy->uid != 0 && (r = cagecmd_uid_take(app, copy, cause)) < 0)
 		goto out;
-	copy->launched = s->launched && create_has_transcript(app, &agent, s);
+	copy->launched = s->launched && create_has_transcript(app, &agent, s, s->mode, &conv);
 	/* Structured: the bootstrap prompt becomes the first user message (agentd-host --prompt).
 	 */
 	r = s->mode == SESSION_STRUCTURED
 		? create_structured_argv(app, &agent, copy, copy->launched ? NULL : s->prompt,
-					 cargv)
-		: create_terminal_argv(app, &agent, copy, settings, cargv);
+					 &conv, cargv)
+		: create_terminal_argv(app, &agent, copy, settings, &conv, cargv);
 	if (r < 0) {
 		cause_set(cause, "cannot build the %s command line: %s", agent.name, strerror(-r));
 		goto out;
@@ -392,6 +486,7 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 	struct claude_env *env = malloc(sizeof(*env));
 	struct session *copy = malloc(sizeof(*copy));
 	struct cagecmd *cage = malloc(sizeof(*cage));
+	struct create_conversation conv = {{0}, NULL, {0}, 0};
 	struct agent agent;
 	pid_t old = 0;
 	int r;
@@ -409,9 +504,10 @@ int create_respawn(const struct app *app, struct session *s, enum session_mode m
 		goto out;
 	*copy = *s;
 	copy->mode = mode;
-	copy->launched = create_has_transcript(app, &agent, s);
-	r = mode == SESSION_STRUCTURED ? create_structured_argv(app, &agent, copy, NULL, argv)
-				       : create_terminal_argv(app, &agent, copy, settings, argv);
+	copy->launched = create_has_transcript(app, &agent, s, mode, &conv);
+	r = mode == SESSION_STRUCTURED
+		? create_structured_argv(app, &agent, copy, NULL, &conv, argv)
+		: create_terminal_argv(app, &agent, copy, settings, &conv, argv);
 	if (r < 0) {
 		cause_set(cause, "cannot build the %s command line: %s", agent.name, strerror(-r));
 		goto out;

@@ -103,6 +103,50 @@ static void acpagent_load(struct host *h)
 }
 
 static void acpagent_next(struct host *h);
+static void acpagent_minute_over(uv_timer_t *t);
+
+/* Loads a->session_id, made at a->session_created_ms: for gemini, not in the minute it was
+ * made. */
+static void acpagent_load_when_safe(struct host *h)
+{
+	struct acpagent *a = &h->acp;
+	uint64_t wait;
+
+	if (strcmp(a->name, "gemini") == 0 &&
+	    acpagent_same_minute(a->session_created_ms, host_now_ms(), &wait)) {
+		transcript_note(&h->transcript,
+				"-- waiting %llu ms for the next minute: gemini "
+				"cannot load a session in the minute it was made",
+				(unsigned long long)wait);
+		a->state = ACPAGENT_WAITING;
+		uv_timer_start(&a->minute, acpagent_minute_over, wait, 0);
+		return;
+	}
+	acpagent_load(h);
+}
+
+/* The session --resume names, when acp.json named none: the terminal mode's conversation. */
+static void acpagent_resume(struct host *h)
+{
+	struct acpagent *a = &h->acp;
+
+	if (strcmp(a->resume, ACP_RESUME_NEWEST) == 0) {
+		if (!a->can_list) {
+			transcript_note(&h->transcript,
+					"-- %s cannot list its sessions: a new one starts",
+					a->name);
+			acpagent_new(h);
+			return;
+		}
+		a->state = ACPAGENT_LISTING;
+		a->session_req =
+		    acpagent_request(h, "session/list", acp_session_list_params(a->cwd));
+		return;
+	}
+	snprintf(a->session_id, sizeof(a->session_id), "%s", a->resume);
+	a->session_created_ms = a->resume_made_ms;
+	acpagent_load_when_safe(h);
+}
 
 static void acpagent_minute_over(uv_timer_t *t)
 {
@@ -253,7 +297,6 @@ static void acpagent_response(struct host *h, const struct acp_msg *m)
 {
 	struct acpagent *a = &h->acp;
 	uint64_t id = json_object_is_type(m->id, json_type_int) ? json_object_get_uint64(m->id) : 0;
-	uint64_t wait;
 	const char *sid, *model;
 
 	if (id == 0)
@@ -267,21 +310,26 @@ static void acpagent_response(struct host *h, const struct acp_msg *m)
 			return;
 		}
 		a->can_load = acp_can_load(m->result);
-		if (a->can_load && acpagent_recall(h)) {
-			if (strcmp(a->name, "gemini") == 0 &&
-			    acpagent_same_minute(a->session_created_ms, host_now_ms(), &wait)) {
-				transcript_note(&h->transcript,
-						"-- waiting %llu ms for the next minute: gemini "
-						"cannot load a session in the minute it was made",
-						(unsigned long long)wait);
-				a->state = ACPAGENT_WAITING;
-				uv_timer_start(&a->minute, acpagent_minute_over, wait, 0);
-				return;
-			}
-			acpagent_load(h);
-		} else {
+		a->can_list = acp_can_list(m->result);
+		if (a->can_load && acpagent_recall(h))
+			acpagent_load_when_safe(h);
+		else if (a->can_load && a->resume != NULL)
+			acpagent_resume(h);
+		else
 			acpagent_new(h);
+		return;
+	}
+	if (id == a->session_req && a->state == ACPAGENT_LISTING) {
+		sid = m->error == NULL ? acp_session_list_newest(m->result, a->cwd) : NULL;
+		if (sid == NULL || strlen(sid) > ACPAGENT_SESSION_ID_MAX) {
+			transcript_note(&h->transcript,
+					"-- %s lists no session here: a new one starts", a->name);
+			acpagent_new(h);
+			return;
 		}
+		snprintf(a->session_id, sizeof(a->session_id), "%s", sid);
+		a->session_created_ms = 0;
+		acpagent_load(h);
 		return;
 	}
 	if (id == a->session_req &&
@@ -321,6 +369,9 @@ static void acpagent_response(struct host *h, const struct acp_msg *m)
 		free(a->model);
 		a->model = model != NULL ? strdup(model) : NULL;
 		if (a->state == ACPAGENT_LOADING) {
+			/* Loaded: the one to load again, and the one a terminal launch resumes,
+			 * also when --resume named it. */
+			acpagent_remember(h);
 			a->state = ACPAGENT_SETTLING;
 			uv_timer_start(&a->minute, acpagent_minute_over, ACPAGENT_SETTLE_MS, 0);
 			return;

@@ -4,7 +4,8 @@
  * itself is claudeproc.c's (spawned, read line by line, stopped the same way); this module speaks
  * to it:
  *   - initialize, then session/load of the session this host's directory remembers (acp.json in
- *     the session's state dir) when the agent can load one, else session/new; a failed load
+ *     the session's state dir) when the agent can load one, else of the one --resume names (the
+ *     terminal mode's conversation: agentd-api passes it), else session/new; a failed load
  *     falls back to session/new (the event log still has the conversation; the agent does not).
  *     gemini cannot load a session within the wall-clock minute it was created (it re-creates
  *     the minute-named file and loses it): for gemini the load waits for the next minute.
@@ -33,7 +34,7 @@
 
 #define ACPAGENT_SESSION_ID_MAX 255 /* an agent's session id: UUIDs, ses_… */
 #define ACPAGENT_QUEUE_MAX      32  /* prompts waiting here: more than HOST_QUEUED_MAX + 1 */
-#define ACPAGENT_STATE_NAME     "acp.json"
+#define ACPAGENT_STATE_NAME     ACP_STATE_NAME
 /* gemini's session files are named by the minute: a load waits this long past the minute's
  * end, so clocks a little apart still see the next minute. */
 #define ACPAGENT_MINUTE_SLACK_MS 1500
@@ -44,9 +45,23 @@
 
 struct host;
 
+/*
+ * agentd-host --acp NAME [--resume ID [--resume-made MS]]: the conversation to load when the
+ * host's acp.json names none (a session that ran in terminal mode first). ID is the agent's
+ * session id, or ACP_RESUME_NEWEST: the one session/list says was updated last in this
+ * directory (the agent's home is the session's own, so that is the session's). MS: when the
+ * agent made it (gemini's minute), 0 when not known.
+ */
+struct acpagent_opts {
+	const char *name;
+	const char *resume;
+	int64_t resume_made_ms;
+};
+
 enum acpagent_state {
 	ACPAGENT_INITIALIZING, /* initialize sent */
 	ACPAGENT_WAITING,      /* waiting for the next minute before session/load */
+	ACPAGENT_LISTING,      /* session/list sent: which session to load */
 	ACPAGENT_LOADING,      /* session/load sent: its updates are history */
 	ACPAGENT_SETTLING,     /* loaded: its replay may still come (gemini sends it after) */
 	ACPAGENT_CREATING,     /* session/new sent */
@@ -55,12 +70,14 @@ enum acpagent_state {
 };
 
 struct acpagent {
-	bool on;          /* this host speaks ACP (agentd-host --acp NAME) */
-	const char *name; /* the agent's name (argv: borrowed) */
+	bool on;            /* this host speaks ACP (agentd-host --acp NAME) */
+	const char *name;   /* the agent's name (argv: borrowed) */
+	const char *resume; /* --resume (argv: borrowed), or NULL */
+	int64_t resume_made_ms;
 	enum acpagent_state state;
 	uint64_t next_id; /* the next JSON-RPC id of ours */
 	uint64_t init_id, session_req, prompt_req;
-	bool can_load, in_turn;
+	bool can_load, can_list, in_turn;
 	char session_id[ACPAGENT_SESSION_ID_MAX + 1];
 	int64_t session_created_ms;
 	char *model;

@@ -230,7 +230,7 @@ static void host_signal(uv_signal_t *sig, int signum)
 	claudeproc_stop(sig->data);
 }
 
-int host_run(const struct config *cfg, const char *id, const char *acp_agent,
+int host_run(const struct config *cfg, const char *id, const struct acpagent_opts *acp,
 	     const char *first_prompt, char *const claude_argv[])
 {
 	static const int signals[HOST_SIGNALS] = {SIGTERM, SIGHUP, SIGINT};
@@ -243,9 +243,11 @@ int host_run(const struct config *cfg, const char *id, const char *acp_agent,
 		return 1;
 	h->loop = uv_default_loop();
 	transcript_init(&h->transcript, h->loop, id);
-	h->acp.on = acp_agent != NULL;
-	h->acp.name = acp_agent;
-	h->transcript.agent = acp_agent;
+	h->acp.on = acp->name != NULL;
+	h->acp.name = acp->name;
+	h->acp.resume = acp->resume;
+	h->acp.resume_made_ms = acp->resume_made_ms;
+	h->transcript.agent = acp->name;
 	h->cfg = cfg;
 	h->id = id;
 	h->log.fd = -1;

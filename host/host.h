@@ -61,9 +61,9 @@ struct host {
 };
 
 /* Runs the host for session id with claude_argv until claude exits; first_prompt (NULL: none)
- * starts the first turn. With acp_agent (its name) the agent speaks ACP (acpagent.h), not
+ * starts the first turn. With acp (its name not NULL) the agent speaks ACP (acpagent.h), not
  * claude's stream-json. Returns the exit code. */
-int host_run(const struct config *cfg, const char *id, const char *acp_agent,
+int host_run(const struct config *cfg, const char *id, const struct acpagent_opts *acp,
 	     const char *first_prompt, char *const claude_argv[]);
 
 /*

@@ -6,11 +6,12 @@
 #include "session.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
-    "usage: agentd-host [--set KEY=VALUE]... [--prompt TEXT] [--acp NAME] SESSION-ID -- CLAUDE "
-    "[ARGS...]\n"
+    "usage: agentd-host [--set KEY=VALUE]... [--prompt TEXT] [--acp NAME] [--resume ID]\n"
+    "       [--resume-made MS] SESSION-ID -- CLAUDE [ARGS...]\n"
     "\n"
     "Runs claude in stream-json mode for a structured agentd session: keeps its output in\n"
     "$AGENTD_STATE_DIR/agents/SESSION-ID/events.log, serves it on\n"
@@ -20,6 +21,10 @@ static const char usage[] =
     "--prompt TEXT starts the first turn with TEXT (a session created in structured mode).\n"
     "--acp NAME: the agent after \"--\" (named NAME in events) speaks the Agent Client\n"
     "Protocol (gemini --acp, opencode acp, codex-acp) instead of claude's stream-json.\n"
+    "--resume ID: with --acp, the agent's session to load when the host remembers none (the\n"
+    "conversation of the session's terminal mode), or \"" ACP_RESUME_NEWEST "\": the one\n"
+    "the agent lists as updated last in this directory; --resume-made MS: when it was made\n"
+    "(unix ms; gemini cannot load a session in the minute it was made).\n"
     "--set KEY=VALUE sets an AGENTD_* setting (agentd-api passes AGENTD_RUNTIME_DIR,\n"
     "AGENTD_STATE_DIR, AGENTD_PERMISSION_TIMEOUT and AGENTD_STOP_GRACE: the pane's\n"
     "environment is only the agent's); no configuration\n"
@@ -29,7 +34,9 @@ int main(int argc, char **argv)
 {
 	struct cause cause = {{0}};
 	struct config cfg;
-	const char *first_prompt = NULL, *acp_agent = NULL;
+	struct acpagent_opts acp = {NULL, NULL, 0};
+	const char *first_prompt = NULL;
+	char *end;
 
 	log_init("agentd-host");
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -42,15 +49,28 @@ int main(int argc, char **argv)
 	/* Options come in pairs before the session id; the words are positional, so no value
 	 * (a prompt starting with '-' included) is ever taken for an option. */
 	while (argc > 2 && (strcmp(argv[1], "--set") == 0 || strcmp(argv[1], "--prompt") == 0 ||
-			    strcmp(argv[1], "--acp") == 0)) {
+			    strcmp(argv[1], "--acp") == 0 || strcmp(argv[1], "--resume") == 0 ||
+			    strcmp(argv[1], "--resume-made") == 0)) {
 		if (strcmp(argv[1], "--prompt") == 0) {
 			first_prompt = argv[2];
+		} else if (strcmp(argv[1], "--resume") == 0) {
+			if (argv[2][0] == '\0' || strlen(argv[2]) > ACPAGENT_SESSION_ID_MAX) {
+				fputs(usage, stderr);
+				return 2;
+			}
+			acp.resume = argv[2];
+		} else if (strcmp(argv[1], "--resume-made") == 0) {
+			acp.resume_made_ms = strtoll(argv[2], &end, 10);
+			if (end == argv[2] || *end != '\0' || acp.resume_made_ms < 0) {
+				fputs(usage, stderr);
+				return 2;
+			}
 		} else if (strcmp(argv[1], "--acp") == 0) {
 			if (!hostproto_event_name_valid(argv[2], strlen(argv[2]))) {
 				fputs(usage, stderr);
 				return 2;
 			}
-			acp_agent = argv[2];
+			acp.name = argv[2];
 		} else {
 			char key[64];
 			const char *eq = strchr(argv[2], '=');
@@ -72,5 +92,9 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		return 2;
 	}
-	return host_run(&cfg, argv[1], acp_agent, first_prompt, argv + 3);
+	if (acp.resume != NULL && acp.name == NULL) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	return host_run(&cfg, argv[1], &acp, first_prompt, argv + 3);
 }

@@ -67,8 +67,8 @@ static void perms_decide(struct host *h, struct pending *p, bool allow, const ch
 	json_object *msg, *resp, *inner, *ev = json_object_new_object();
 
 	if (p->acp_id != NULL) {
-		/* An ACP agent: the option that says allow or deny; the rest of the answer
-		 * (updatedInput, rules) has no place in ACP. */
+		/* An ACP agent: the option that says allow or deny (perms_answer refused an
+		 * updatedInput); rules (updatedPermissions) have no place in ACP. */
 		acpagent_answer(h, p->acp_id, p->acp_params, allow);
 		goto announce;
 	}
@@ -230,6 +230,10 @@ int perms_answer(struct host *h, const struct hostproto_request *req, const stru
 	if (p == NULL)
 		return (*how = perms_was_answered(&h->perms, req->request_id)) != NULL ? -EALREADY
 										       : -ENOENT;
+	/* ACP's answer only names one of the agent's options: an edited input would be dropped
+	 * while the client believes it ran. Refused, the request stays pending. */
+	if (p->acp_id != NULL && req->updated_input != NULL)
+		return -EOPNOTSUPP;
 	perms_decide(h, p, req->allow,
 		     req->allow ? NULL
 				: (req->message != NULL ? req->message : "Denied by the user."),

@@ -65,8 +65,9 @@ void perms_cancel_acp(struct host *h);
 void perms_cancel(struct host *h, const char *request_id);
 
 /* A client's answer (a HOSTPROTO_PERMISSION request): sent to claude and announced as a
- * "permission_resolved" event. Returns 0, -ENOENT (no such request) or -EALREADY (answered or
- * withdrawn; *how then says how it ended, when still remembered). */
+ * "permission_resolved" event. Returns 0, -ENOENT (no such request), -EALREADY (answered or
+ * withdrawn; *how then says how it ended, when still remembered) or -EOPNOTSUPP (an ACP agent's
+ * request answered with updatedInput, which ACP cannot carry: nothing is answered). */
 int perms_answer(struct host *h, const struct hostproto_request *req, const struct answered **how);
 
 /* Calls fn for each pending request whose event id is at most upto, in slot order. */

@@ -77,6 +77,11 @@ static void requests_permission(struct host *h, struct sub *s, const struct host
 				 how->behavior, how->by);
 		sub_error(s, 409, "already_answered", msg);
 		break;
+	case -EOPNOTSUPP:
+		sub_error(s, 400, "updated_input_unsupported",
+			  "this agent speaks ACP, whose answer picks one of its options and cannot "
+			  "change the tool's input: answer without updatedInput");
+		break;
 	default:
 		sub_error(s, 404, "unknown_request", "no such permission request");
 		break;

@@ -145,6 +145,12 @@ assert_jq "permission: the event has the common fields and the agent's options" 
 assert_jq "permission: the tool call came first as tool_use" \
 	'[.[] | select(.event == "assistant") | .data.message.content[0] | select(.type == "tool_use")] | length == 1' \
 	"$(events "$T/a1" | jq -s -c .)"
+# ACP's answer names one of the agent's options: it cannot change the tool call's input.
+assert_jq "permission: an allow with updatedInput is 400 updated_input_unsupported" \
+	'.type == "error" and .status == 400 and .code == "updated_input_unsupported"' \
+	"$(answer oc-1 allow ',"updatedInput":{"command":"ls"}')"
+check_not "permission: the refused answer answered nothing" grep -qs '"permission_resolved"' \
+	"$T/a1"
 assert_jq "permission: allow answers ok" '.type == "ok"' \
 	"$(answer oc-1 allow ',"by":"alice"')"
 wait "$ASK_PID"

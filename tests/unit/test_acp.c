@@ -546,3 +546,33 @@ Test(acp, every_tool_result_has_its_tool_use)
 	events_free(&e);
 	json_object_put(perm);
 }
+
+Test(acp, session_list_capability_and_newest_session)
+{
+	json_object *init = json_tokener_parse(
+	    "{\"agentCapabilities\":{\"loadSession\":true,\"sessionCapabilities\":{\"list\":{}}}}");
+	json_object *none = json_tokener_parse("{\"agentCapabilities\":{\"loadSession\":true}}");
+	json_object *list = json_tokener_parse(
+	    "{\"sessions\":[{\"sessionId\":\"a\",\"cwd\":\"/"
+	    "w\",\"updatedAt\":\"2026-11-28T10:00:00Z\"},"
+	    "{\"sessionId\":\"b\",\"cwd\":\"/w\",\"updatedAt\":\"2026-11-28T11:00:00Z\"},"
+	    "{\"sessionId\":\"c\",\"cwd\":\"/elsewhere\",\"updatedAt\":\"2026-11-28T12:00:00Z\"},"
+	    "{\"sessionId\":\"d\",\"cwd\":\"/w\"}]}");
+	json_object *empty = json_tokener_parse("{\"sessions\":[]}");
+	json_object *p = acp_session_list_params("/w");
+
+	cr_assert(acp_can_list(init));
+	cr_assert_not(acp_can_list(none));
+	/* The one updated last in the directory, not one of another directory. */
+	cr_assert_str_eq(acp_session_list_newest(list, "/w"), "b");
+	cr_assert_str_eq(acp_session_list_newest(list, "/elsewhere"), "c");
+	cr_assert_null(acp_session_list_newest(empty, "/w"));
+	cr_assert_null(acp_session_list_newest(NULL, "/w"));
+	cr_assert_str_eq(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN),
+			 "{\"cwd\":\"\\/w\"}");
+	json_object_put(init);
+	json_object_put(none);
+	json_object_put(list);
+	json_object_put(empty);
+	json_object_put(p);
+}

@@ -1,4 +1,5 @@
 /* acplaunch: the structured-mode argv of the agents that speak ACP (agentd-host --acp). */
+#include "acp.h"
 #include "acplaunch.h"
 
 #include <criterion/criterion.h>
@@ -60,7 +61,8 @@ Test(acplaunch, gemini_with_its_prompt_and_args)
 	cr_assert_eq(agents_find(&cfg, "gemini", &a), 0);
 	cr_assert(a.structured);
 	/* The prompt is --prompt's value: never a word of the agent's. */
-	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "/bin/agentd-host", "--not-an-option", &out), 0);
+	cr_assert_eq(
+	    acplaunch_argv(&cfg, &a, &s, "/bin/agentd-host", "--not-an-option", NULL, 0, &out), 0);
 	expect_argv(&out, want, sizeof(want) / sizeof(want[0]));
 }
 
@@ -73,14 +75,14 @@ Test(acplaunch, codex_runs_its_adapter_and_later_launches_have_no_prompt)
 
 	setup(&cfg, &s);
 	cr_assert_eq(agents_find(&cfg, "codex", &a), 0);
-	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, &out), 0);
+	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, NULL, 0, &out), 0);
 	cr_assert_str_eq(out.argv[9], "--acp");
 	cr_assert_str_eq(out.argv[10], "codex");
 	cr_assert_str_eq(out.argv[11], "repo-7");
 	cr_assert_str_eq(out.argv[13], "codex-acp");
 	cr_assert_null(out.argv[14]);
 	cr_assert_eq(agents_find(&cfg, "opencode", &a), 0);
-	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", "", &out), 0);
+	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", "", NULL, 0, &out), 0);
 	cr_assert_str_eq(out.argv[13], "opencode");
 	cr_assert_str_eq(out.argv[14], "acp");
 	cr_assert_null(out.argv[15]);
@@ -98,11 +100,11 @@ Test(acplaunch, configured_acp_command)
 	snprintf(cfg.agents[0].command, sizeof(cfg.agents[0].command), "/opt/mytool");
 	cr_assert_eq(agents_find(&cfg, "mytool", &a), 0);
 	cr_assert_not(a.structured, "no _ACP: no structured mode");
-	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, &out), -EINVAL);
+	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, NULL, 0, &out), -EINVAL);
 	snprintf(cfg.agents[0].acp, sizeof(cfg.agents[0].acp), "/opt/mytool --acp  -v");
 	cr_assert_eq(agents_find(&cfg, "mytool", &a), 0);
 	cr_assert(a.structured);
-	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, &out), 0);
+	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, NULL, 0, &out), 0);
 	cr_assert_str_eq(out.argv[13], "/opt/mytool");
 	cr_assert_str_eq(out.argv[14], "--acp");
 	cr_assert_str_eq(out.argv[15], "-v");
@@ -111,6 +113,30 @@ Test(acplaunch, configured_acp_command)
 	snprintf(cfg.agents[1].name, sizeof(cfg.agents[1].name), "codex");
 	snprintf(cfg.agents[1].acp, sizeof(cfg.agents[1].acp), "/opt/codex-acp");
 	cr_assert_eq(agents_find(&cfg, "codex", &a), 0);
-	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, &out), 0);
+	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, NULL, 0, &out), 0);
 	cr_assert_str_eq(out.argv[13], "/opt/codex-acp");
+}
+
+Test(acplaunch, resume_names_the_terminal_conversation)
+{
+	struct config cfg;
+	struct session s;
+	struct agent a;
+	struct claude_argv out;
+
+	setup(&cfg, &s);
+	cr_assert_eq(agents_find(&cfg, "gemini", &a), 0);
+	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, "0b7c2f4e-8a55-4a43-9a6b-2d0f4f0d9c12",
+				    1795860000000, &out),
+		     0);
+	cr_assert_str_eq(out.argv[11], "--resume");
+	cr_assert_str_eq(out.argv[12], "0b7c2f4e-8a55-4a43-9a6b-2d0f4f0d9c12");
+	cr_assert_str_eq(out.argv[13], "--resume-made");
+	cr_assert_str_eq(out.argv[14], "1795860000000");
+	cr_assert_str_eq(out.argv[15], "repo-7");
+	cr_assert_eq(agents_find(&cfg, "codex", &a), 0);
+	cr_assert_eq(acplaunch_argv(&cfg, &a, &s, "h", NULL, ACP_RESUME_NEWEST, 0, &out), 0);
+	cr_assert_str_eq(out.argv[11], "--resume");
+	cr_assert_str_eq(out.argv[12], "newest");
+	cr_assert_str_eq(out.argv[13], "repo-7");
 }

@@ -234,3 +234,121 @@ Test(agentlaunch, gemini_settings_keep_the_agents_own)
 	json_object_put(set);
 	testdir_remove(home);
 }
+
+Test(agentlaunch, a_later_launch_resumes_the_recorded_conversation_by_its_id)
+{
+	char home[64], path[1024], conv[ACP_CONVERSATION_MAX + 1], word[128];
+	struct config cfg;
+	struct session s;
+	struct claude_argv out;
+	struct agent a;
+
+	setup(&cfg, &s, "codex", "");
+	testdir_make(home, sizeof(home), "/tmp/agentlaunch-XXXXXX");
+	/* What agentd-host recorded in structured mode. */
+	snprintf(path, sizeof(path), "%s/acp.json", home);
+	cr_assert_eq(agentlaunch_recorded_conversation(path, conv, sizeof(conv)), -ENOENT);
+	cr_assert_eq(fsutil_write_atomic(path,
+					 "{\"agent\":\"codex\",\"sessionId\":"
+					 "\"019a-7f3e-b2c1\",\"createdAt\":1}",
+					 0600, false),
+		     0);
+	cr_assert_eq(agentlaunch_recorded_conversation(path, conv, sizeof(conv)), 0);
+	cr_assert_str_eq(conv, "019a-7f3e-b2c1");
+	/* An id that would be an option, or a glob, is no id. */
+	cr_assert_eq(fsutil_write_atomic(path, "{\"sessionId\":\"--last\"}", 0600, false), 0);
+	cr_assert_eq(agentlaunch_recorded_conversation(path, conv, sizeof(conv)), -EINVAL);
+	cr_assert_eq(fsutil_write_atomic(path, "{\"sessionId\":\"a*\"}", 0600, false), 0);
+	cr_assert_eq(agentlaunch_recorded_conversation(path, conv, sizeof(conv)), -EINVAL);
+
+	cr_assert_eq(agents_find(&cfg, "codex", &a), 0);
+	cr_assert_eq(agentlaunch_argv_conversation(&a, &s, true, "019a-7f3e-b2c1", &out), 0);
+	expect_argv(&out,
+		    (const char *[]){"codex", "resume", "--no-daemon",
+				     "--dangerously-bypass-hook-trust", "019a-7f3e-b2c1"},
+		    5);
+	/* A first launch is one, whatever was recorded. */
+	cr_assert_eq(agentlaunch_argv_conversation(&a, &s, false, "019a-7f3e-b2c1", &out), 0);
+	expect_argv(&out,
+		    (const char *[]){"codex", "--no-daemon", "--dangerously-bypass-hook-trust"}, 3);
+	cr_assert_eq(agents_find(&cfg, "gemini", &a), 0);
+	cr_assert_eq(agentlaunch_argv_conversation(&a, &s, true, "5e1f0c2a-1111", &out), 0);
+	expect_argv(&out, (const char *[]){"gemini", "--skip-trust", "--resume=5e1f0c2a-1111"}, 3);
+	cr_assert_eq(agents_find(&cfg, "opencode", &a), 0);
+	cr_assert_eq(agentlaunch_argv_conversation(&a, &s, true, "ses_42", &out), 0);
+	expect_argv(&out, (const char *[]){"opencode", "--session=ses_42"}, 2);
+
+	/* codex has the recorded conversation when its rollout of that id is there. */
+	cr_assert_eq(agents_find(&cfg, "codex", &a), 0);
+	s.launched = true;
+	snprintf(path, sizeof(path), "%s/.agentd-agents/repo-7/codex/sessions/2026/11/28", home);
+	cr_assert_eq(fsutil_mkdir_p(path), 0);
+	snprintf(path, sizeof(path),
+		 "%s/.agentd-agents/repo-7/codex/sessions/2026/11/28/"
+		 "rollout-2026-11-28T10-00-00-019a-7f3e-b2c1.jsonl",
+		 home);
+	cr_assert_eq(fsutil_write_atomic(path, "{}\n", 0600, false), 0);
+	cr_assert(agentlaunch_has_conversation_id(&a, &s, home, "019a-7f3e-b2c1"));
+	cr_assert_not(agentlaunch_has_conversation_id(&a, &s, home, "0000-other"));
+	/* The newest rollout's thread id: what codex-acp loads after the TUI. */
+	cr_assert_eq(agentlaunch_codex_newest(&s, home, conv, sizeof(conv)), -EINVAL);
+	snprintf(path, sizeof(path),
+		 "%s/.agentd-agents/repo-7/codex/sessions/2026/11/28/"
+		 "rollout-2026-11-28T15-37-16-01a222cd-b337-7440-905e-6187c83201c0.jsonl",
+		 home);
+	cr_assert_eq(fsutil_write_atomic(path, "{}\n", 0600, false), 0);
+	snprintf(path, sizeof(path), "%s/.agentd-agents/repo-7/codex/sessions/2026/11/27", home);
+	cr_assert_eq(fsutil_mkdir_p(path), 0);
+	snprintf(path, sizeof(path),
+		 "%s/.agentd-agents/repo-7/codex/sessions/2026/11/27/"
+		 "rollout-2026-11-27T09-00-00-01a00000-0000-7000-8000-000000000000.jsonl",
+		 home);
+	cr_assert_eq(fsutil_write_atomic(path, "{}\n", 0600, false), 0);
+	cr_assert_eq(agentlaunch_codex_newest(&s, home, conv, sizeof(conv)), 0);
+	cr_assert_str_eq(conv, "01a222cd-b337-7440-905e-6187c83201c0");
+	/* The TUI's own thread (ordinals) goes on in the TUI; once codex-acp wrote to it last (no
+	 * ordinal), codex 0.169 refuses it. codex-acp's own thread (none) goes on in both. */
+	snprintf(path, sizeof(path),
+		 "%s/.agentd-agents/repo-7/codex/sessions/2026/11/28/"
+		 "rollout-2026-11-28T15-37-16-01a222cd-b337-7440-905e-6187c83201c0.jsonl",
+		 home);
+	cr_assert_eq(
+	    fsutil_write_atomic(path,
+				"{\"timestamp\":\"t\",\"ordinal\":0,\"type\":\"session_meta\"}\n"
+				"{\"timestamp\":\"t\",\"ordinal\":1,\"type\":\"event_msg\"}\n",
+				0600, false),
+	    0);
+	cr_assert(
+	    agentlaunch_codex_tui_can_resume(&s, home, "01a222cd-b337-7440-905e-6187c83201c0"));
+	cr_assert_eq(
+	    fsutil_write_atomic(path,
+				"{\"timestamp\":\"t\",\"ordinal\":0,\"type\":\"session_meta\"}\n"
+				"{\"timestamp\":\"t\",\"ordinal\":1,\"type\":\"event_msg\"}\n"
+				"{\"timestamp\":\"t\",\"type\":\"event_msg\"}\n",
+				0600, false),
+	    0);
+	cr_assert_not(
+	    agentlaunch_codex_tui_can_resume(&s, home, "01a222cd-b337-7440-905e-6187c83201c0"));
+	cr_assert_eq(fsutil_write_atomic(path,
+					 "{\"timestamp\":\"t\",\"type\":\"session_meta\"}\n"
+					 "{\"timestamp\":\"t\",\"type\":\"event_msg\"}\n",
+					 0600, false),
+		     0);
+	cr_assert(
+	    agentlaunch_codex_tui_can_resume(&s, home, "01a222cd-b337-7440-905e-6187c83201c0"));
+	cr_assert(
+	    agentlaunch_codex_tui_can_resume(&s, home, "01a00000-dead-7000-8000-000000000000"));
+
+	/* gemini's chat of agentSessionId: the minute in its name (UTC). */
+	snprintf(path, sizeof(path), "%s/.agentd-agents/repo-7/gemini/.gemini/tmp/p/chats", home);
+	cr_assert_eq(fsutil_mkdir_p(path), 0);
+	cr_assert_eq(agentlaunch_gemini_made_ms(&s, home), 0);
+	snprintf(word, sizeof(word), "%.8s", s.agent_session_id);
+	snprintf(path, sizeof(path),
+		 "%s/.agentd-agents/repo-7/gemini/.gemini/tmp/p/chats/"
+		 "session-2026-11-28T15-31-%s.jsonl",
+		 home, word);
+	cr_assert_eq(fsutil_write_atomic(path, "{}\n", 0600, false), 0);
+	cr_assert_eq(agentlaunch_gemini_made_ms(&s, home), (int64_t)1795879860 * 1000);
+	testdir_remove(home);
+}
