@@ -2,6 +2,7 @@
 #include "agentlaunch.h"
 #include "agents.h"
 #include "cagecmd.h"
+#include "cost.h"
 
 #include "api_worktrees.h"
 #include "create.h"
@@ -150,6 +151,9 @@ static void api_create_locked(const struct app *app, struct request *req,
 		s->port_last = old.port_last;
 		s->uid = old.uid; /* its files are that uid's */
 		s->created_at = old.created_at;
+		/* What it cost so far stays its cost: the transcript is the same conversation's. */
+		s->cost = old.cost;
+		s->transcript = old.transcript;
 	}
 	snprintf(s->by, sizeof(s->by), "%s", req->by);
 	if ((r = api_count_active(app, &active)) < 0) {
@@ -229,6 +233,29 @@ static int api_pick_agent(const struct app *app, struct request *req,
 	return 0;
 }
 
+/* The session's budget: the body's "budgetUsd", else AGENTD_SESSION_BUDGET_USD, else none.
+ * Returns 0, or -EINVAL once answered 400. */
+static int api_pick_budget(const struct app *app, struct request *req, json_object *root,
+			   struct session *s)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(root, "budgetUsd", &v)) {
+		if (cost_usd_from_json(v, &s->budget_micros) < 0) {
+			request_error(req, 400, "invalid_budget",
+				      "budgetUsd must be a number of US dollars above 0 and at "
+				      "most 1000000");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	/* The configuration was checked at its load. */
+	if (app->cfg->session_budget_usd[0] != '\0' &&
+	    cost_parse_usd(app->cfg->session_budget_usd, &s->budget_micros) < 0)
+		s->budget_micros = 0;
+	return 0;
+}
+
 static void api_sessions_create(const struct app *app, struct request *req,
 				const char *const args[ROUTER_MAX_ARGS])
 {
@@ -260,6 +287,8 @@ static void api_sessions_create(const struct app *app, struct request *req,
 	s->mode = in.mode;
 	s->limits = limits;
 	s->policy = policy;
+	if (api_pick_budget(app, req, root, s) < 0)
+		goto out;
 	policies_started(s);
 	if (in.prompt != NULL)
 		snprintf(s->prompt, sizeof(s->prompt), "%s", in.prompt);

@@ -718,7 +718,7 @@ Test(session, api_form_fields_and_types)
 	    keys,
 	    "id,repo,issue,worktree,branch,tmuxName,state,mode,agent,activitySource,agentSessionId,"
 	    "clients,prompt,createdAt,updatedAt,rev,lastActivity,activity,activityAt,pending,"
-	    "limits,ports,pr,finished,cost,");
+	    "limits,ports,pr,finished,cost,overBudget,");
 	cr_assert(json_object_object_get_ex(o, "issue", &v));
 	cr_assert(json_object_is_type(v, json_type_int));
 	cr_assert_eq(json_object_get_int64(v), 2147483647);
