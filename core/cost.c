@@ -110,6 +110,80 @@ void cost_sum(const struct session_cost *a, const struct session_cost *b, struct
 	out->turns = a->turns + b->turns;
 }
 
+static uint64_t cost_minus(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+void cost_delta(const struct session_cost *now, const struct session_cost *was,
+		struct session_cost *out)
+{
+	out->usd_micros = cost_minus(now->usd_micros, was->usd_micros);
+	out->input_tokens = cost_minus(now->input_tokens, was->input_tokens);
+	out->output_tokens = cost_minus(now->output_tokens, was->output_tokens);
+	out->cache_read_tokens = cost_minus(now->cache_read_tokens, was->cache_read_tokens);
+	out->turns = cost_minus(now->turns, was->turns);
+}
+
+void cost_days_add(struct cost_days *days, int64_t t, const struct session_cost *add)
+{
+	int64_t day = (t >= 0 ? t : t - 86399) / 86400;
+	struct cost_day *d;
+
+	if (add->usd_micros == 0 && add->input_tokens == 0 && add->output_tokens == 0 &&
+	    add->cache_read_tokens == 0 && add->turns == 0)
+		return;
+	if (days->n > 0 && days->d[days->n - 1].day >= day) {
+		/* Today, or a clock that went back: the latest day takes it. */
+		d = &days->d[days->n - 1];
+	} else {
+		if (days->n == COST_DAYS_MAX) {
+			memmove(&days->d[0], &days->d[1], (COST_DAYS_MAX - 1) * sizeof(days->d[0]));
+			days->n--;
+		}
+		d = &days->d[days->n++];
+		memset(d, 0, sizeof(*d));
+		d->day = day;
+	}
+	cost_sum(&d->cost, add, &d->cost);
+}
+
+json_object *cost_days_json(const struct cost_days *days)
+{
+	json_object *a = json_object_new_array();
+
+	for (unsigned i = 0; i < days->n; i++) {
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "day", json_object_new_int64(days->d[i].day));
+		json_object_object_add(e, "cost", cost_json(&days->d[i].cost));
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
+int cost_days_from_json(json_object *o, struct cost_days *days)
+{
+	memset(days, 0, sizeof(*days));
+	if (!json_object_is_type(o, json_type_array) || json_object_array_length(o) > COST_DAYS_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < json_object_array_length(o); i++) {
+		json_object *e = json_object_array_get_idx(o, i), *day, *c;
+		struct cost_day *d = &days->d[i];
+
+		if (!json_object_is_type(e, json_type_object) ||
+		    !json_object_object_get_ex(e, "day", &day) ||
+		    !json_object_is_type(day, json_type_int) ||
+		    !json_object_object_get_ex(e, "cost", &c) || cost_from_json(c, &d->cost) < 0)
+			return -EINVAL;
+		d->day = json_object_get_int64(day);
+		if (i > 0 && d->day <= days->d[i - 1].day)
+			return -EINVAL;
+		days->n++;
+	}
+	return 0;
+}
+
 json_object *cost_json(const struct session_cost *c)
 {
 	json_object *o = json_object_new_object();

@@ -41,6 +41,21 @@ struct session_cost {
 	uint64_t turns;
 };
 
+/* Days of a session's cost kept apart for GET /usage: a month, which keeps the record small (a
+ * record is at most SESSION_RECORD_MAX). Older days stay in the session's total only. */
+#define COST_DAYS_MAX 31
+
+/* What the session's agent cost on one UTC day. */
+struct cost_day {
+	int64_t day; /* days since 1970-01-01 (UTC) */
+	struct session_cost cost;
+};
+
+struct cost_days {
+	unsigned n; /* oldest first */
+	struct cost_day d[COST_DAYS_MAX];
+};
+
 /* One message of a transcript, as counted so far. */
 struct cost_seen {
 	char id[COST_MSG_ID_MAX + 1]; /* "": unused */
@@ -78,6 +93,18 @@ json_object *cost_usd_json(uint64_t micros);
 
 /* The sum of a and b, into out. */
 void cost_sum(const struct session_cost *a, const struct session_cost *b, struct session_cost *out);
+
+/* What now has more than was (each field; never below 0), into out. */
+void cost_delta(const struct session_cost *now, const struct session_cost *was,
+		struct session_cost *out);
+
+/* Adds add to the day of unix time t in days, dropping the oldest day when a new one does not
+ * fit (and adding nothing for a day older than every day kept when none is free). */
+void cost_days_add(struct cost_days *days, int64_t t, const struct session_cost *add);
+
+/* The record's form of days ([{"day":N,"cost":{...}}]) and back (-EINVAL). */
+json_object *cost_days_json(const struct cost_days *days);
+int cost_days_from_json(json_object *o, struct cost_days *days);
 
 /* c as the API's {"usd","inputTokens","outputTokens","cacheReadTokens","turns"}. */
 json_object *cost_json(const struct session_cost *c);

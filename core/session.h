@@ -171,6 +171,8 @@ struct session {
 	struct session_cost cost;
 	/* Written by agentd-api only: claude's transcript as read so far, for terminal turns. */
 	struct cost_transcript transcript;
+	/* The cost (both kinds) by UTC day, for GET /usage: whoever adds to a cost adds there. */
+	struct cost_days days;
 	/* Fixed at creation (or AGENTD_SESSION_BUDGET_USD): no new prompt once the cost reached
 	 * it. 0: none. */
 	uint64_t budget_micros;

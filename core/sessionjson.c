@@ -163,6 +163,8 @@ static int session_cost_from_json(struct session *s, json_object *obj, struct ca
 	if (json_object_object_get_ex(obj, "transcript", &v) &&
 	    cost_transcript_from_json(v, &s->transcript) < 0)
 		return cause_fail(cause, EINVAL, "field transcript is not {offset, cost, seen}");
+	if (json_object_object_get_ex(obj, "costDays", &v) && cost_days_from_json(v, &s->days) < 0)
+		return cause_fail(cause, EINVAL, "field costDays is not [{day, cost}]");
 	if (json_object_object_get_ex(obj, "budgetUsd", &v) &&
 	    cost_usd_from_json(v, &s->budget_micros) < 0)
 		return cause_fail(cause, EINVAL, "field budgetUsd is not an amount");
@@ -263,6 +265,7 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	if (for_disk) {
 		json_object_object_add(o, "cost", cost_json(&s->cost));
 		json_object_object_add(o, "transcript", cost_transcript_json(&s->transcript));
+		json_object_object_add(o, "costDays", cost_days_json(&s->days));
 	} else {
 		json_object_object_add(o, "cost", session_cost_api_json(s));
 		json_object_object_add(o, "overBudget",

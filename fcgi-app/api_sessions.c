@@ -1,6 +1,7 @@
 #include "api_sessions.h"
 #include "agentlaunch.h"
 #include "agents.h"
+#include "api_usage.h"
 #include "cagecmd.h"
 #include "cost.h"
 
@@ -388,6 +389,9 @@ static void api_sessions_get(const struct app *app, struct request *req,
 		request_error(req, 500, "out_of_memory", "out of memory");
 		return;
 	}
+	/* A terminal turn's cost is in claude's transcript: taken in first, so the answer has it.
+	 */
+	usage_refresh(app, args[0]);
 	r = store_read(&app->store, args[0], s, &cause);
 	if (r == -ENOENT)
 		request_error(req, 404, "not_found", "no session %s", args[0]);

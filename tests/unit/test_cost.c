@@ -243,3 +243,44 @@ Test(cost, json_forms)
 	cr_assert_lt(cost_from_json(v, &back), 0);
 	json_object_put(v);
 }
+
+Test(cost, days_keep_a_month_by_utc_day)
+{
+	struct cost_days days, back;
+	struct session_cost one = {.usd_micros = 10, .input_tokens = 1, .turns = 1}, none = {0};
+	json_object *o;
+
+	memset(&days, 0, sizeof(days));
+	cost_days_add(&days, 86400 * 100 + 5, &one);
+	cost_days_add(&days, 86400 * 101 - 1, &one); /* the same UTC day */
+	cost_days_add(&days, 86400 * 100, &none);    /* nothing: no day */
+	cr_assert_eq(days.n, 1);
+	cr_assert_eq(days.d[0].day, 100);
+	cr_assert_eq(days.d[0].cost.usd_micros, 20);
+	for (int i = 1; i <= COST_DAYS_MAX; i++)
+		cost_days_add(&days, 86400 * (100 + i), &one);
+	cr_assert_eq(days.n, COST_DAYS_MAX, "a month at most");
+	cr_assert_eq(days.d[0].day, 101, "the oldest day went");
+	cr_assert_eq(days.d[COST_DAYS_MAX - 1].day, 100 + COST_DAYS_MAX);
+	/* A clock that went back adds to the latest day. */
+	cost_days_add(&days, 86400 * 50, &one);
+	cr_assert_eq(days.d[COST_DAYS_MAX - 1].cost.turns, 2);
+	o = cost_days_json(&days);
+	cr_assert_eq(cost_days_from_json(o, &back), 0);
+	json_object_put(o);
+	cr_assert_eq(back.n, days.n);
+	cr_assert_eq(back.d[3].day, days.d[3].day);
+	o = json_tokener_parse("[{\"day\":5,\"cost\":{}},{\"day\":5,\"cost\":{}}]");
+	cr_assert_lt(cost_days_from_json(o, &back), 0, "days in order, each once");
+	json_object_put(o);
+}
+
+Test(cost, delta_never_below_zero)
+{
+	struct session_cost now = {.usd_micros = 5, .input_tokens = 10},
+			    was = {.usd_micros = 7, .input_tokens = 4}, d;
+
+	cost_delta(&now, &was, &d);
+	cr_assert_eq(d.usd_micros, 0);
+	cr_assert_eq(d.input_tokens, 6);
+}
