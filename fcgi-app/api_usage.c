@@ -113,3 +113,152 @@ void usage_refresh_all(const struct app *app)
 			usage_refresh(app, list[i].id);
 	free(list);
 }
+
+/* ?since=: "YYYY-MM-DD" (that day, UTC), an ISO time "YYYY-MM-DDTHH:MM:SSZ", or a duration
+ * back from now ("7d", "24h"). Returns 0 with *out (unix seconds) or -EINVAL. */
+static int usage_parse_since(const char *v, int64_t now, int64_t *out)
+{
+	char date[ISOTIME_LEN + 1];
+	int64_t secs;
+
+	if (strlen(v) == 10) {
+		/* A day is its midnight: the ISO time parser reads the rest. */
+		snprintf(date, sizeof(date), "%sT00:00:00Z", v);
+		return isotime_parse(date, out);
+	}
+	if (isotime_parse(v, out) == 0)
+		return 0;
+	if (policy_parse_duration(v, &secs) < 0)
+		return -EINVAL;
+	*out = now - secs;
+	return 0;
+}
+
+struct usage_repo {
+	const char *owner, *name;
+	struct session_cost cost;
+	unsigned sessions;
+};
+
+static json_object *usage_day_json(int64_t day, const struct session_cost *c)
+{
+	json_object *o = json_object_new_object();
+	char t[ISOTIME_LEN + 1];
+
+	isotime_format(day * 86400, t, sizeof(t));
+	t[10] = '\0'; /* the date of it */
+	json_object_object_add(o, "day", json_object_new_string(t));
+	json_object_object_add(o, "cost", cost_json(c));
+	return o;
+}
+
+static void api_usage(const struct app *app, struct request *req,
+		      const char *const args[ROUTER_MAX_ARGS])
+{
+	struct session_cost total = {0}, days[COST_DAYS_MAX];
+	struct usage_repo *repos = NULL;
+	struct session *list = NULL;
+	int64_t now = (int64_t)time(NULL), since, first, today = now / 86400;
+	char v[USAGE_SINCE_MAX + 1], t[ISOTIME_LEN + 1];
+	const char *given = request_query(req, "since", v, sizeof(v));
+	json_object *o, *arr;
+	size_t n = 0, nrepos = 0;
+	unsigned sessions = 0;
+	int r;
+
+	if (given == NULL && strstr(req->query, "since=") != NULL) {
+		request_error(req, 400, "invalid_since", "since is too long");
+		return;
+	}
+	if (given == NULL)
+		since = now - USAGE_DEFAULT_SINCE_S;
+	else if (usage_parse_since(given, now, &since) < 0) {
+		request_error(
+		    req, 400, "invalid_since",
+		    "since must be a date (2026-11-01), a UTC time (2026-11-01T08:00:00Z) "
+		    "or a duration back from now (7d, 24h)");
+		return;
+	}
+	/* Costs are kept by day: the answer starts at the start of since's day. */
+	first = (since >= 0 ? since : 0) / 86400;
+	if (since > now || first < today - (COST_DAYS_MAX - 1)) {
+		request_error(req, 400, "invalid_since",
+			      "since must be in the last %d days (costs are kept by day for that "
+			      "long)",
+			      COST_DAYS_MAX);
+		return;
+	}
+	usage_refresh_all(app);
+	if ((r = store_list(&app->store, &list, &n)) < 0) {
+		request_error(req, 500, "store_error", "cannot list sessions: %s", strerror(-r));
+		return;
+	}
+	if (n > USAGE_REPOS_MAX || (n > 0 && (repos = calloc(n, sizeof(*repos))) == NULL)) {
+		request_error(req, 500, "out_of_memory", "out of memory");
+		goto out;
+	}
+	memset(days, 0, sizeof(days));
+	for (size_t i = 0; i < n; i++) {
+		const struct session *s = &list[i];
+		struct usage_repo *repo = NULL;
+		bool counted = false;
+
+		for (unsigned d = 0; d < s->days.n; d++) {
+			const struct cost_day *cd = &s->days.d[d];
+
+			if (cd->day < first || cd->day > today)
+				continue;
+			if (repo == NULL) {
+				for (size_t k = 0; k < nrepos && repo == NULL; k++)
+					if (strcmp(repos[k].owner, s->owner) == 0 &&
+					    strcmp(repos[k].name, s->name) == 0)
+						repo = &repos[k];
+				if (repo == NULL) {
+					repo = &repos[nrepos++];
+					repo->owner = s->owner;
+					repo->name = s->name;
+				}
+			}
+			cost_sum(&repo->cost, &cd->cost, &repo->cost);
+			cost_sum(&days[cd->day - first], &cd->cost, &days[cd->day - first]);
+			cost_sum(&total, &cd->cost, &total);
+			counted = true;
+		}
+		if (counted) {
+			repo->sessions++;
+			sessions++;
+		}
+	}
+	o = json_object_new_object();
+	isotime_format(first * 86400, t, sizeof(t));
+	json_object_object_add(o, "since", json_object_new_string(t));
+	isotime_format(now, t, sizeof(t));
+	json_object_object_add(o, "until", json_object_new_string(t));
+	json_object_object_add(o, "sessions", json_object_new_int(sessions));
+	json_object_object_add(o, "total", cost_json(&total));
+	arr = json_object_new_array();
+	for (size_t k = 0; k < nrepos; k++) {
+		json_object *e = json_object_new_object(), *repo = json_object_new_object();
+
+		json_object_object_add(repo, "owner", json_object_new_string(repos[k].owner));
+		json_object_object_add(repo, "name", json_object_new_string(repos[k].name));
+		json_object_object_add(e, "repo", repo);
+		json_object_object_add(e, "sessions", json_object_new_int(repos[k].sessions));
+		json_object_object_add(e, "cost", cost_json(&repos[k].cost));
+		json_object_array_add(arr, e);
+	}
+	json_object_object_add(o, "repos", arr);
+	arr = json_object_new_array();
+	for (int64_t d = first; d <= today; d++)
+		json_object_array_add(arr, usage_day_json(d, &days[d - first]));
+	json_object_object_add(o, "days", arr);
+	request_reply(req, 200, o, NULL);
+out:
+	free(repos);
+	free(list);
+}
+
+const struct route api_usage_routes[] = {
+    {"GET", "/usage", api_usage, false},
+    {NULL, NULL, NULL, false},
+};

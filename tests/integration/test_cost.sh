@@ -98,3 +98,36 @@ assert_jq "402: the figures" '.costUsd == 0.0002 and .budgetUsd == 0.00015' "$B3
 assert_match "402: the sentence says the figures" '0\.000200.*0\.000150' "$B3"
 get_session widgets-2
 assert_jq "a refused prompt costs nothing" '.cost.turns == 2'
+
+# ---- GET /usage: the sessions' costs per repository and per UTC day --------------------------
+TODAY=$(date -u +%F)
+api GET /usage
+assert_status "GET /usage: 200" 200
+assert_jq "the last week by default: 8 days, today last" \
+	"(.days | length) == 8 and .days[-1].day == \"$TODAY\""
+assert_jq "every turn of both sessions is today's" \
+	'.total.turns == 5 and .total.usd == 0.0005 and .days[-1].cost.turns == 5 and
+	 ([.days[:-1][].cost.turns] | add) == 0 and .sessions == 2'
+assert_json "per repository" '[.repos[] | [.repo.owner, .repo.name, .sessions, .cost.turns]]' \
+	'[["acme","widgets",2,5]]'
+api GET "/usage?since=$TODAY"
+assert_jq "since a date: from that day" \
+	"(.days | length) == 1 and .since == \"${TODAY}T00:00:00Z\" and .total.turns == 5"
+api GET "/usage?since=$(date -u +%FT%TZ)"
+assert_jq "since a time: from its day" '(.days | length) == 1 and .total.turns == 5'
+api GET "/usage?since=$(date -u -d '+1 hour' +%FT%TZ)"
+assert_status "since a time to come: 400" 400
+api GET "/usage?since=1d"
+assert_jq "since a duration: 2 days" '(.days | length) == 2 and .total.turns == 5'
+for bad in yesterday 40d 2099-01-01 "" 1w "$(printf '9%.0s' {1..60})"; do
+	api GET "/usage?since=$bad"
+	assert_status "since=${bad:0:20}: 400" 400
+	assert_json "since=${bad:0:20}: code" '.code' '"invalid_since"'
+done
+VIEWER=$("$BUILD_DIR/fcgi-app/agentd-api" token add viewer --read-only)
+code=$(curl -q -s -o "$T/usage.ro" -w '%{http_code}' -H "Authorization: Bearer $VIEWER" \
+	"$BASE_URL/usage?since=1d")
+assert_eq "a read-only token reads the usage" 200 "$code"
+assert_jq "... the same totals" '.total.turns == 5' "$(cat "$T/usage.ro")"
+api POST /usage '{}'
+assert_status "POST /usage: 405" 405
