@@ -184,6 +184,10 @@ void session_cost_total(const struct session *s, struct session_cost *out);
 /* True when s has a budget and its cost reached it. */
 bool session_over_budget(const struct session *s);
 
+/* When s is over its budget, the sentence a refused prompt gets (with both figures) in out;
+ * returns whether it is. */
+bool session_budget_why(const struct session *s, char *out, size_t len);
+
 /* Notes that claude was just started for s (the first time or again: create, restart, mode
  * switch, after a reboot): later launches resume its conversation, and the requests an earlier
  * claude asked are known as gone. */

@@ -152,6 +152,21 @@ bool session_over_budget(const struct session *s)
 	return s->budget_micros != 0 && c.usd_micros >= s->budget_micros;
 }
 
+bool session_budget_why(const struct session *s, char *out, size_t len)
+{
+	struct session_cost c;
+
+	if (!session_over_budget(s))
+		return false;
+	session_cost_total(s, &c);
+	snprintf(out, len,
+		 "the session has cost $%" PRIu64 ".%06" PRIu64 ", its budget is $%" PRIu64
+		 ".%06" PRIu64 ": no new prompt (a running turn goes on)",
+		 c.usd_micros / 1000000, c.usd_micros % 1000000, s->budget_micros / 1000000,
+		 s->budget_micros % 1000000);
+	return true;
+}
+
 /* The record's cost, transcript and budget: optional (none before they existed), checked when
  * present. */
 static int session_cost_from_json(struct session *s, json_object *obj, struct cause *cause)

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +64,21 @@ static int usage_open(const struct app *app, const struct session *s)
 	return r;
 }
 
+/* True when the transcript of s holds bytes its record has not taken in: asked without the
+ * session's lock, so that a GET of a session whose transcript did not grow takes none. */
+static bool usage_grew(const struct app *app, const struct session *s)
+{
+	struct stat st;
+	bool grew;
+	int fd;
+
+	if (strcmp(s->agent, "claude") != 0 || (fd = usage_open(app, s)) < 0)
+		return false;
+	grew = fstat(fd, &st) == 0 && (uint64_t)st.st_size != s->transcript.offset;
+	close(fd);
+	return grew;
+}
+
 int usage_refresh(const struct app *app, const char *id)
 {
 	struct cause cause = {{0}};
@@ -73,6 +89,10 @@ int usage_refresh(const struct app *app, const char *id)
 
 	if (s == NULL)
 		return -ENOMEM;
+	if ((r = store_read(&app->store, id, s, &cause)) < 0 || !usage_grew(app, s)) {
+		free(s);
+		return r;
+	}
 	lock = store_lock(&app->store, id);
 	if (lock < 0) {
 		free(s);
@@ -109,7 +129,7 @@ void usage_refresh_all(const struct app *app)
 	if (store_list(&app->store, &list, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(list[i].agent, "claude") == 0)
+		if (usage_grew(app, &list[i]))
 			usage_refresh(app, list[i].id);
 	free(list);
 }

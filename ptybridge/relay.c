@@ -14,7 +14,6 @@
 #include "ws.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,11 +392,7 @@ static void relay_over_budget(struct relay *r, const struct session *s)
 	int n;
 
 	session_cost_total(s, &c);
-	snprintf(msg, sizeof(msg),
-		 "the session has cost $%" PRIu64 ".%06" PRIu64 ", its budget is $%" PRIu64
-		 ".%06" PRIu64 ": no new prompt (a running turn goes on)",
-		 c.usd_micros / 1000000, c.usd_micros % 1000000, s->budget_micros / 1000000,
-		 s->budget_micros % 1000000);
+	session_budget_why(s, msg, sizeof(msg));
 	log_info("session %s: prompt: 402 budget_exceeded", r->c.id);
 	if (o == NULL) {
 		relay_respond(r, 503, "out_of_memory", "out of memory", NULL);

@@ -96,6 +96,13 @@ B3=$(sse_body b3)
 assert_jq "402: the code" '.code == "budget_exceeded"' "$B3"
 assert_jq "402: the figures" '.costUsd == 0.0002 and .budgetUsd == 0.00015' "$B3"
 assert_match "402: the sentence says the figures" '0\.000200.*0\.000150' "$B3"
+ws_start w1 /sessions/widgets-2/stream
+ws_wait_line w1 '^open$' 10
+ws_send w1 '{"type":"prompt","prompt":"four"}'
+assert_ws_frame "over the budget: /stream's prompt frame gets the same 402" w1 \
+	'.type == "error" and .request == "prompt" and .status == 402 and
+	 .code == "budget_exceeded" and (.error | test("0\\.000200"))' 10
+ws_stop w1
 get_session widgets-2
 assert_jq "a refused prompt costs nothing" '.cost.turns == 2'
 
