@@ -208,25 +208,22 @@ json_object *ctl_ls_order(json_object *sessions, bool all)
 	return out;
 }
 
-/* The cost of a session when it is known: the server's "cost" counts the turns whose results
- * said it (structured mode); with none counted the cost is unknown, not nothing. Below a dollar
- * four decimals, so that a cheap session does not read as free. */
+/* The cost of a session when it is known (cost.usd once a turn was counted): cents, or a
+ * ten-thousandth below a cent, so a cheap session does not read as free. */
 static void ctl_ls_cost(json_object *s, char *out, size_t size)
 {
-	json_object *cost, *usd, *turns;
-	double v;
+	json_object *c, *v, *turns;
+	double usd;
 
-	if (!json_object_object_get_ex(s, "cost", &cost) ||
-	    !json_object_object_get_ex(cost, "usd", &usd) ||
-	    !json_object_object_get_ex(cost, "turns", &turns) ||
-	    json_object_get_int64(turns) <= 0 ||
-	    !(json_object_is_type(usd, json_type_double) ||
-	      json_object_is_type(usd, json_type_int))) {
+	if (!json_object_object_get_ex(s, "cost", &c) || !json_object_object_get_ex(c, "usd", &v) ||
+	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)) ||
+	    ((usd = json_object_get_double(v)) == 0 &&
+	     !(json_object_object_get_ex(c, "turns", &turns) &&
+	       json_object_get_int64(turns) > 0))) {
 		snprintf(out, size, "-");
 		return;
 	}
-	v = json_object_get_double(usd);
-	snprintf(out, size, v < 1 ? "$%.4f" : "$%.2f", v);
+	snprintf(out, size, usd > 0 && usd < 0.01 ? "$%.4f" : "$%.2f", usd);
 }
 
 static int ctl_ls(struct ctl *ctl, const struct ctl_args *args)

@@ -141,9 +141,10 @@ int claude_structured_argv(const struct config *cfg, const struct session *s, co
 	return claude_push_extra(&b, cfg->claude_args);
 }
 
-bool claude_has_transcript(const struct session *s, const char *home, const char *config_dir)
+int claude_transcript_path(const struct session *s, const char *home, const char *config_dir,
+			   char *out, size_t len)
 {
-	char dir[CONFIG_PATH_MAX], mangled[SESSION_PATH_MAX], path[CONFIG_PATH_MAX * 2];
+	char dir[CONFIG_PATH_MAX], mangled[SESSION_PATH_MAX];
 	size_t i;
 
 	if (config_dir != NULL && config_dir[0] != '\0')
@@ -151,15 +152,23 @@ bool claude_has_transcript(const struct session *s, const char *home, const char
 	else if (home != NULL && home[0] != '\0')
 		snprintf(dir, sizeof(dir), "%s/.claude", home);
 	else
-		return false;
+		return -ENOENT;
 	for (i = 0; s->worktree[i] != '\0' && i + 1 < sizeof(mangled); i++)
 		mangled[i] =
 		    (s->worktree[i] == '/' || s->worktree[i] == '.') ? '-' : s->worktree[i];
 	mangled[i] = '\0';
-	if (snprintf(path, sizeof(path), "%s/projects/%s/%s.jsonl", dir, mangled,
-		     s->agent_session_id) >= (int)sizeof(path))
-		return false;
-	return access(path, F_OK) == 0;
+	if (snprintf(out, len, "%s/projects/%s/%s.jsonl", dir, mangled, s->agent_session_id) >=
+	    (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+bool claude_has_transcript(const struct session *s, const char *home, const char *config_dir)
+{
+	char path[CONFIG_PATH_MAX * 2];
+
+	return claude_transcript_path(s, home, config_dir, path, sizeof(path)) == 0 &&
+	       access(path, F_OK) == 0;
 }
 
 /* The value of name in from (an environ), or NULL. */

@@ -90,4 +90,10 @@ int claude_structured_argv(const struct config *cfg, const struct session *s, co
  */
 bool claude_has_transcript(const struct session *s, const char *home, const char *config_dir);
 
+/* Writes the path of claude's transcript of s into out: $CLAUDE_CONFIG_DIR (config_dir) or
+ * home/.claude, then projects/<worktree with / and . as ->/<agentSessionId>.jsonl. Returns 0,
+ * -ENOENT (neither given) or -ENAMETOOLONG. */
+int claude_transcript_path(const struct session *s, const char *home, const char *config_dir,
+			   char *out, size_t len);
+
 #endif

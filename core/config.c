@@ -2,6 +2,7 @@
 
 #include "agents.h"
 #include "cageuid.h"
+#include "cost.h"
 #include "policy.h"
 
 #include <json-c/json.h>
@@ -176,6 +177,16 @@ static const char *config_check_duration(const char *v)
 		   : NULL;
 }
 
+static const char *config_check_budget(const char *v)
+{
+	uint64_t micros;
+
+	return v[0] != '\0' && cost_parse_usd(v, &micros) < 0
+		   ? "must be empty (none) or dollars above 0, at most 1000000, to a millionth "
+		     "(0.5, 20)"
+		   : NULL;
+}
+
 /* argv as a JSON array of 1 to POLICY_SETUP_ARGV_MAX strings, the first an absolute path: no
  * shell reads it. */
 static const char *config_check_setup(const char *v)
@@ -274,6 +285,7 @@ static const struct config_key config_keys[] = {
     KEY_CHECKED("AGENTD_SETUP_COMMAND", setup_command, config_check_setup, "", "argv (a JSON array) run once in a new worktree before the agent"),
     KEY_CHECKED("AGENTD_SETUP_DIR", setup_dir, config_check_home, "", "per-repository setup programs, <dir>/<owner>/<name>"),
     KEY_STR("AGENTD_DEFAULT_AGENT", default_agent, "claude", "the agent of a session whose POST names none (claude, codex, gemini, opencode or a configured one)"),
+    KEY_CHECKED("AGENTD_SESSION_BUDGET_USD", session_budget_usd, config_check_budget, "", "a new session's budget in US dollars when its POST gives none (empty: none)"),
 };
 /* clang-format on */
 

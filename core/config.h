@@ -131,6 +131,7 @@ struct config {
 	char setup_dir[CONFIG_PATH_MAX];      /* AGENTD_SETUP_DIR: <dir>/<owner>/<name> programs */
 	/* The agent a POST /sessions without "agent" gets, and the configured agents. */
 	char default_agent[CONFIG_AGENT_NAME_MAX + 1]; /* AGENTD_DEFAULT_AGENT */
+	char session_budget_usd[24]; /* AGENTD_SESSION_BUDGET_USD: dollars, "" = none */
 	struct config_agent agents[CONFIG_AGENTS_MAX];
 };
 

@@ -9,6 +9,7 @@
 
 #include "cause.h"
 #include "cgroup.h"
+#include "cost.h"
 #include "policy.h"
 
 #include <json-c/json.h>
@@ -105,14 +106,6 @@ const char *session_pr_checks_name(enum session_pr_checks c);
 /* True when the session's work is done: its pull request was merged. */
 bool session_finished(const struct session_pr *pr);
 
-/* What the session's agent cost, summed over its structured turns' results (claude's
- * total_cost_usd and usage): kept in the record, so it survives restarts and mode switches. */
-struct session_cost {
-	uint64_t usd_micros; /* millionths of a US dollar: exact sums, no float drift */
-	uint64_t input_tokens, output_tokens, cache_read_tokens;
-	uint64_t turns;
-};
-
 /* Adds a result's total_cost_usd and usage (input_tokens, output_tokens,
  * cache_read_input_tokens) to c, one turn more. Fields absent or of another type add nothing. */
 void session_cost_add(struct session_cost *c, json_object *result);
@@ -173,9 +166,27 @@ struct session {
 	/* Disk only: the last event of the session's agentd-host the hub took in (structured
 	 * mode), so a restarted bridge goes on from there. */
 	uint64_t host_event;
-	/* Written by the hub with host_event, so a result is counted once across restarts. */
+	/* Written by the hub with host_event, so a result is counted once across restarts:
+	 * its structured turns' results (claude's total_cost_usd and usage). */
 	struct session_cost cost;
+	/* Written by agentd-api only: claude's transcript as read so far, for terminal turns. */
+	struct cost_transcript transcript;
+	/* The cost (both kinds) by UTC day, for GET /usage: whoever adds to a cost adds there. */
+	struct cost_days days;
+	/* Fixed at creation (or AGENTD_SESSION_BUDGET_USD): no new prompt once the cost reached
+	 * it. 0: none. */
+	uint64_t budget_micros;
 };
+
+/* The session's whole cost: its structured turns' and its terminal turns'. */
+void session_cost_total(const struct session *s, struct session_cost *out);
+
+/* True when s has a budget and its cost reached it. */
+bool session_over_budget(const struct session *s);
+
+/* When s is over its budget, the sentence a refused prompt gets (with both figures) in out;
+ * returns whether it is. */
+bool session_budget_why(const struct session *s, char *out, size_t len);
 
 /* Notes that claude was just started for s (the first time or again: create, restart, mode
  * switch, after a reboot): later launches resume its conversation, and the requests an earlier

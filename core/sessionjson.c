@@ -139,55 +139,67 @@ void session_cost_add(struct session_cost *c, json_object *result)
 	c->turns++;
 }
 
-static json_object *session_cost_json(const struct session_cost *c)
+void session_cost_total(const struct session *s, struct session_cost *out)
 {
-	json_object *o = json_object_new_object();
-	char text[48];
-	size_t n = (size_t)snprintf(text, sizeof(text), "%" PRIu64 ".%06" PRIu64,
-				    c->usd_micros / 1000000, c->usd_micros % 1000000);
-
-	/* Written from its digits: json-c would print 0.0001 as 0.00010000000000000001. */
-	while (n > 0 && text[n - 1] == '0')
-		text[--n] = '\0';
-	if (n > 0 && text[n - 1] == '.')
-		text[--n] = '\0';
-	json_object_object_add(o, "usd",
-			       c->usd_micros % 1000000 == 0
-				   ? json_object_new_int64((int64_t)(c->usd_micros / 1000000))
-				   : json_object_new_double_s((double)c->usd_micros / 1e6, text));
-	json_object_object_add(o, "inputTokens", json_object_new_int64((int64_t)c->input_tokens));
-	json_object_object_add(o, "outputTokens", json_object_new_int64((int64_t)c->output_tokens));
-	json_object_object_add(o, "cacheReadTokens",
-			       json_object_new_int64((int64_t)c->cache_read_tokens));
-	json_object_object_add(o, "turns", json_object_new_int64((int64_t)c->turns));
-	return o;
+	cost_sum(&s->cost, &s->transcript.cost, out);
 }
 
-static bool session_count_from_json(json_object *o, const char *key, uint64_t max, uint64_t *out);
+bool session_over_budget(const struct session *s)
+{
+	struct session_cost c;
 
-/* The record's cost: optional (none before it existed), checked when present. */
+	session_cost_total(s, &c);
+	return s->budget_micros != 0 && c.usd_micros >= s->budget_micros;
+}
+
+bool session_budget_why(const struct session *s, char *out, size_t len)
+{
+	struct session_cost c;
+
+	if (!session_over_budget(s))
+		return false;
+	session_cost_total(s, &c);
+	snprintf(out, len,
+		 "the session has cost $%" PRIu64 ".%06" PRIu64 ", its budget is $%" PRIu64
+		 ".%06" PRIu64 ": no new prompt (a running turn goes on)",
+		 c.usd_micros / 1000000, c.usd_micros % 1000000, s->budget_micros / 1000000,
+		 s->budget_micros % 1000000);
+	return true;
+}
+
+/* The record's cost, transcript and budget: optional (none before they existed), checked when
+ * present. */
 static int session_cost_from_json(struct session *s, json_object *obj, struct cause *cause)
 {
-	json_object *c, *v;
-	double usd;
+	json_object *v;
 
-	if (!json_object_object_get_ex(obj, "cost", &c))
-		return 0;
-	if (!json_object_is_type(c, json_type_object) ||
-	    !session_count_from_json(c, "inputTokens", INT64_MAX, &s->cost.input_tokens) ||
-	    !session_count_from_json(c, "outputTokens", INT64_MAX, &s->cost.output_tokens) ||
-	    !session_count_from_json(c, "cacheReadTokens", INT64_MAX, &s->cost.cache_read_tokens) ||
-	    !session_count_from_json(c, "turns", INT64_MAX, &s->cost.turns))
+	if (json_object_object_get_ex(obj, "cost", &v) && cost_from_json(v, &s->cost) < 0)
 		return cause_fail(cause, EINVAL, "field cost is not {usd, inputTokens, ...}");
-	if (json_object_object_get_ex(c, "usd", &v)) {
-		usd = json_object_get_double(v);
-		if ((!json_object_is_type(v, json_type_double) &&
-		     !json_object_is_type(v, json_type_int)) ||
-		    !(usd >= 0 && usd < 1e12))
-			return cause_fail(cause, EINVAL, "field cost.usd is not an amount");
-		s->cost.usd_micros = (uint64_t)(usd * 1e6 + 0.5);
-	}
+	if (json_object_object_get_ex(obj, "transcript", &v) &&
+	    cost_transcript_from_json(v, &s->transcript) < 0)
+		return cause_fail(cause, EINVAL, "field transcript is not {offset, cost, seen}");
+	if (json_object_object_get_ex(obj, "costDays", &v) && cost_days_from_json(v, &s->days) < 0)
+		return cause_fail(cause, EINVAL, "field costDays is not [{day, cost}]");
+	if (json_object_object_get_ex(obj, "budgetUsd", &v) &&
+	    cost_usd_from_json(v, &s->budget_micros) < 0)
+		return cause_fail(cause, EINVAL, "field budgetUsd is not an amount");
 	return 0;
+}
+
+/* The API's cost: both kinds of turns; usdEstimated when the terminal turns' share (priced
+ * from cost.c's table) is part of it. */
+static json_object *session_cost_api_json(const struct session *s)
+{
+	struct session_cost c;
+	json_object *o;
+
+	session_cost_total(s, &c);
+	o = cost_json(&c);
+	/* Only when true: a cost of claude's own figures alone keeps the object it always had. */
+	if (s->transcript.cost.input_tokens != 0 || s->transcript.cost.output_tokens != 0 ||
+	    s->transcript.cost.cache_read_tokens != 0 || s->transcript.cost.usd_micros != 0)
+		json_object_object_add(o, "usdEstimated", json_object_new_boolean(true));
+	return o;
 }
 
 static json_object *session_pr_json(const struct session_pr *pr)
@@ -265,7 +277,17 @@ json_object *session_to_json(const struct session *s, bool for_disk)
 	if (s->pr.number != 0)
 		json_object_object_add(o, "pr", session_pr_json(&s->pr));
 	json_object_object_add(o, "finished", json_object_new_boolean(session_finished(&s->pr)));
-	json_object_object_add(o, "cost", session_cost_json(&s->cost));
+	if (for_disk) {
+		json_object_object_add(o, "cost", cost_json(&s->cost));
+		json_object_object_add(o, "transcript", cost_transcript_json(&s->transcript));
+		json_object_object_add(o, "costDays", cost_days_json(&s->days));
+	} else {
+		json_object_object_add(o, "cost", session_cost_api_json(s));
+		json_object_object_add(o, "overBudget",
+				       json_object_new_boolean(session_over_budget(s)));
+	}
+	if (s->budget_micros != 0)
+		json_object_object_add(o, "budgetUsd", cost_usd_json(s->budget_micros));
 	policy_to_json(&s->policy, o, for_disk);
 	if (for_disk) {
 		json_object_object_add(o, "launched", json_object_new_boolean(s->launched));

@@ -1,7 +1,9 @@
 #include "api_sessions.h"
 #include "agentlaunch.h"
 #include "agents.h"
+#include "api_usage.h"
 #include "cagecmd.h"
+#include "cost.h"
 
 #include "api_pr.h"
 #include "api_worktrees.h"
@@ -151,6 +153,9 @@ static void api_create_locked(const struct app *app, struct request *req,
 		s->port_last = old.port_last;
 		s->uid = old.uid; /* its files are that uid's */
 		s->created_at = old.created_at;
+		/* What it cost so far stays its cost: the transcript is the same conversation's. */
+		s->cost = old.cost;
+		s->transcript = old.transcript;
 	}
 	snprintf(s->by, sizeof(s->by), "%s", req->by);
 	if ((r = api_count_active(app, &active)) < 0) {
@@ -230,6 +235,29 @@ static int api_pick_agent(const struct app *app, struct request *req,
 	return 0;
 }
 
+/* The session's budget: the body's "budgetUsd", else AGENTD_SESSION_BUDGET_USD, else none.
+ * Returns 0, or -EINVAL once answered 400. */
+static int api_pick_budget(const struct app *app, struct request *req, json_object *root,
+			   struct session *s)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(root, "budgetUsd", &v)) {
+		if (cost_usd_from_json(v, &s->budget_micros) < 0) {
+			request_error(req, 400, "invalid_budget",
+				      "budgetUsd must be a number of US dollars above 0 and at "
+				      "most 1000000");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	/* The configuration was checked at its load. */
+	if (app->cfg->session_budget_usd[0] != '\0' &&
+	    cost_parse_usd(app->cfg->session_budget_usd, &s->budget_micros) < 0)
+		s->budget_micros = 0;
+	return 0;
+}
+
 static void api_sessions_create(const struct app *app, struct request *req,
 				const char *const args[ROUTER_MAX_ARGS])
 {
@@ -261,6 +289,8 @@ static void api_sessions_create(const struct app *app, struct request *req,
 	s->mode = in.mode;
 	s->limits = limits;
 	s->policy = policy;
+	if (api_pick_budget(app, req, root, s) < 0)
+		goto out;
 	policies_started(s);
 	if (in.prompt != NULL)
 		snprintf(s->prompt, sizeof(s->prompt), "%s", in.prompt);
@@ -360,6 +390,9 @@ static void api_sessions_get(const struct app *app, struct request *req,
 		request_error(req, 500, "out_of_memory", "out of memory");
 		return;
 	}
+	/* A terminal turn's cost is in claude's transcript: taken in first, so the answer has it.
+	 */
+	usage_refresh(app, args[0]);
 	r = store_read(&app->store, args[0], s, &cause);
 	if (r == -ENOENT)
 		request_error(req, 404, "not_found", "no session %s", args[0]);

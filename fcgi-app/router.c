@@ -8,7 +8,7 @@
 static const struct route *const router_tables[] = {
     api_auth_routes,  api_sessions_routes,  api_diff_routes, api_pr_routes,
     api_mode_routes,  api_worktrees_routes, api_misc_routes, api_metrics_routes,
-    api_repos_routes, api_push_routes,      api_pair_routes};
+    api_repos_routes, api_push_routes,      api_pair_routes, api_usage_routes};
 #define ROUTER_TABLES (sizeof(router_tables) / sizeof(router_tables[0]))
 
 size_t router_nroutes(void)

@@ -34,6 +34,7 @@ extern const struct route api_metrics_routes[];
 extern const struct route api_repos_routes[];
 extern const struct route api_push_routes[];
 extern const struct route api_pair_routes[];
+extern const struct route api_usage_routes[];
 
 /* Answers req. Returns the index of the route that answered (router_route), or -1 when none
  * matched (404, 405): GET /metrics counts requests by route template. */

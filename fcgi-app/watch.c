@@ -1,5 +1,6 @@
 #include "watch.h"
 
+#include "api_usage.h"
 #include "boot.h"
 #include "log.h"
 #include "recovery.h"
@@ -121,6 +122,8 @@ static void *watch_worker(void *arg)
 		cause.msg[0] = '\0';
 		if (recovery_pass(w->app, &list, &n, &wake, &cause) < 0)
 			log_warn("reconciliation failed: %s", cause.msg);
+		/* Terminal turns' costs reach the list (whose entries are the records'). */
+		usage_refresh_all(w->app);
 		/* A restart's backoff, a timeout or its grace ends before the next pass is due. */
 		if (wake != 0 && wake - watch_now_ms() < timeout)
 			timeout = wake - watch_now_ms() > 0 ? (int)(wake - watch_now_ms()) : 0;

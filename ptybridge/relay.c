@@ -382,6 +382,43 @@ static void relay_history_start(struct relay *r, const struct conn_refusal *why)
 	relay_history_pump(r);
 }
 
+/* Answers 402 budget_exceeded with the figures (docs/API.md "Budget") and ends the connection. */
+static void relay_over_budget(struct relay *r, const struct session *s)
+{
+	json_object *o = json_object_new_object();
+	struct session_cost c;
+	char msg[192], head[256];
+	const char *body;
+	int n;
+
+	session_cost_total(s, &c);
+	session_budget_why(s, msg, sizeof(msg));
+	log_info("session %s: prompt: 402 budget_exceeded", r->c.id);
+	if (o == NULL) {
+		relay_respond(r, 503, "out_of_memory", "out of memory", NULL);
+		return;
+	}
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	json_object_object_add(o, "code", json_object_new_string("budget_exceeded"));
+	json_object_object_add(o, "costUsd", cost_usd_json(c.usd_micros));
+	json_object_object_add(o, "budgetUsd", cost_usd_json(s->budget_micros));
+	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	n = snprintf(head, sizeof(head),
+		     "HTTP/1.1 402 Payment Required\r\n"
+		     "Content-Type: application/json\r\n"
+		     "Content-Length: %zu\r\n"
+		     "Cache-Control: no-store\r\n"
+		     "Connection: close\r\n\r\n",
+		     strlen(body) + 1);
+	conn_drop_output(&r->c);
+	if (n < 0 || (size_t)n >= sizeof(head) || conn_queue(&r->c, head, (size_t)n) < 0 ||
+	    conn_queue(&r->c, body, strlen(body)) < 0 || conn_queue(&r->c, "\n", 1) < 0)
+		conn_cut(&r->c);
+	else
+		conn_finish(&r->c, 0);
+	json_object_put(o);
+}
+
 static void relay_lookup(struct relay *r)
 {
 	struct conn_refusal why;
@@ -423,6 +460,11 @@ static void relay_lookup(struct relay *r)
 		return;
 	case CONN_RECORD_READY:
 		break;
+	}
+	if (r->kind == RELAY_PROMPT && session_over_budget(&s)) {
+		/* Only new prompts: a turn that runs is the host's, and goes on. */
+		relay_over_budget(r, &s);
+		return;
 	}
 	if (r->kind == RELAY_PERMISSION && r->b->attention != NULL &&
 	    attention_withdrawn(r->b->attention, r->c.id, r->request_id, msg, sizeof(msg))) {

@@ -171,6 +171,24 @@ void relay_ws_error(struct relay *r, enum relay_kind kind, const char *request_i
 	relay_ws_json(r, o);
 }
 
+/* A prompt frame of a session over its budget gets the error frame POST .../prompt's 402 is
+ * (the record as it is now: it may have crossed the budget since the stream opened). */
+static bool relay_ws_over_budget(struct relay *r, json_object *obj)
+{
+	struct session *s = malloc(sizeof(*s));
+	struct cause cause = {{0}};
+	char msg[192];
+	bool over;
+
+	over = s != NULL && store_read(&r->b->store, r->c.id, s, &cause) == 0 &&
+	       session_budget_why(s, msg, sizeof(msg));
+	if (over)
+		relay_ws_error(r, RELAY_PROMPT, relay_host_string(obj, "requestId", ""), 402,
+			       "budget_exceeded", msg);
+	free(s);
+	return over;
+}
+
 /* The answer line of a /stream client's request: passed on with the request it answers. */
 static void relay_side_answer(struct relay *r, struct relay_host *h, const char *line, size_t len)
 {
@@ -453,6 +471,8 @@ static void relay_on_message(void *data, const uint8_t *msg, size_t len)
 			goto out;
 		}
 	}
+	if (kind == RELAY_PROMPT && relay_ws_over_budget(r, obj))
+		goto out;
 	if (r->nside >= RELAY_WS_REQUESTS_MAX) {
 		relay_ws_error(r, kind, rid, 429, "too_many_requests",
 			       "too many requests of this connection are waiting for an answer");

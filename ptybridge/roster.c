@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <time.h>
 
 struct roster_entry {
 	struct roster *roster;
@@ -71,6 +72,7 @@ static void roster_work(uv_work_t *req)
 	struct roster_entry *e = req->data;
 	const struct store *st = e->roster->store;
 	struct cause cause = {{0}};
+	struct session_cost more;
 	struct session s;
 	int fd, r;
 
@@ -96,6 +98,9 @@ static void roster_work(uv_work_t *req)
 			memcpy(s.pending, e->job_att.pending, sizeof(s.pending));
 			s.pending_launch = e->job_att.pending_launch;
 			s.host_event = e->job_att.host_event;
+			/* What the hub added since is the cost of today (GET /usage). */
+			cost_delta(&e->job_att.cost, &s.cost, &more);
+			cost_days_add(&s.days, (int64_t)time(NULL), &more);
 			s.cost = e->job_att.cost;
 		}
 		r = store_write(st, &s, &cause);

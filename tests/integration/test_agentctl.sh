@@ -148,6 +148,11 @@ assert_match "... says so" '^gadgets-2: allowed ' "$OUT"
 RID=${OUT##* }
 wait_activity gadgets-2 '.activity == "idle"' 30 || fail "the turn ends after the approval" "$BODY"
 check "the approved tool ran" test -e "$T/code/gadgets-issue-2/from-bootstrap"
+ctl ls
+assert_match "ls: the cost of gadgets-2's turn (the fake claude's \$0.0001)" \
+	'^gadgets-2 .* \$0\.0001 +[0-9]+$' "$(printf '%s\n' "$OUT" | grep '^gadgets-2 ')"
+assert_match "ls: none yet for widgets-1" '^widgets-1 .* - +[0-9]+$' \
+	"$(printf '%s\n' "$OUT" | grep '^widgets-1 ')"
 ctl approve gadgets-2 "$RID"
 assert_eq "approve it again: exit 1 (409 already answered)" 1 "$RC"
 assert_match "... with the server's reason" 'already_answered' "$ERR"

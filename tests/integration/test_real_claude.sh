@@ -65,6 +65,18 @@ assert_one_claude() {
 	return 1
 }
 
+# wait_cost DESC SID JQ: GET /sessions/SID (which takes in claude's transcript) until its .cost
+# passes JQ, within 20 s; one check.
+wait_cost() {
+	local deadline=$((SECONDS + 20))
+	while [ $SECONDS -lt $deadline ]; do
+		get_session "$2"
+		jq -e ".cost | $3" <<<"$BODY" >/dev/null 2>&1 && break
+		sleep 0.3
+	done
+	assert_jq "$1" ".cost | $3"
+}
+
 # ================================================================================================
 
 install_claude || exit 1
@@ -98,6 +110,11 @@ else
 fi
 assert_one_claude "terminal: one claude under the pane" "$TMUXNAME"
 TUI_CLAUDE=$ONE_CLAUDE
+# The TUI's turn is in claude's transcript only: one message of the fake model (usage 10 in,
+# 5 out, claude-sonnet-4-5: $3 and $15 per million tokens, so 105 millionths, an estimate).
+wait_cost "terminal: the TUI turn's tokens are the session's cost" "$SID" \
+	'. == {usd: 0.000105, inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, turns: 1,
+	       usdEstimated: true}'
 assert_eq "terminal: claude is the pane's process" "$(pane_pid "$TMUXNAME")" "${TUI_CLAUDE:-none}"
 assert_match "terminal: claude --session-id=<agentSessionId> --settings=<hooks> -- 'say hello TURNONE'" \
 	"^$(re "$CLAUDE") --session-id=$UUID --settings=$(re "$T/run/claude-settings.json") -- say hello TURNONE $" \
@@ -187,6 +204,13 @@ assert_one_claude "after the turn: one claude under the pane" "$TMUXNAME"
 assert_eq "after the turn: it is the same claude" "${S_CLAUDE:-none}" "${ONE_CLAUDE:-}"
 get_session "$SID"
 assert_json "GET /sessions/<id>: structured, running" '[.mode, .state]' '["structured","running"]'
+# The structured turn counts once, from its result: its lines in the transcript (print mode's)
+# are not counted again.
+wait_cost "structured: the result adds its own usage and cost, nothing twice" "$SID" \
+	".turns == 2 and .inputTokens == 10 + $(jq '.usage.input_tokens' <<<"${RESULT:-null}") and
+	 .outputTokens == 5 + $(jq '.usage.output_tokens' <<<"${RESULT:-null}") and
+	 ((.usd - 0.000105 - $(jq '.total_cost_usd' <<<"${RESULT:-null}")) | fabs) < 0.000002"
+COST_S=$(jq -c .cost <<<"$BODY")
 
 # --- back to terminal: the TUI continues the conversation ---------------------------------------
 api POST "/sessions/$SID/mode" '{"mode":"terminal"}'
@@ -236,6 +260,12 @@ else
 fi
 assert_one_claude "after the TUI turn: one claude under the pane" "$TMUXNAME"
 assert_eq "after the TUI turn: it is the same claude" "${T2_CLAUDE:-none}" "${ONE_CLAUDE:-}"
+wait_cost "terminal again: the new TUI turn adds one message, after a mode switch" "$SID" \
+	".turns == 3 and .inputTokens == $(jq '.inputTokens + 10' <<<"${COST_S:-null}") and
+	 .outputTokens == $(jq '.outputTokens + 5' <<<"${COST_S:-null}")"
+api GET /sessions
+assert_jq "the list shows the same cost" \
+	".[] | select(.id == \"$SID\") | .cost.turns == 3"
 
 # --- stop ---------------------------------------------------------------------------------------
 api DELETE "/sessions/$SID?force=true"

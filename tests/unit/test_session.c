@@ -692,6 +692,34 @@ Test(session, json_round_trip_largest_prompt)
 	free(b);
 }
 
+Test(session, largest_record_with_a_full_cost_fits)
+{
+	struct session *a = calloc(1, sizeof(*a));
+	struct session_cost big = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
+	json_object *o;
+
+	cr_assert(a != NULL);
+	full_session(a);
+	memset(a->prompt, '\x01', SESSION_PROMPT_MAX);
+	a->prompt[SESSION_PROMPT_MAX] = '\0';
+	a->cost = big;
+	a->transcript.cost = big;
+	a->transcript.offset = UINT32_MAX;
+	for (int i = 0; i < COST_SEEN_MAX; i++) {
+		memset(a->transcript.seen[i].id, 'm', COST_MSG_ID_MAX);
+		a->transcript.seen[i].input = a->transcript.seen[i].output = UINT32_MAX;
+		a->transcript.seen[i].cache_read = a->transcript.seen[i].cache_write = UINT32_MAX;
+	}
+	for (int i = 0; i < COST_DAYS_MAX; i++)
+		cost_days_add(&a->days, 86400LL * (20000 + i), &big);
+	a->budget_micros = COST_BUDGET_MAX_MICROS;
+	o = session_to_json(a, true);
+	cr_assert_lt(strlen(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)),
+		     SESSION_RECORD_MAX, "the largest record, its cost kept whole, fits");
+	json_object_put(o);
+	free(a);
+}
+
 static void collect_keys(json_object *o, char *out, size_t outlen)
 {
 	out[0] = '\0';
@@ -718,7 +746,7 @@ Test(session, api_form_fields_and_types)
 	    keys,
 	    "id,repo,issue,worktree,branch,tmuxName,state,mode,agent,activitySource,agentSessionId,"
 	    "clients,prompt,createdAt,updatedAt,rev,lastActivity,activity,activityAt,pending,"
-	    "limits,ports,pr,finished,cost,");
+	    "limits,ports,pr,finished,cost,overBudget,");
 	cr_assert(json_object_object_get_ex(o, "issue", &v));
 	cr_assert(json_object_is_type(v, json_type_int));
 	cr_assert_eq(json_object_get_int64(v), 2147483647);
