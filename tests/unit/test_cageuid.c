@@ -11,6 +11,8 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +20,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define T_RACERS 8 /* processes allocating at once */
-#define T_LO     61184u
-#define T_HI     61215u
+#define T_RACERS 8      /* processes allocating at once */
+#define T_SPAN   32u    /* uids a test may hand out */
+#define T_FIRST  61184u /* the default range's first uid */
+#define T_LAST   65519u
+#define T_LO     t_lo
+#define T_HI     (t_lo + T_SPAN - 1)
+
+/* The first window of T_SPAN uids that the machine's user database knows none of: a stack of
+ * the integration tests running meanwhile has its cage users there (nss-systemd), which the
+ * allocator rightly skips; the tests expect the lowest uids of the window to be free. */
+static uid_t t_lo;
 
 static char tmp[64], reg[128], udb[128], stateA[128], stateB[128];
 static struct cageuid_dirs dirs;
@@ -35,6 +45,15 @@ static void setup(void)
 	cr_assert_eq(mkdir(stateA, 0700), 0);
 	cr_assert_eq(mkdir(stateB, 0700), 0);
 	dirs = (struct cageuid_dirs){reg, udb};
+	for (t_lo = T_FIRST; t_lo + T_SPAN - 1 <= T_LAST; t_lo += T_SPAN) {
+		uid_t u = t_lo;
+
+		while (u < t_lo + T_SPAN && getpwuid(u) == NULL && getgrgid(u) == NULL)
+			u++;
+		if (u == t_lo + T_SPAN)
+			return;
+	}
+	cr_assert_fail("no window of %u unknown uids in %u-%u", T_SPAN, T_FIRST, T_LAST);
 }
 
 static void teardown(void)
@@ -155,25 +174,31 @@ static char *slurp(const char *path)
 Test(cageuid, dropins_for_nss_systemd)
 {
 	struct cause c = {{0}};
-	char path[256], link[64];
+	char path[256], link[64], want[64];
 	ssize_t n;
 	uid_t a;
 
 	cr_assert_eq(cageuid_alloc(&dirs, T_LO, T_HI, stateA, "r-1", "/h/a \"q\"", &a, &c), 0);
+	cr_assert_eq(a, T_LO);
 	snprintf(path, sizeof(path), "%s/agentd-%u.user", udb, (unsigned)a);
-	cr_assert(strstr(slurp(path), "\"userName\":\"agentd-61184\"") != NULL, "%s", slurp(path));
-	cr_assert(strstr(slurp(path), "\"uid\":61184") != NULL);
-	cr_assert(strstr(slurp(path), "\"gid\":61184") != NULL);
+	snprintf(want, sizeof(want), "\"userName\":\"agentd-%u\"", (unsigned)a);
+	cr_assert(strstr(slurp(path), want) != NULL, "%s", slurp(path));
+	snprintf(want, sizeof(want), "\"uid\":%u", (unsigned)a);
+	cr_assert(strstr(slurp(path), want) != NULL);
+	snprintf(want, sizeof(want), "\"gid\":%u", (unsigned)a);
+	cr_assert(strstr(slurp(path), want) != NULL);
 	cr_assert(strstr(slurp(path), "\"homeDirectory\":\"\\/h\\/a \\\"q\\\"\"") != NULL ||
 		      strstr(slurp(path), "\"homeDirectory\":\"/h/a \\\"q\\\"\"") != NULL,
 		  "%s", slurp(path));
 	snprintf(path, sizeof(path), "%s/agentd-%u.group", udb, (unsigned)a);
-	cr_assert(strstr(slurp(path), "\"groupName\":\"agentd-61184\"") != NULL);
+	snprintf(want, sizeof(want), "\"groupName\":\"agentd-%u\"", (unsigned)a);
+	cr_assert(strstr(slurp(path), want) != NULL);
 	snprintf(path, sizeof(path), "%s/%u.user", udb, (unsigned)a);
 	n = readlink(path, link, sizeof(link) - 1);
 	cr_assert_gt(n, 0);
 	link[n] = '\0';
-	cr_assert_str_eq(link, "agentd-61184.user");
+	snprintf(want, sizeof(want), "agentd-%u.user", (unsigned)a);
+	cr_assert_str_eq(link, want);
 	snprintf(path, sizeof(path), "%s/%u.group", udb, (unsigned)a);
 	cr_assert_gt(readlink(path, link, sizeof(link) - 1), 0);
 }
