@@ -21,31 +21,9 @@
  * judged. */
 #define AL_ROLLOUT_TAIL (64 * 1024)
 
-struct al_builder {
-	struct claude_argv *out;
-	size_t argc, used;
-};
-
-static int al_push(struct al_builder *b, const char *word, size_t len)
-{
-	char *dst;
-
-	if (b->argc >= CLAUDE_ARGV_MAX)
-		return -E2BIG;
-	if (b->used + len + 1 > sizeof(b->out->buf))
-		return -ENAMETOOLONG;
-	dst = b->out->buf + b->used;
-	memcpy(dst, word, len);
-	dst[len] = '\0';
-	b->out->argv[b->argc++] = dst;
-	b->out->argv[b->argc] = NULL;
-	b->used += len + 1;
-	return 0;
-}
-
 /* Pushes the blank-separated words of words, each AGENT_ID_WORD in them replaced by id. No
  * quoting, by design: it is configuration, not a shell. */
-static int al_push_words(struct al_builder *b, const char *words, const char *id)
+static int al_push_words(struct claude_argv *out, const char *words, const char *id)
 {
 	char word[CONFIG_AGENT_WORDS_MAX + SESSION_UUID_LEN];
 
@@ -72,7 +50,7 @@ static int al_push_words(struct al_builder *b, const char *words, const char *id
 			memcpy(word + n, piece, plen);
 			n += plen;
 		}
-		if (len > 0 && (r = al_push(b, word, n)) < 0)
+		if (len > 0 && (r = claude_argv_push(out, word, n)) < 0)
 			return r;
 		p += len;
 	}
@@ -105,33 +83,33 @@ int agentlaunch_argv(const struct agent *a, const struct session *s, bool resume
 int agentlaunch_argv_conversation(const struct agent *a, const struct session *s, bool resume,
 				  const char *conversation, struct claude_argv *out)
 {
-	struct al_builder b = {out, 0, 0};
 	char glued[CONFIG_AGENT_SHAPE_MAX + SESSION_PROMPT_MAX];
 	const char *later = a->resume, *id = s->agent_session_id;
 	int r;
 
-	out->argv[0] = NULL;
+	claude_argv_reset(out);
 	if (resume && conversation != NULL && al_resume_by_id(a) != NULL) {
 		later = al_resume_by_id(a);
 		id = conversation;
 	}
-	if ((r = al_push_words(&b, a->command, s->agent_session_id)) < 0 ||
-	    (r = al_push_words(&b, resume ? later : a->start, id)) < 0 ||
-	    (r = al_push_words(&b, a->args, s->agent_session_id)) < 0)
+	if ((r = al_push_words(out, a->command, s->agent_session_id)) < 0 ||
+	    (r = al_push_words(out, resume ? later : a->start, id)) < 0 ||
+	    (r = al_push_words(out, a->args, s->agent_session_id)) < 0)
 		return r;
-	if (b.argc == 0)
+	if (out->argc == 0)
 		return -EINVAL; /* no executable: agents_check_config refuses that */
 	if (resume || s->prompt[0] == '\0' || strcmp(a->prompt, "none") == 0)
 		return 0;
 	/* "--" ends the options: a prompt such as "--help" stays a prompt. */
 	if (strcmp(a->prompt, "--") == 0)
-		return (r = al_push(&b, "--", 2)) < 0 ? r
-						      : al_push(&b, s->prompt, strlen(s->prompt));
+		return (r = claude_argv_push(out, "--", 2)) < 0
+			   ? r
+			   : claude_argv_push(out, s->prompt, strlen(s->prompt));
 	/* Glued to its option, the prompt is the option's value whatever it starts with. */
 	r = snprintf(glued, sizeof(glued), "%s%s", a->prompt, s->prompt);
 	if (r < 0 || (size_t)r >= sizeof(glued))
 		return -ENAMETOOLONG;
-	return al_push(&b, glued, (size_t)r);
+	return claude_argv_push(out, glued, (size_t)r);
 }
 
 int agentlaunch_dir(const char *home, const struct session *s, char *out, size_t outlen)

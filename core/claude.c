@@ -14,49 +14,47 @@
 /* What a terminal program needs, when AGENTD_AGENT_ENV does not give it. */
 static const char *const claude_terminal_env[] = {"COLORTERM=truecolor", "LANG=C.UTF-8"};
 
-struct claude_builder {
-	struct claude_argv *out;
-	size_t argc, used;
-};
-
-static int claude_push(struct claude_builder *b, const char *word, size_t len)
+void claude_argv_reset(struct claude_argv *out)
 {
-	char *dst;
+	out->argc = 0;
+	out->used = 0;
+	out->argv[0] = NULL;
+}
 
-	if (b->argc >= CLAUDE_ARGV_MAX)
+int claude_argv_push(struct claude_argv *out, const char *word, size_t len)
+{
+	if (out->argc >= CLAUDE_ARGV_MAX)
 		return -E2BIG;
-	if (b->used + len + 1 > sizeof(b->out->buf))
+	if (out->used + len + 1 > sizeof(out->buf))
 		return -ENAMETOOLONG;
-	dst = b->out->buf + b->used;
-	memcpy(dst, word, len);
-	dst[len] = '\0';
-	b->out->argv[b->argc++] = dst;
-	b->out->argv[b->argc] = NULL;
-	b->used += len + 1;
+	memcpy(out->buf + out->used, word, len);
+	out->buf[out->used + len] = '\0';
+	out->argv[out->argc++] = out->buf + out->used;
+	out->argv[out->argc] = NULL;
+	out->used += len + 1;
 	return 0;
 }
 
-static int claude_pushf(struct claude_builder *b, const char *prefix, const char *value)
+int claude_argv_pushf(struct claude_argv *out, const char *prefix, const char *value)
 {
 	char word[CONFIG_PATH_MAX + 64];
 	int n = snprintf(word, sizeof(word), "%s%s", prefix, value);
 
 	if (n < 0 || (size_t)n >= sizeof(word))
 		return -ENAMETOOLONG;
-	return claude_push(b, word, (size_t)n);
+	return claude_argv_push(out, word, (size_t)n);
 }
 
-/* AGENTD_CLAUDE_ARGS is split on blanks; no quoting, by design: it is configuration, not a shell.
- */
-static int claude_push_extra(struct claude_builder *b, const char *args)
+int claude_argv_words(struct claude_argv *out, const char *words)
 {
-	for (const char *p = args; *p != '\0';) {
+	int r;
+
+	for (const char *p = words != NULL ? words : ""; *p != '\0';) {
 		size_t len;
-		int r;
 
 		p += strspn(p, " \t");
 		len = strcspn(p, " \t");
-		if (len > 0 && (r = claude_push(b, p, len)) < 0)
+		if (len > 0 && (r = claude_argv_push(out, p, len)) < 0)
 			return r;
 		p += len;
 	}
@@ -66,24 +64,24 @@ static int claude_push_extra(struct claude_builder *b, const char *args)
 int claude_terminal_argv(const struct config *cfg, const struct session *s, const char *settings,
 			 struct claude_argv *out)
 {
-	struct claude_builder b = {out, 0, 0};
 	int r;
 
-	out->argv[0] = NULL;
-	if ((r = claude_push(&b, cfg->claude, strlen(cfg->claude))) < 0)
+	claude_argv_reset(out);
+	if ((r = claude_argv_push(out, cfg->claude, strlen(cfg->claude))) < 0)
 		return r;
 	if (s->launched)
-		r = claude_pushf(&b, "--resume=", s->agent_session_id);
+		r = claude_argv_pushf(out, "--resume=", s->agent_session_id);
 	else
-		r = claude_pushf(&b, "--session-id=", s->agent_session_id);
-	if (r < 0 || (settings != NULL && (r = claude_pushf(&b, "--settings=", settings)) < 0) ||
-	    (r = claude_push_extra(&b, cfg->claude_args)) < 0)
+		r = claude_argv_pushf(out, "--session-id=", s->agent_session_id);
+	if (r < 0 ||
+	    (settings != NULL && (r = claude_argv_pushf(out, "--settings=", settings)) < 0) ||
+	    (r = claude_argv_words(out, cfg->claude_args)) < 0)
 		return r;
 	/* "--" ends the options: a prompt such as "--dangerously-skip-permissions" stays a prompt.
 	 */
 	if (!s->launched && s->prompt[0] != '\0' &&
-	    ((r = claude_push(&b, "--", 2)) < 0 ||
-	     (r = claude_push(&b, s->prompt, strlen(s->prompt))) < 0))
+	    ((r = claude_argv_push(out, "--", 2)) < 0 ||
+	     (r = claude_argv_push(out, s->prompt, strlen(s->prompt))) < 0))
 		return r;
 	return 0;
 }
@@ -100,45 +98,46 @@ int claude_structured_argv(const struct config *cfg, const struct session *s, co
 					    "--replay-user-messages",
 					    "--permission-prompt-tool",
 					    "stdio"};
-	struct claude_builder b = {out, 0, 0};
 	char timeout[16];
 	int r;
 
-	out->argv[0] = NULL;
-	if ((r = claude_push(&b, host_bin, strlen(host_bin))) < 0)
+	claude_argv_reset(out);
+	if ((r = claude_argv_push(out, host_bin, strlen(host_bin))) < 0)
 		return r;
 	/* The host's pane has only the agent's environment: its own settings come as words. */
-	if ((r = claude_push(&b, "--set", 5)) < 0 ||
-	    (r = claude_pushf(&b, "AGENTD_RUNTIME_DIR=", cfg->runtime_dir)) < 0 ||
-	    (r = claude_push(&b, "--set", 5)) < 0 ||
-	    (r = claude_pushf(&b, "AGENTD_STATE_DIR=", cfg->state_dir)) < 0 ||
-	    (r = claude_push(&b, "--set", 5)) < 0)
+	if ((r = claude_argv_push(out, "--set", 5)) < 0 ||
+	    (r = claude_argv_pushf(out, "AGENTD_RUNTIME_DIR=", cfg->runtime_dir)) < 0 ||
+	    (r = claude_argv_push(out, "--set", 5)) < 0 ||
+	    (r = claude_argv_pushf(out, "AGENTD_STATE_DIR=", cfg->state_dir)) < 0 ||
+	    (r = claude_argv_push(out, "--set", 5)) < 0)
 		return r;
 	snprintf(timeout, sizeof(timeout), "%d", cfg->permission_timeout);
-	if ((r = claude_pushf(&b, "AGENTD_PERMISSION_TIMEOUT=", timeout)) < 0)
+	if ((r = claude_argv_pushf(out, "AGENTD_PERMISSION_TIMEOUT=", timeout)) < 0)
 		return r;
 	/* The host passes a stop on to claude and kills it only after the grace the daemon waits:
 	 * claude gets all of it to write its transcript. */
 	snprintf(timeout, sizeof(timeout), "%d", cfg->stop_grace);
-	if ((r = claude_push(&b, "--set", 5)) < 0 ||
-	    (r = claude_pushf(&b, "AGENTD_STOP_GRACE=", timeout)) < 0)
+	if ((r = claude_argv_push(out, "--set", 5)) < 0 ||
+	    (r = claude_argv_pushf(out, "AGENTD_STOP_GRACE=", timeout)) < 0)
 		return r;
 	/* The prompt is the value of --prompt, which the host sends as a stream-json message: it
 	 * never reaches claude's argv. */
 	if (first_prompt != NULL && first_prompt[0] != '\0' &&
-	    ((r = claude_push(&b, "--prompt", 8)) < 0 ||
-	     (r = claude_push(&b, first_prompt, strlen(first_prompt))) < 0))
+	    ((r = claude_argv_push(out, "--prompt", 8)) < 0 ||
+	     (r = claude_argv_push(out, first_prompt, strlen(first_prompt))) < 0))
 		return r;
-	if ((r = claude_push(&b, s->id, strlen(s->id))) < 0 || (r = claude_push(&b, "--", 2)) < 0 ||
-	    (r = claude_push(&b, cfg->claude, strlen(cfg->claude))) < 0)
+	if ((r = claude_argv_push(out, s->id, strlen(s->id))) < 0 ||
+	    (r = claude_argv_push(out, "--", 2)) < 0 ||
+	    (r = claude_argv_push(out, cfg->claude, strlen(cfg->claude))) < 0)
 		return r;
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		if ((r = claude_push(&b, fixed[i], strlen(fixed[i]))) < 0)
+		if ((r = claude_argv_push(out, fixed[i], strlen(fixed[i]))) < 0)
 			return r;
-	r = claude_pushf(&b, has_transcript ? "--resume=" : "--session-id=", s->agent_session_id);
+	r = claude_argv_pushf(out,
+			      has_transcript ? "--resume=" : "--session-id=", s->agent_session_id);
 	if (r < 0)
 		return r;
-	return claude_push_extra(&b, cfg->claude_args);
+	return claude_argv_words(out, cfg->claude_args);
 }
 
 int claude_transcript_path(const struct session *s, const char *home, const char *config_dir,

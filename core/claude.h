@@ -22,7 +22,22 @@
 struct claude_argv {
 	char *argv[CLAUDE_ARGV_MAX + 1]; /* NULL-terminated; points into buf */
 	char buf[CONFIG_VALUE_MAX * 2 + CONFIG_PATH_MAX * 4 + SESSION_PROMPT_MAX + 256];
+	size_t argc, used; /* words in argv, bytes of buf they take */
 };
+
+/* The one builder of an agent's argv (claude's, the other CLIs', agentd-host's): empties out. */
+void claude_argv_reset(struct claude_argv *out);
+
+/* Appends the len bytes of word as one word. Returns 0, -E2BIG (CLAUDE_ARGV_MAX words) or
+ * -ENAMETOOLONG (buf is full). */
+int claude_argv_push(struct claude_argv *out, const char *word, size_t len);
+
+/* Appends prefix and value as one word ("--set" values, "--name=value"). */
+int claude_argv_pushf(struct claude_argv *out, const char *prefix, const char *value);
+
+/* Appends the blank-separated words of words (NULL: none). No quoting, by design: they are
+ * configuration, not a shell. */
+int claude_argv_words(struct claude_argv *out, const char *words);
 
 /* "NAME=value" words for tmux's -e, NULL-terminated; they point into buf. */
 struct claude_env {
