@@ -2,16 +2,23 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
+
+#define PROC_STAT_MAX     1024 /* /proc/<pid>/stat: 52 numbers and a command name of 16 bytes */
+#define PROC_STATUS_MAX   4096 /* /proc/<pid>/status up to its Gid: line (the 9th) */
+#define PROC_STAT_EXITPOS 49   /* exit_code, field 52 of /proc/<pid>/stat, counted from state */
 
 int proc_which(const char *prog, char *out, size_t outlen)
 {
@@ -229,4 +236,90 @@ char **proc_env_edit(char *const *env, const char *const *drop, size_t ndrop, co
 		out[k++] = (char *)add;
 	out[k] = NULL;
 	return out;
+}
+
+/* The three ids after key ("Uid:", "Gid:": real, effective, saved, then fs) in status text. */
+static bool proc_ids(const char *text, const char *key, unsigned long ids[3])
+{
+	const char *l = strstr(text, key);
+
+	return l != NULL && (l == text || l[-1] == '\n') &&
+	       sscanf(l + strlen(key), "%lu %lu %lu", &ids[0], &ids[1], &ids[2]) == 3;
+}
+
+/*
+ * Whether the kernel shows this thread pid's exit code: /proc/<pid>/stat gives it only to a
+ * reader that may inspect pid (ptrace's PTRACE_MODE_READ: every one of pid's uids and gids the
+ * reader's, or CAP_SYS_PTRACE), and a plain 0 to any other. agentd-api under its unit holds no
+ * CAP_SYS_PTRACE, and a caged pane runs as its session's uid: the 0 would read as "exited 0"
+ * for an agent the OOM killer ended.
+ */
+static bool proc_exit_code_shown(long pid)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	char path[64], buf[PROC_STATUS_MAX];
+	unsigned long uids[3], gids[3];
+	ssize_t n;
+	int fd;
+
+	if (syscall(SYS_capget, &h, caps) == 0 &&
+	    (caps[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective & CAP_TO_MASK(CAP_SYS_PTRACE)) != 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (!proc_ids(buf, "Uid:", uids) || !proc_ids(buf, "Gid:", gids))
+		return false;
+	/* The kernel compares the reader's filesystem ids, which are its effective ones here. */
+	for (int i = 0; i < 3; i++)
+		if (uids[i] != (unsigned long)geteuid() || gids[i] != (unsigned long)getegid())
+			return false;
+	return true;
+}
+
+int proc_zombie_status(long pid, long parent, int *status)
+{
+	char path[64], buf[PROC_STAT_MAX];
+	char *p, *save = NULL;
+	ssize_t n;
+	int fd, field = 0;
+	bool zombie = false;
+	long ppid = -1;
+
+	if (pid <= 0 || snprintf(path, sizeof(path), "/proc/%ld/stat", pid) >= (int)sizeof(path))
+		return -ESRCH;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the command name may hold blanks and parentheses */
+	if (p == NULL)
+		return -ESRCH;
+	for (p = strtok_r(p + 1, " ", &save); p != NULL; p = strtok_r(NULL, " ", &save), field++) {
+		if (field == 0)
+			zombie = strcmp(p, "Z") == 0;
+		else if (field == 1)
+			ppid = strtol(p, NULL, 10);
+		else if (field == PROC_STAT_EXITPOS)
+			break;
+	}
+	/* A zombie of parent (the tmux server) is the pane's own process: its pid cannot have been
+	 * reused. */
+	if (p == NULL || !zombie || ppid != parent)
+		return -ESRCH;
+	if (!proc_exit_code_shown(pid))
+		return -EACCES;
+	*status = (int)strtol(p, NULL, 10);
+	return 0;
 }

@@ -6,6 +6,7 @@
 #include "isotime.h"
 #include "log.h"
 #include "policies.h"
+#include "proc.h"
 #include "sessioncg.h"
 
 #include <errno.h>
@@ -17,9 +18,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#define RECOVERY_STAT_MAX     1024
-#define RECOVERY_STAT_EXITPOS 49 /* exit_code, field 52 of /proc/<pid>/stat, counted from state */
 
 /* The tmux session of record id: named name and not carrying another id (an older tool's
  * session carries none). */
@@ -115,57 +113,29 @@ static void recovery_set_lost(const struct app *app, struct session *s, int *gon
 		 s->tmux_name);
 }
 
-int recovery_zombie_status(long pid, long server_pid, int *status)
-{
-	char path[64], buf[RECOVERY_STAT_MAX];
-	char *p, *save = NULL;
-	ssize_t n;
-	int fd, field = 0;
-	bool zombie = false;
-	long ppid = -1;
-
-	if (pid <= 0 || snprintf(path, sizeof(path), "/proc/%ld/stat", pid) >= (int)sizeof(path))
-		return -ESRCH;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ESRCH;
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* the command name may hold blanks and parentheses */
-	if (p == NULL)
-		return -ESRCH;
-	for (p = strtok_r(p + 1, " ", &save); p != NULL; p = strtok_r(NULL, " ", &save), field++) {
-		if (field == 0)
-			zombie = strcmp(p, "Z") == 0;
-		else if (field == 1)
-			ppid = strtol(p, NULL, 10);
-		else if (field == RECOVERY_STAT_EXITPOS)
-			break;
-	}
-	/* A zombie of the server is the pane's own process: its pid cannot have been reused. */
-	if (p == NULL || !zombie || ppid != server_pid)
-		return -ESRCH;
-	*status = (int)strtol(p, NULL, 10);
-	return 0;
-}
-
 /* Running, attached or exited as tmux says: a dead pane is exited, a live one runs. A pane
  * whose process is a zombie tmux has not reaped is dead too (its terminal may stay open while a
  * child of the agent holds it). Returns true when s changed. */
 static bool recovery_follow_pane(const struct app *app, struct session *s,
 				 const struct tmux_info *ti)
 {
-	int code = ti->dead_status, sig = ti->dead_signal, ws;
+	int code = ti->dead_status, sig = ti->dead_signal, ws, r = -ESRCH;
 	bool dead = ti->pane_dead;
 
-	if ((!dead || (code < 0 && sig <= 0)) &&
-	    recovery_zombie_status(ti->pane_pid, ti->server_pid, &ws) == 0) {
+	if (!dead || (code < 0 && sig <= 0))
+		r = proc_zombie_status(ti->pane_pid, ti->server_pid, &ws);
+	if (r == 0) {
 		dead = true;
 		code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
 		sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+	} else if (r == -EACCES) {
+		/* A caged pane's process ended and the kernel keeps its status from us (proc.h):
+		 * tmux's own wait tells it. SIGCHLD makes tmux reap now (tmux 3.3a may wait for its
+		 * next child otherwise); its pane-died hook then brings the next pass. Judged now,
+		 * the pane would read "exited 0" (or "unknown"). */
+		if (ti->server_pid > 0)
+			kill((pid_t)ti->server_pid, SIGCHLD);
+		return false;
 	}
 	if (dead) {
 		if (s->state == SESSION_EXITED)
