@@ -140,9 +140,10 @@ Test(claude, hook_settings_name_every_event)
 		cr_assert_str_eq(hook_command(root, events[i], &timeout), want);
 		cr_assert_eq(timeout, CLAUDE_HOOK_TIMEOUT_S);
 	}
-	cr_assert_str_eq(hook_command(root, "PermissionRequest", &timeout),
-			 "/usr/lib/agentd/agentd-hook --socket /run/agentd/hooks/hooks.sock --wait 120 "
-			 "PermissionRequest");
+	cr_assert_str_eq(
+	    hook_command(root, "PermissionRequest", &timeout),
+	    "/usr/lib/agentd/agentd-hook --socket /run/agentd/hooks/hooks.sock --wait 120 "
+	    "PermissionRequest");
 	cr_assert_eq(timeout, 120 + CLAUDE_HOOK_GRACE_S, "claude never ends the wait itself");
 	json_object_put(root);
 	free(text);
