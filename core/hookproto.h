@@ -32,10 +32,18 @@
 #define HOOKPROTO_PAYLOAD_MAX    (64 * 1024) /* a report's payload, serialized */
 #define HOOKPROTO_LINE_MAX       (HOOKPROTO_PAYLOAD_MAX + 256)
 #define HOOKPROTO_ANSWER_MAX     (HOOKPROTO_PAYLOAD_MAX + 256)
-#define HOOKPROTO_MESSAGE_MAX    1024         /* a deny's message */
-#define HOOKPROTO_PERMISSION_MAX 16           /* updatedPermissions entries */
-#define HOOKPROTO_DEPTH          32           /* JSON nesting accepted on either side */
-#define HOOKPROTO_SOCKET_NAME    "hooks.sock" /* in the runtime dir */
+#define HOOKPROTO_MESSAGE_MAX    1024 /* a deny's message */
+#define HOOKPROTO_PERMISSION_MAX 16   /* updatedPermissions entries */
+#define HOOKPROTO_DEPTH          32   /* JSON nesting accepted on either side */
+/* The hook socket lives in a directory of its own in the runtime dir: a cage binds the
+ * directory, so a restarted bridge's new socket is the one a running pane's hooks reach (a bind
+ * of the socket file would hold the old inode). */
+#define HOOKPROTO_SOCKET_DIR      "hooks"
+#define HOOKPROTO_SOCKET_NAME     HOOKPROTO_SOCKET_DIR "/hooks.sock"
+#define HOOKPROTO_SOCKET_DIR_MODE 0711 /* the agents' uids reach the socket; nothing to list */
+/* Where the socket was before it had a directory: a symlink to it, for the claudes started
+ * before (their settings name this path). */
+#define HOOKPROTO_SOCKET_LEGACY "hooks.sock"
 
 /* The hook events agent-daemon listens to (claude 2.1.328 names; see docs/DESIGN.md). */
 enum hook_event {

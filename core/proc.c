@@ -1,17 +1,24 @@
 #include "proc.h"
 
+#include "procstat.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
+
+#define PROC_STATUS_MAX 4096 /* /proc/<pid>/status up to its Gid: line (the 9th) */
 
 int proc_which(const char *prog, char *out, size_t outlen)
 {
@@ -229,4 +236,64 @@ char **proc_env_edit(char *const *env, const char *const *drop, size_t ndrop, co
 		out[k++] = (char *)add;
 	out[k] = NULL;
 	return out;
+}
+
+/* The three ids after key ("Uid:", "Gid:": real, effective, saved, then fs) in status text. */
+static bool proc_ids(const char *text, const char *key, unsigned long ids[3])
+{
+	const char *l = strstr(text, key);
+
+	return l != NULL && (l == text || l[-1] == '\n') &&
+	       sscanf(l + strlen(key), "%lu %lu %lu", &ids[0], &ids[1], &ids[2]) == 3;
+}
+
+/*
+ * Whether the kernel shows this thread pid's exit code: /proc/<pid>/stat gives it only to a
+ * reader that may inspect pid (ptrace's PTRACE_MODE_READ: every one of pid's uids and gids the
+ * reader's, or CAP_SYS_PTRACE), and a plain 0 to any other. agentd-api under its unit holds no
+ * CAP_SYS_PTRACE, and a caged pane runs as its session's uid: the 0 would read as "exited 0"
+ * for an agent the OOM killer ended.
+ */
+static bool proc_exit_code_shown(long pid)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	char path[64], buf[PROC_STATUS_MAX];
+	unsigned long uids[3], gids[3];
+	ssize_t n;
+	int fd;
+
+	if (syscall(SYS_capget, &h, caps) == 0 &&
+	    (caps[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective & CAP_TO_MASK(CAP_SYS_PTRACE)) != 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (!proc_ids(buf, "Uid:", uids) || !proc_ids(buf, "Gid:", gids))
+		return false;
+	/* The kernel compares the reader's filesystem ids, which are its effective ones here. */
+	for (int i = 0; i < 3; i++)
+		if (uids[i] != (unsigned long)geteuid() || gids[i] != (unsigned long)getegid())
+			return false;
+	return true;
+}
+
+int proc_zombie_status(long pid, long parent, int *status)
+{
+	struct procstat ps;
+
+	/* A zombie of parent (the tmux server) is the pane's own process: its pid cannot have been
+	 * reused. */
+	if (procstat_read(pid, &ps) < 0 || ps.state != 'Z' || ps.ppid != parent || ps.exit_code < 0)
+		return -ESRCH;
+	if (!proc_exit_code_shown(pid))
+		return -EACCES;
+	*status = ps.exit_code;
+	return 0;
 }

@@ -50,4 +50,14 @@ int proc_which(const char *prog, char *out, size_t outlen);
  */
 char **proc_env_edit(char *const *env, const char *const *drop, size_t ndrop, const char *add);
 
+/*
+ * The wait status of pid while it is a zombie child of parent (a pane's process the tmux server
+ * has not reaped), from /proc/<pid>/stat. tmux 3.3a sometimes sees a pane's terminal close before
+ * it reaps the process, and then reaps it only with the next child that exits: until then the
+ * pane is dead without a status. Returns 0 with *status set, -ESRCH when pid is no zombie of
+ * parent, or -EACCES when the kernel withholds its exit code from this thread (pid is another
+ * uid's and it lacks CAP_SYS_PTRACE): then only parent's own wait can tell.
+ */
+int proc_zombie_status(long pid, long parent, int *status);
+
 #endif

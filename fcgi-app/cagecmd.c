@@ -4,7 +4,9 @@
 #include "fsutil.h"
 #include "gitrepo.h"
 #include "gitstore.h"
+#include "hookproto.h"
 #include "hostproto.h"
+#include "log.h"
 #include "proc.h"
 
 #include "cageuid.h"
@@ -541,8 +543,15 @@ int cagecmd_build(const struct app *app, const struct session *s, enum session_m
 	if (r == 0)
 		r = cagecmd_git(app, s, c, &np);
 	if (r == 0 && mode == SESSION_TERMINAL) {
-		if (config_runtime_path(cfg, "hooks.sock", path, sizeof(path)) == 0)
+		/* The socket's directory, not the socket: a bind holds the inode of what it binds,
+		 * and a restarted bridge makes its socket anew in the same directory. Made here
+		 * when the bridge has not yet (after a reboot agentd-api brings sessions back
+		 * first): the bridge's later socket then appears in it. */
+		if (config_runtime_path(cfg, HOOKPROTO_SOCKET_DIR, path, sizeof(path)) == 0) {
+			if (mkdir(path, HOOKPROTO_SOCKET_DIR_MODE) < 0 && errno != EEXIST)
+				log_warn("cannot make %s: %s", path, strerror(errno));
 			r = cagecmd_path(c, &np, "--ro-try", path);
+		}
 		if (r == 0 &&
 		    config_runtime_path(cfg, CLAUDE_SETTINGS_NAME, path, sizeof(path)) == 0)
 			r = cagecmd_path(c, &np, "--ro", path);

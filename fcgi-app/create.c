@@ -358,7 +358,7 @@ static int create_setup_status(const struct app *app, const struct session *s, p
 {
 	struct timespec pause = {0, CREATE_REAP_POLL_MS * 1000000L};
 	struct tmux_info *ti = malloc(sizeof(*ti));
-	int code = -1, ws;
+	int code = -1, ws, r;
 
 	for (int waited = 0; ti != NULL && waited < CREATE_SETUP_STATUS_MS;
 	     waited += CREATE_REAP_POLL_MS) {
@@ -367,10 +367,14 @@ static int create_setup_status(const struct app *app, const struct session *s, p
 			code = ti->dead_signal > 0 ? 128 + ti->dead_signal : ti->dead_status;
 			break;
 		}
-		if (ti->server_pid > 0 && recovery_zombie_status(pid, ti->server_pid, &ws) == 0) {
+		r = ti->server_pid > 0 ? proc_zombie_status(pid, ti->server_pid, &ws) : -ESRCH;
+		if (r == 0) {
 			code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 			break;
 		}
+		/* A caged pane's status the kernel keeps from us: tmux reaps it now, and tells. */
+		if (r == -EACCES)
+			kill((pid_t)ti->server_pid, SIGCHLD);
 		nanosleep(&pause, NULL);
 	}
 	free(ti);

@@ -6,7 +6,7 @@
 #include "isotime.h"
 #include "log.h"
 #include "policies.h"
-#include "procstat.h"
+#include "proc.h"
 #include "sessioncg.h"
 
 #include <errno.h>
@@ -113,32 +113,29 @@ static void recovery_set_lost(const struct app *app, struct session *s, int *gon
 		 s->tmux_name);
 }
 
-int recovery_zombie_status(long pid, long server_pid, int *status)
-{
-	struct procstat ps;
-
-	/* A zombie of the server is the pane's own process: its pid cannot have been reused. */
-	if (procstat_read(pid, &ps) < 0 || ps.state != 'Z' || ps.ppid != server_pid ||
-	    ps.exit_code < 0)
-		return -ESRCH;
-	*status = ps.exit_code;
-	return 0;
-}
-
 /* Running, attached or exited as tmux says: a dead pane is exited, a live one runs. A pane
  * whose process is a zombie tmux has not reaped is dead too (its terminal may stay open while a
  * child of the agent holds it). Returns true when s changed. */
 static bool recovery_follow_pane(const struct app *app, struct session *s,
 				 const struct tmux_info *ti)
 {
-	int code = ti->dead_status, sig = ti->dead_signal, ws;
+	int code = ti->dead_status, sig = ti->dead_signal, ws, r = -ESRCH;
 	bool dead = ti->pane_dead;
 
-	if ((!dead || (code < 0 && sig <= 0)) &&
-	    recovery_zombie_status(ti->pane_pid, ti->server_pid, &ws) == 0) {
+	if (!dead || (code < 0 && sig <= 0))
+		r = proc_zombie_status(ti->pane_pid, ti->server_pid, &ws);
+	if (r == 0) {
 		dead = true;
 		code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
 		sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+	} else if (r == -EACCES) {
+		/* A caged pane's process ended and the kernel keeps its status from us (proc.h):
+		 * tmux's own wait tells it. SIGCHLD makes tmux reap now (tmux 3.3a may wait for its
+		 * next child otherwise); its pane-died hook then brings the next pass. Judged now,
+		 * the pane would read "exited 0" (or "unknown"). */
+		if (ti->server_pid > 0)
+			kill((pid_t)ti->server_pid, SIGCHLD);
+		return false;
 	}
 	if (dead) {
 		if (s->state == SESSION_EXITED)

@@ -28,12 +28,4 @@ int recovery_run(const struct app *app, struct cause *cause);
 int recovery_pass(const struct app *app, struct tmux_info **list, size_t *n, int64_t *wake_ms,
 		  struct cause *cause);
 
-/*
- * The wait status of pid while it is a zombie child of the tmux server, from /proc/<pid>/stat.
- * tmux 3.3a sometimes sees a pane's terminal close before it reaps the process, and then reaps it
- * only with the next child that exits: until then the pane is dead without a status. Returns 0
- * with *status set, or -ESRCH.
- */
-int recovery_zombie_status(long pid, long server_pid, int *status);
-
 #endif

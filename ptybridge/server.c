@@ -393,12 +393,24 @@ static int server_hooks_open(struct server *s, struct cause *cause)
 	char *const argv[] = {b->tmux_bin,  "-u", "-S", b->tmux_socket,
 			      "list-panes", "-a", "-F", PANES_TMUX_FORMAT,
 			      NULL};
+	char dir[CONFIG_PATH_MAX], legacy[CONFIG_PATH_MAX];
 	int r;
 
 	r = config_runtime_path(b->cfg, HOOKPROTO_SOCKET_NAME, s->hooks_path,
 				sizeof(s->hooks_path));
+	if (r == 0)
+		r = config_runtime_path(b->cfg, HOOKPROTO_SOCKET_DIR, dir, sizeof(dir));
+	if (r == 0)
+		r = config_runtime_path(b->cfg, HOOKPROTO_SOCKET_LEGACY, legacy, sizeof(legacy));
 	if (r < 0)
 		return cause_fail(cause, -r, "runtime directory path is too long");
+	/* Kept across restarts (never removed): the cages bind this directory. */
+	if (mkdir(dir, HOOKPROTO_SOCKET_DIR_MODE) < 0 && errno != EEXIST)
+		return cause_fail(cause, errno, "cannot make %s: %s", dir, strerror(errno));
+	/* A relative link: it stays right wherever the runtime dir is seen from. */
+	if ((unlink(legacy) < 0 && errno != ENOENT) || symlink(HOOKPROTO_SOCKET_NAME, legacy) < 0)
+		log_warn("cannot link %s to %s: %s (claudes started before it have no hooks)",
+			 legacy, HOOKPROTO_SOCKET_NAME, strerror(errno));
 	memcpy(s->panes_argv, argv, sizeof(argv));
 	s->hooks_sink = (struct hooks_sink){server_hook_report, server_hook_ask, server_hook_gone,
 					    server_hook_expired, b};

@@ -21,8 +21,12 @@ trap 'rc=$?; sysd_stop; sysctl_restore; (exit $rc); cleanup' EXIT
 mkdir -p "$T/tests/integration"
 cp -a "$REPO/tests/integration/cage_limits" "$T/tests/integration/"
 cp -a "$REPO/tests/fakes" "$T/tests/fakes"
+# AGENTD_RESTART_POLICY: lib.sh's (no) in the units' config too, which sysd_stack_up does not
+# carry over: under the default (on-failure) the OOM-killed hog was started again and again
+# through the checks that follow it, each time filling its 256M and being killed anew.
 sysd_stack_up AGENTD_CLAUDE=$CT/tests/integration/cage_limits/agent \
-	AGENTD_SESSION_MEMORY_MAX=1G AGENTD_SESSION_CPUS=2 AGENTD_SESSION_TASKS_MAX=512
+	AGENTD_SESSION_MEMORY_MAX=1G AGENTD_SESSION_CPUS=2 AGENTD_SESSION_TASKS_MAX=512 \
+	AGENTD_RESTART_POLICY="$AGENTD_RESTART_POLICY"
 
 api_log() { cx journalctl --no-pager -o cat -u agentd-api.service 2>/dev/null; }
 if api_log | grep -q "sessions are caged"; then

@@ -106,7 +106,7 @@ for s in api.sock bridge.sock tmux.sock; do
 	assert_eq "the agent cannot connect to $s" EACCES "$(probe connect "$T/run/$s")"
 done
 assert_eq "the agent reaches the bridge's hook socket (claude's hooks report there)" ok \
-	"$(probe connect "$T/run/hooks.sock")"
+	"$(probe connect "$T/run/hooks/hooks.sock")"
 # The control: the refusal is the agent's, not the test's (nginx's workers reach the daemons).
 assert_eq "www-data (nginx's workers) can connect to api.sock" ok \
 	"$(setpriv --reuid=www-data --regid=www-data --init-groups -- env python3 "$PROBE" connect "$T/run/api.sock")"

@@ -88,7 +88,7 @@ if [ -n "$REC7" ]; then
 	HOOK_BIN=$(readlink -f "$BUILD_DIR/agent-hook/agentd-hook")
 	assert_jq "the settings run this build's agentd-hook on the bridge's hook socket" \
 		"[.hooks | to_entries[] | .value[0].hooks[0].command] | length == 9 and
-		 all(startswith(\"$HOOK_BIN --socket $T/run/hooks.sock \"))" \
+		 all(startswith(\"$HOOK_BIN --socket $T/run/hooks/hooks.sock \"))" \
 		"$(cat "$T/run/claude-settings.json" 2>/dev/null || echo null)"
 	assert_json "claude gets HOME from AGENTD_AGENT_ENV" '.env.HOME' "\"$T/home\"" "$REC7"
 else

@@ -134,7 +134,7 @@ assert_pane() {
 }
 
 # waiting_hooks: the PermissionRequest hooks of this test that still run.
-waiting_hooks() { pgrep -f -- "--socket $T/run/hooks.sock --wait" || true; }
+waiting_hooks() { pgrep -f -- "--socket $T/run/hooks/hooks.sock --wait" || true; }
 
 # ask RUNBASH_COMMAND: a prompt whose answer is a Bash tool use of the command; waits until the
 # session lists its request; sets RID.
@@ -217,7 +217,7 @@ OLD=$(bridge_pid)
 LAST=$(last_event_id)
 kill -KILL "$OLD"
 deadline=$((SECONDS + 30))
-while { NEW=$(bridge_pid); [ -z "$NEW" ] || [ "$NEW" == "$OLD" ] || [ ! -S "$T/run/hooks.sock" ]; } &&
+while { NEW=$(bridge_pid); [ -z "$NEW" ] || [ "$NEW" == "$OLD" ] || [ ! -S "$T/run/hooks/hooks.sock" ]; } &&
 	[ $SECONDS -lt $deadline ]; do sleep 0.2; done
 assert_ne "kill -9 of the bridge: deploy/up started a new one" "$OLD" "${NEW:-$OLD}"
 events_start "$LAST"

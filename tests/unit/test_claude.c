@@ -135,14 +135,15 @@ Test(claude, hook_settings_name_every_event)
 	cr_assert_not_null(root, "%s", text);
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		snprintf(want, sizeof(want),
-			 "/usr/lib/agentd/agentd-hook --socket /run/agentd/hooks.sock %s",
+			 "/usr/lib/agentd/agentd-hook --socket /run/agentd/hooks/hooks.sock %s",
 			 events[i]);
 		cr_assert_str_eq(hook_command(root, events[i], &timeout), want);
 		cr_assert_eq(timeout, CLAUDE_HOOK_TIMEOUT_S);
 	}
-	cr_assert_str_eq(hook_command(root, "PermissionRequest", &timeout),
-			 "/usr/lib/agentd/agentd-hook --socket /run/agentd/hooks.sock --wait 120 "
-			 "PermissionRequest");
+	cr_assert_str_eq(
+	    hook_command(root, "PermissionRequest", &timeout),
+	    "/usr/lib/agentd/agentd-hook --socket /run/agentd/hooks/hooks.sock --wait 120 "
+	    "PermissionRequest");
 	cr_assert_eq(timeout, 120 + CLAUDE_HOOK_GRACE_S, "claude never ends the wait itself");
 	json_object_put(root);
 	free(text);

@@ -11,12 +11,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -635,4 +637,78 @@ Test(proc, start_gives_the_output_pipe)
 	close(fd);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* The zombie helper's verdicts (its exit code). */
+enum { ZOMBIE_TRUE = 0, ZOMBIE_WRONG = 1, ZOMBIE_REFUSED = 2, ZOMBIE_SETUP = 3 };
+#define ZOMBIE_CODE 7 /* the zombie's exit code: neither 0 nor a signal's */
+
+/*
+ * In a child of the test (so the test keeps its capabilities): makes a zombie child, as another
+ * uid when other_uid, after dropping CAP_SYS_PTRACE from the effective set when drop_ptrace (as
+ * agentd-api runs under its unit), and asks proc_zombie_status about it.
+ */
+static int zombie_verdict(bool other_uid, bool drop_ptrace)
+{
+	pid_t helper = fork(), z;
+	int ws;
+
+	cr_assert_geq(helper, 0);
+	if (helper == 0) {
+		struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+		struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+		int st = -1, r = -ESRCH;
+
+		if (drop_ptrace) {
+			if (syscall(SYS_capget, &h, d) < 0)
+				_exit(ZOMBIE_SETUP);
+			d[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective &= ~CAP_TO_MASK(CAP_SYS_PTRACE);
+			if (syscall(SYS_capset, &h, d) < 0)
+				_exit(ZOMBIE_SETUP);
+		}
+		z = fork();
+		if (z == 0) {
+			if (other_uid && (setresgid(65534, 65534, 65534) < 0 ||
+					  setresuid(65534, 65534, 65534) < 0))
+				_exit(100);
+			_exit(ZOMBIE_CODE);
+		}
+		/* Not reaped: waited for as a zombie, as tmux leaves a pane's process. */
+		for (int i = 0; i < 2000 && r != 0 && r != -EACCES; i++) {
+			r = proc_zombie_status(z, getpid(), &st);
+			if (r != 0 && r != -EACCES)
+				usleep(1000);
+		}
+		if (r == -EACCES)
+			_exit(ZOMBIE_REFUSED);
+		if (r == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 100)
+			_exit(ZOMBIE_SETUP);
+		_exit(r == 0 && WIFEXITED(st) && WEXITSTATUS(st) == ZOMBIE_CODE ? ZOMBIE_TRUE
+										: ZOMBIE_WRONG);
+	}
+	cr_assert_eq(waitpid(helper, &ws, 0), helper);
+	cr_assert(WIFEXITED(ws));
+	return WEXITSTATUS(ws);
+}
+
+Test(proc, zombie_status_of_own_uid)
+{
+	cr_assert_eq(zombie_verdict(false, false), ZOMBIE_TRUE);
+}
+
+/* The kernel shows a zombie's exit code only to a reader that may inspect it (its uid, or
+ * CAP_SYS_PTRACE), and a plain 0 to any other: a status read then would say "exited 0" for an
+ * agent the OOM killer ended. */
+Test(proc, zombie_status_never_guessed_for_another_uid)
+{
+	int v;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root: the zombie runs as another uid");
+	v = zombie_verdict(true, true);
+	cr_assert_neq(v, ZOMBIE_SETUP, "the zombie could not be made");
+	cr_assert_neq(v, ZOMBIE_WRONG, "a withheld exit code was taken for the zombie's status");
+	cr_assert_eq(v, ZOMBIE_REFUSED);
+	/* With CAP_SYS_PTRACE (root under deploy/up) the kernel tells the truth. */
+	cr_assert_eq(zombie_verdict(true, false), ZOMBIE_TRUE);
 }
