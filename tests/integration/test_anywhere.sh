@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Tests that pass wherever the checkout lives: a checkout under a directory only root may enter
+# (a clone under `mktemp -d` is 0700, and so is root's HOME) still gives the agents, another user,
+# the fake claude and agentd-host to run. This checkout is bound, in a mount namespace of the
+# check's own, under $T/hidden (0700), and tests/integration/anywhere/probe.sh runs from there:
+# its stack runs a terminal and a structured session.
+source "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+	pass "not root: the agents are the tests' own user, who may enter the checkout"
+	exit 0
+fi
+
+HIDDEN=$T/hidden
+mkdir -p "$HIDDEN/src" "$HIDDEN/build" && chmod 0700 "$HIDDEN"
+check_not "others may not enter $HIDDEN" \
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- test -x "$HIDDEN/src"
+# The build dir the probe uses: the same place relative to the hidden checkout, or bound beside it.
+REPO_REAL=$(realpath "$REPO")
+BUILD_REAL=$(realpath "$BUILD_DIR")
+case $BUILD_REAL in
+"$REPO_REAL"/*) HIDDEN_BUILD=$HIDDEN/src/${BUILD_REAL#"$REPO_REAL"/} ;;
+*) HIDDEN_BUILD=$HIDDEN/build ;;
+esac
+# The binds live in the namespace only: nothing of them is left for the removal of $T.
+# shellcheck disable=SC2016 # expanded by the inner bash
+(cd "$T" && env -u AGENTD_STATE_DIR -u CURL_HOME -u AGENTD_TEST_TOKEN \
+	-u AGENTD_AGENT_HOME -u AGENTD_CGROUP_PARENT \
+	AGENTD_TEST_BUILD_DIR="$HIDDEN_BUILD" unshare --mount --propagation private -- bash -c '
+	mount --bind "$1" "$2/src" && mount --bind "$3" "$2/build" || exit 1
+	exec bash "$2/src/tests/integration/anywhere/probe.sh"
+' probe "$REPO_REAL" "$HIDDEN" "$BUILD_REAL") >"$T/logs/probe.log" 2>&1
+rc=$?
+# Each of the probe's checks is one of this test (its log is printed at the end when one failed).
+while IFS= read -r line; do
+	case $line in
+	"ok - "*) pass "from a hidden checkout: ${line#ok - }" ;;
+	"not ok - "*) fail "from a hidden checkout: ${line#not ok - }" ;;
+	esac
+done <"$T/logs/probe.log"
+assert_eq "the probe from a hidden checkout ends with status 0" 0 "$rc"
+check "the probe got as far as its last check" \
+	grep -q '^ok - the structured session runs' "$T/logs/probe.log"
