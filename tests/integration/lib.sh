@@ -41,55 +41,62 @@ BUILD_DIR=${AGENTD_TEST_BUILD_DIR:-$REPO/build-asan}
 FAKE_CLAUDE=$REPO/tests/fakes/claude
 export LC_ALL=C.UTF-8
 
-# Wherever the checkout lives: the agents (another user, and each caged session's own uid) run
-# what the tests give them by its path in the checkout (the fakes and agents of tests/, the real
-# CLIs of tests/node_modules, agentd-host and agentd-hook of the build). A checkout under a
-# directory only root may enter (a clone under `mktemp -d`, 0700; root's HOME) hides all of it.
-# Rather than open the checkout's own permissions, the script then runs again in a mount namespace
-# of its own, from the checkout bound at $T/view/src ($T is 0755; a build dir outside the
-# checkout at $T/view/build). $T/view is a tmpfs of its own: cleanup unmounts it, and its removal
-# of $T stays on $T's file system, so that it never reaches into the checkout.
+# Wherever the checkout lives: the agents (another user, and each caged session's own uid, whose
+# cage has a /tmp and /var/tmp of its own) run what the tests give them by its path in the
+# checkout (the fakes and agents of tests/, the real CLIs of tests/node_modules, agentd-host and
+# agentd-hook of the build). A checkout under a directory only root may enter (a clone under
+# `mktemp -d`, 0700; root's HOME), or in /tmp, hides it from them. Rather than open the
+# checkout's own permissions, the script then runs again in a mount namespace of its own, from
+# the checkout bound at $VIEW_MOUNT/<$T's name>/src (a build dir outside it at .../build), on a
+# tmpfs over VIEW_MOUNT: /media, seen only in that namespace, where no test looks and no cage
+# hides ($T/view where there is no /media). Nothing of the view is under $T unless it is its own
+# file system: the removal of $T, which stays on $T's, never reaches into the checkout.
+VIEW_MOUNT=
 
 # others_reach DIR...: a user unrelated to the checkout (nobody's uid, no groups) may enter
-# every DIR that exists.
+# every DIR that exists, outside the cages' own /tmp and /var/tmp.
 others_reach() {
 	local d
 	for d in "$@"; do
 		[ -d "$d" ] || continue
+		case $(realpath -- "$d")/ in /tmp/* | /var/tmp/*) return 1 ;; esac
 		setpriv --reuid=65534 --regid=65534 --clear-groups -- test -x "$d" || return 1
 	done
 }
 
-# view_exec ARGS...: runs this script again from the checkout bound under a new $T (see above).
+# view_exec ARGS...: runs this script again from the checkout's view (see above), with a new $T.
 view_exec() {
-	local t repo script build
+	local t repo script build mnt=/media
 	repo=$(realpath -- "$REPO") && script=$(realpath -- "$0") && build=$(realpath -m -- "$BUILD_DIR")
 	case $script in "$repo"/*) ;; *)
 		echo "not ok - $script is a script of the checkout $repo" >&2
 		exit 1
 		;;
 	esac
-	t=$(mktemp -d "${ITEST_TMPDIR:-/tmp}/agentd-it.XXXXXX") && chmod 0755 "$t" && mkdir "$t/view" ||
-		exit 1
+	t=$(mktemp -d "${ITEST_TMPDIR:-/tmp}/agentd-it.XXXXXX") && chmod 0755 "$t" || exit 1
+	[ -d "$mnt" ] || { mnt=$t/view && mkdir "$mnt"; } || exit 1
 	# shellcheck disable=SC2016 # expanded by the inner bash
-	exec env AGENTD_ITEST_VIEW="$t" unshare --mount --propagation private -- bash -c '
-		t=$1 repo=$2 build=$3 script=$4
-		shift 4
-		mount -t tmpfs -o mode=0755 agentd-it-view "$t/view" && mkdir "$t/view/src" &&
-			mount --bind "$repo" "$t/view/src" || exit 1
+	exec env AGENTD_ITEST_VIEW="$t" AGENTD_ITEST_VIEW_MOUNT="$mnt" \
+		unshare --mount --propagation private -- bash -c '
+		t=$1 mnt=$2 repo=$3 build=$4 script=$5
+		shift 5
+		v=$mnt/${t##*/}
+		mount -t tmpfs -o mode=0755 agentd-it-view "$mnt" && mkdir -p "$v/src" &&
+			mount --bind "$repo" "$v/src" || exit 1
 		case $build in
-		"$repo"/*) build=$t/view/src/${build#"$repo"/} ;;
-		*) [ ! -d "$build" ] || { mkdir "$t/view/build" &&
-			mount --bind "$build" "$t/view/build" && build=$t/view/build; } || exit 1 ;;
+		"$repo"/*) build=$v/src/${build#"$repo"/} ;;
+		*) [ ! -d "$build" ] || { mkdir "$v/build" &&
+			mount --bind "$build" "$v/build" && build=$v/build; } || exit 1 ;;
 		esac
-		case $PWD/ in "$repo"/*) cd "$t/view/src/${PWD#"$repo"}" || exit 1 ;; esac
-		AGENTD_TEST_BUILD_DIR=$build exec bash "$t/view/src/${script#"$repo"/}" "$@"
-	' agentd-it-view "$t" "$repo" "$build" "$script" "$@"
+		case $PWD/ in "$repo"/*) cd "$v/src/${PWD#"$repo"}" || exit 1 ;; esac
+		AGENTD_TEST_BUILD_DIR=$build exec bash "$v/src/${script#"$repo"/}" "$@"
+	' agentd-it-view "$t" "$mnt" "$repo" "$build" "$script" "$@"
 }
 
 if [ -n "${AGENTD_ITEST_VIEW:-}" ]; then
 	T=$AGENTD_ITEST_VIEW # made by view_exec, which this is the second run of
-	unset AGENTD_ITEST_VIEW
+	VIEW_MOUNT=${AGENTD_ITEST_VIEW_MOUNT:-}
+	unset AGENTD_ITEST_VIEW AGENTD_ITEST_VIEW_MOUNT
 elif [ "$(id -u)" -eq 0 ] && ! others_reach "$REPO" "$BUILD_DIR"; then
 	view_exec "$@"
 else
@@ -140,8 +147,8 @@ log() { printf '# %s\n' "$*"; }
 
 # remove_t: removes $T, the checkout's view unmounted first (see view_exec).
 remove_t() {
-	if mountpoint -q "$T/view"; then
-		umount -R "$T/view" 2>/dev/null || umount -R -l "$T/view"
+	if [ -n "$VIEW_MOUNT" ] && mountpoint -q "$VIEW_MOUNT"; then
+		umount -R "$VIEW_MOUNT" 2>/dev/null || umount -R -l "$VIEW_MOUNT"
 	fi
 	rm -rf --one-file-system "$T"
 }
