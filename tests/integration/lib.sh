@@ -145,9 +145,11 @@ export GIT_COMMITTER_NAME=itest GIT_COMMITTER_EMAIL=itest@example.invalid
 
 log() { printf '# %s\n' "$*"; }
 
-# remove_t: removes $T, the checkout's view unmounted first (see view_exec).
+# remove_t: removes $T, the checkout's view unmounted first (see view_exec; only the view's own
+# tmpfs, should AGENTD_ITEST_VIEW_MOUNT come from anywhere else).
 remove_t() {
-	if [ -n "$VIEW_MOUNT" ] && mountpoint -q "$VIEW_MOUNT"; then
+	if [ -n "$VIEW_MOUNT" ] &&
+		[ "$(findmnt -n -o SOURCE --mountpoint "$VIEW_MOUNT" 2>/dev/null | tail -n 1)" == agentd-it-view ]; then
 		umount -R "$VIEW_MOUNT" 2>/dev/null || umount -R -l "$VIEW_MOUNT"
 	fi
 	rm -rf --one-file-system "$T"
