@@ -30,7 +30,8 @@
 # clients from $AGENTD_TEST_TOKEN (an explicit Authorization header of their caller wins).
 #
 # Environment: AGENTD_TEST_BUILD_DIR (default <repo>/build-asan), ITEST_KEEP=1 keeps $T,
-# ITEST_TMPDIR=<dir> where $T is made (default /tmp), ITEST_AGENT_USER (default agentd-it).
+# ITEST_TMPDIR=<dir> where $T is made (default /tmp), ITEST_AGENT_USER (default agentd-it),
+# ITEST_ROOT_HOME=<dir> the daemons' HOME (default $T/roothome, see above; e.g. /root).
 # shellcheck shell=bash disable=SC2034
 
 set -uo pipefail
@@ -40,15 +41,78 @@ BUILD_DIR=${AGENTD_TEST_BUILD_DIR:-$REPO/build-asan}
 FAKE_CLAUDE=$REPO/tests/fakes/claude
 export LC_ALL=C.UTF-8
 
-T=$(mktemp -d "${ITEST_TMPDIR:-/tmp}/agentd-it.XXXXXX")
+# Wherever the checkout lives: the agents (another user, and each caged session's own uid, whose
+# cage has a /tmp and /var/tmp of its own) run what the tests give them by its path in the
+# checkout (the fakes and agents of tests/, the real CLIs of tests/node_modules, agentd-host and
+# agentd-hook of the build). A checkout under a directory only root may enter (a clone under
+# `mktemp -d`, 0700; root's HOME), or in /tmp, hides it from them. Rather than open the
+# checkout's own permissions, the script then runs again in a mount namespace of its own, from
+# the checkout bound at $VIEW_MOUNT/<$T's name>/src (a build dir outside it at .../build), on a
+# tmpfs over VIEW_MOUNT: /media, seen only in that namespace, where no test looks and no cage
+# hides ($T/view where there is no /media). Nothing of the view is under $T unless it is its own
+# file system: the removal of $T, which stays on $T's, never reaches into the checkout.
+VIEW_MOUNT=
+
+# others_reach DIR...: a user unrelated to the checkout (nobody's uid, no groups) may enter
+# every DIR that exists, outside the cages' own /tmp and /var/tmp.
+others_reach() {
+	local d
+	for d in "$@"; do
+		[ -d "$d" ] || continue
+		case $(realpath -- "$d")/ in /tmp/* | /var/tmp/*) return 1 ;; esac
+		setpriv --reuid=65534 --regid=65534 --clear-groups -- test -x "$d" || return 1
+	done
+}
+
+# view_exec ARGS...: runs this script again from the checkout's view (see above), with a new $T.
+view_exec() {
+	local t repo script build mnt=/media
+	repo=$(realpath -- "$REPO") && script=$(realpath -- "$0") && build=$(realpath -m -- "$BUILD_DIR")
+	case $script in "$repo"/*) ;; *)
+		echo "not ok - $script is a script of the checkout $repo" >&2
+		exit 1
+		;;
+	esac
+	t=$(mktemp -d "${ITEST_TMPDIR:-/tmp}/agentd-it.XXXXXX") && chmod 0755 "$t" || exit 1
+	[ -d "$mnt" ] || { mnt=$t/view && mkdir "$mnt"; } || exit 1
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	exec env AGENTD_ITEST_VIEW="$t" AGENTD_ITEST_VIEW_MOUNT="$mnt" \
+		unshare --mount --propagation private -- bash -c '
+		t=$1 mnt=$2 repo=$3 build=$4 script=$5
+		shift 5
+		v=$mnt/${t##*/}
+		mount -t tmpfs -o mode=0755 agentd-it-view "$mnt" && mkdir -p "$v/src" &&
+			mount --bind "$repo" "$v/src" || exit 1
+		case $build in
+		"$repo"/*) build=$v/src/${build#"$repo"/} ;;
+		*) [ ! -d "$build" ] || { mkdir "$v/build" &&
+			mount --bind "$build" "$v/build" && build=$v/build; } || exit 1 ;;
+		esac
+		case $PWD/ in "$repo"/*) cd "$v/src/${PWD#"$repo"}" || exit 1 ;; esac
+		AGENTD_TEST_BUILD_DIR=$build exec bash "$v/src/${script#"$repo"/}" "$@"
+	' agentd-it-view "$t" "$mnt" "$repo" "$build" "$script" "$@"
+}
+
+if [ -n "${AGENTD_ITEST_VIEW:-}" ]; then
+	T=$AGENTD_ITEST_VIEW # made by view_exec, which this is the second run of
+	VIEW_MOUNT=${AGENTD_ITEST_VIEW_MOUNT:-}
+	unset AGENTD_ITEST_VIEW AGENTD_ITEST_VIEW_MOUNT
+elif [ "$(id -u)" -eq 0 ] && ! others_reach "$REPO" "$BUILD_DIR"; then
+	view_exec "$@"
+else
+	T=$(mktemp -d "${ITEST_TMPDIR:-/tmp}/agentd-it.XXXXXX")
+fi
 # nginx workers may run as another user (www-data): they must reach the sockets under $T/run.
 chmod 0755 "$T"
 mkdir -p "$T/remotes" "$T/run" "$T/code" "$T/home" "$T/logs" "$T/san" "$T/work" "$T/state"
-ROOT_HOME=$T/roothome
-mkdir -p "$ROOT_HOME/.config/git" && chmod 0700 "$ROOT_HOME"
-printf '[user]\n\tname = operator\n[url "file:///nonexistent-operator-config/"]\n\tinsteadOf = file://\n' |
-	tee "$ROOT_HOME/.gitconfig" >"$ROOT_HOME/.config/git/config"
-printf '* text=auto eol=crlf\n' >"$ROOT_HOME/.config/git/attributes"
+# ITEST_ROOT_HOME=/root gives the daemons the operator's real HOME instead (only read).
+ROOT_HOME=${ITEST_ROOT_HOME:-$T/roothome}
+if [ -z "${ITEST_ROOT_HOME:-}" ]; then
+	mkdir -p "$ROOT_HOME/.config/git" && chmod 0700 "$ROOT_HOME"
+	printf '[user]\n\tname = operator\n[url "file:///nonexistent-operator-config/"]\n\tinsteadOf = file://\n' |
+		tee "$ROOT_HOME/.gitconfig" >"$ROOT_HOME/.config/git/config"
+	printf '* text=auto eol=crlf\n' >"$ROOT_HOME/.config/git/attributes"
+fi
 export AGENTD_STATE_DIR=$T/state
 export CURL_HOME=$T
 AGENTD_TEST_TOKEN=
@@ -81,6 +145,16 @@ export GIT_COMMITTER_NAME=itest GIT_COMMITTER_EMAIL=itest@example.invalid
 
 log() { printf '# %s\n' "$*"; }
 
+# remove_t: removes $T, the checkout's view unmounted first (see view_exec; only the view's own
+# tmpfs, should AGENTD_ITEST_VIEW_MOUNT come from anywhere else).
+remove_t() {
+	if [ -n "$VIEW_MOUNT" ] &&
+		[ "$(findmnt -n -o SOURCE --mountpoint "$VIEW_MOUNT" 2>/dev/null | tail -n 1)" == agentd-it-view ]; then
+		umount -R "$VIEW_MOUNT" 2>/dev/null || umount -R -l "$VIEW_MOUNT"
+	fi
+	rm -rf --one-file-system "$T"
+}
+
 # ------------------------------------------------------------------------------------------------
 # the agents' user
 
@@ -105,7 +179,7 @@ ensure_agent_user() {
 }
 ensure_agent_user || {
 	echo "not ok - the test agent user $AGENT_USER exists" >&2
-	rm -rf "$T"
+	remove_t
 	exit 1
 }
 export AGENTD_AGENT_USER=$AGENT_USER AGENTD_AGENT_HOME=$T/home
@@ -798,7 +872,7 @@ cleanup() {
 	if [ "${ITEST_KEEP:-0}" == 1 ]; then
 		echo "# kept $T"
 	else
-		rm -rf "$T"
+		remove_t
 	fi
 	exit "$rc"
 }
