@@ -1,6 +1,7 @@
 #include "attach.h"
 
 #include "cli.h"
+#include "sigfd.h"
 #include "wsc.h"
 
 #include <errno.h>
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/signalfd.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,7 +103,9 @@ int ctl_attach(const struct ctl_conf *conf, const char *id)
 	unsigned cols = 0, rows = 0;
 	char path[512];
 	const char *reason;
-	sigset_t mask, old;
+	/* Resizes, and the ends of an attach (a detach in the terminal itself is a key). */
+	static const int signals[] = {SIGWINCH, SIGTERM, SIGHUP, SIGINT};
+	sigset_t old;
 	uint16_t status;
 	int sigfd = -1, rc = CTL_EXIT_FAILURE, r = 0;
 
@@ -117,14 +119,8 @@ int ctl_attach(const struct ctl_conf *conf, const char *id)
 	else
 		snprintf(path, sizeof(path), "/sessions/%s/terminal", id);
 	sigemptyset(&old);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGWINCH);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGINT);
-	if (sigprocmask(SIG_BLOCK, &mask, &old) < 0 ||
-	    (sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-		fprintf(stderr, "agentctl: cannot set up signals: %s\n", strerror(errno));
+	if ((sigfd = sigfd_open(signals, 4, &old)) < 0) {
+		fprintf(stderr, "agentctl: cannot set up signals: %s\n", strerror(-sigfd));
 		goto out;
 	}
 	if (wsc_open(&a.ws, &u, path, conf->token, ctl_attach_output, &a, &ref, &cause) < 0) {
@@ -161,10 +157,10 @@ int ctl_attach(const struct ctl_conf *conf, const char *id)
 			break;
 		}
 		if (pfd[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
+			int signo;
 
-			while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				if (si.ssi_signo == SIGWINCH) {
+			while ((signo = sigfd_next(sigfd)) > 0) {
+				if (signo == SIGWINCH) {
 					ctl_attach_resize(&a);
 				} else if (!detached) {
 					wsc_close(a.ws, 1000, "detached");

@@ -3,6 +3,7 @@
 #include "agentc.h"
 #include "eventnames.h"
 #include "isotime.h"
+#include "sigfd.h"
 #include "xfer.h"
 
 #include <errno.h>
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,12 +71,8 @@ static int ctl_round(struct ctl *ctl)
 	bool sig = false;
 	int r = xfer_loop_run_once(ctl->loop, CTL_ROUND_MS, ctl->sigfd, &sig);
 
-	if (sig) {
-		struct signalfd_siginfo si;
-
-		while (read(ctl->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-			ctl->interrupted = true;
-	}
+	while (sig && sigfd_next(ctl->sigfd) > 0)
+		ctl->interrupted = true;
 	agentc_dispatch(ctl->c);
 	return r;
 }
@@ -611,16 +607,11 @@ static int ctl_stream(struct ctl *ctl, const struct ctl_args *args)
 int ctl_run(const struct ctl_args *args, const struct ctl_conf *conf)
 {
 	struct ctl ctl = {.sigfd = -1};
-	sigset_t mask;
+	static const int ctl_stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 	int rc = CTL_EXIT_FAILURE;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-	    (ctl.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-		fprintf(stderr, "agentctl: cannot set up signals: %s\n", strerror(errno));
+	if ((ctl.sigfd = sigfd_open(ctl_stop_signals, 3, NULL)) < 0) {
+		fprintf(stderr, "agentctl: cannot set up signals: %s\n", strerror(-ctl.sigfd));
 		return CTL_EXIT_FAILURE;
 	}
 	ctl.loop = xfer_loop_create();

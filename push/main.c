@@ -7,13 +7,13 @@
 #include "config.h"
 #include "log.h"
 #include "sender.h"
+#include "sigfd.h"
 
 #include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -30,12 +30,14 @@ static void usage(FILE *f)
 	      f);
 }
 
+/* The signals that stop the daemon (systemd's stop, Ctrl-C under deploy/up). */
+static const int stop_signals[] = {SIGTERM, SIGINT};
+
 int main(int argc, char **argv)
 {
 	struct config *cfg = calloc(1, sizeof(*cfg));
 	struct cause cause = {{0}};
 	struct sender *s = NULL;
-	sigset_t mask;
 	int sigfd = -1, rc = 1;
 
 	log_init("agentd-push");
@@ -54,13 +56,9 @@ int main(int argc, char **argv)
 		log_error("%s", cfg == NULL ? "out of memory" : cause.msg);
 		goto out;
 	}
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
 	signal(SIGPIPE, SIG_IGN);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-	    (sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-		log_error("cannot set up signals");
+	if ((sigfd = sigfd_open(stop_signals, 2, NULL)) < 0) {
+		log_error("cannot set up signals: %s", strerror(-sigfd));
 		goto out;
 	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "pushsubs.h"
 #include "session.h"
+#include "sigfd.h"
 #include "tokens.h"
 #include "webpush.h"
 
@@ -21,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -648,6 +648,7 @@ int sender_run(struct sender *s, int sigfd)
 {
 	for (;;) {
 		bool sig = false;
+		int signo;
 		int r;
 
 		sender_tick(s, sender_now_ms());
@@ -656,13 +657,9 @@ int sender_run(struct sender *s, int sigfd)
 			return r;
 		if (s->agentd != NULL)
 			agentc_dispatch(s->agentd);
-		if (sig) {
-			struct signalfd_siginfo si;
-
-			if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				log_info("signal %u: stopping", si.ssi_signo);
-				return 0;
-			}
+		if (sig && (signo = sigfd_next(sigfd)) > 0) {
+			log_info("signal %d: stopping", signo);
+			return 0;
 		}
 	}
 }

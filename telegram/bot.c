@@ -5,6 +5,7 @@
 #include "feed.h"
 #include "fsutil.h"
 #include "log.h"
+#include "sigfd.h"
 #include "split.h"
 #include "turns.h"
 
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #define BOT_POLL_TIMEOUT_MS ((BOTAPI_POLL_S + 15) * 1000L) /* Telegram's wait and a margin */
@@ -250,6 +250,7 @@ int bot_run(struct bot *b, int sigfd)
 	while (!b->stop) {
 		int64_t now = outbox_now(), next;
 		bool sig = false;
+		int signo;
 		int timeout, r;
 
 		b->wake = 0;
@@ -268,13 +269,9 @@ int bot_run(struct bot *b, int sigfd)
 		if (r < 0)
 			return r;
 		agentc_dispatch(b->agentd);
-		if (sig) {
-			struct signalfd_siginfo si;
-
-			if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				log_info("signal %u: stopping", si.ssi_signo);
-				b->stop = true;
-			}
+		if (sig && (signo = sigfd_next(sigfd)) > 0) {
+			log_info("signal %d: stopping", signo);
+			b->stop = true;
 		}
 	}
 	bot_save(b);

@@ -8,13 +8,13 @@
 #include "config.h"
 #include "log.h"
 #include "settings.h"
+#include "sigfd.h"
 
 #include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -37,6 +37,9 @@ static void usage(FILE *f)
 	      f);
 }
 
+/* The signals that stop the daemon (systemd's stop, Ctrl-C under deploy/up). */
+static const int stop_signals[] = {SIGTERM, SIGINT};
+
 int main(int argc, char **argv)
 {
 	struct config *cfg = calloc(1, sizeof(*cfg));
@@ -44,7 +47,6 @@ int main(int argc, char **argv)
 	struct cause cause = {{0}};
 	struct bot *b = NULL;
 	bool check = false;
-	sigset_t mask;
 	int sigfd = -1, rc = 1, r;
 
 	log_init("agentd-telegram");
@@ -80,13 +82,9 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
 	signal(SIGPIPE, SIG_IGN);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-	    (sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-		log_error("cannot set up signals");
+	if ((sigfd = sigfd_open(stop_signals, 2, NULL)) < 0) {
+		log_error("cannot set up signals: %s", strerror(-sigfd));
 		goto out;
 	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
