@@ -243,7 +243,8 @@ assert_tg "with Telegram back, the bot answers again" "$U" 'select(.text | test(
 stop_stack
 start_stack "${TG_STACK[@]}" AGENTD_TELEGRAM_USERS= || exit 1
 check "with no users deploy/up starts agentd-telegram, which polls" wait_telegram 30
-check "its log says it serves nobody yet" grep -q 'serves nobody yet' "$T/logs/up.log"
+# deploy/up relays the bot's stderr into up.log: the line may land just after the first poll.
+check "its log says it serves nobody yet" wait_for 10 grep -q 'serves nobody yet' "$T/logs/up.log"
 NEWCOMER=3003
 tg_write "$NEWCOMER" "/new acme/widgets 5"
 assert_tg "with no users, whoever writes is told their id" "$NEWCOMER" \
