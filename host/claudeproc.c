@@ -5,6 +5,7 @@
 #include "proc.h"
 #include "transcript.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,54 @@ static void claudeproc_kill_late(uv_timer_t *t)
 		kill(-h->claude.proc.pid, SIGKILL);
 }
 
+/* The bit of signal sig in a /proc status mask line ("SigCgt:\t0000000000004000"). */
+static bool claudeproc_mask_has(const char *status, const char *field, int sig)
+{
+	const char *line = strstr(status, field);
+
+	return line != NULL &&
+	       (strtoull(line + strlen(field), NULL, 16) >> (unsigned)(sig - 1) & 1) != 0;
+}
+
+/* Whether pid's SIGTERM is back to its default action (neither caught nor ignored): the
+ * agent has taken the stop and a SIGTERM now ends it. False when that cannot be read. */
+static bool claudeproc_term_default(pid_t pid)
+{
+	char path[64], status[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, status, sizeof(status) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	status[n] = '\0';
+	return strstr(status, "SigCgt:") != NULL &&
+	       !claudeproc_mask_has(status, "SigCgt:", SIGTERM) &&
+	       !claudeproc_mask_has(status, "SigIgn:", SIGTERM);
+}
+
+/*
+ * While the agent stops: an agent that handled the SIGTERM by giving the signal back to its
+ * default action has started its exit (opencode 1.18 does, then waits for its background
+ * dependency install, tens of seconds, before its process ends); a second SIGTERM ends it
+ * as it chose, now. An agent that keeps its handler (claude writing its transcript) gets the
+ * whole grace.
+ */
+static void claudeproc_term_check(uv_timer_t *t)
+{
+	struct host *h = t->data;
+
+	if (!h->claude.running || !claudeproc_term_default(h->claude.proc.pid))
+		return;
+	uv_timer_stop(t);
+	kill(-h->claude.proc.pid, SIGTERM);
+}
+
 void claudeproc_stop(struct host *h)
 {
 	uint64_t grace_ms = (uint64_t)h->cfg->stop_grace * 1000;
@@ -188,6 +237,8 @@ void claudeproc_stop(struct host *h)
 	uv_timer_start(
 	    &h->claude.kill_timer, claudeproc_kill_late,
 	    grace_ms > CLAUDEPROC_KILL_AHEAD_MS ? grace_ms - CLAUDEPROC_KILL_AHEAD_MS : 0, 0);
+	uv_timer_start(&h->claude.term_timer, claudeproc_term_check, CLAUDEPROC_TERM_CHECK_MS,
+		       CLAUDEPROC_TERM_CHECK_MS);
 }
 
 /*
@@ -216,6 +267,8 @@ int claudeproc_start(struct host *h, char *const argv[])
 	hostproto_reader_init(&c->lines, HOSTPROTO_LINE_MAX);
 	uv_timer_init(h->loop, &c->kill_timer);
 	c->kill_timer.data = h;
+	uv_timer_init(h->loop, &c->term_timer);
+	c->term_timer.data = h;
 	uv_pipe_init(h->loop, &c->in, 0);
 	uv_pipe_init(h->loop, &c->out, 0);
 	c->out.data = h;
@@ -267,6 +320,7 @@ int claudeproc_start(struct host *h, char *const argv[])
 void claudeproc_close(struct host *h)
 {
 	uv_close((uv_handle_t *)&h->claude.kill_timer, NULL);
+	uv_close((uv_handle_t *)&h->claude.term_timer, NULL);
 	uv_close((uv_handle_t *)&h->claude.in, NULL);
 	uv_close((uv_handle_t *)&h->claude.out, NULL);
 	if (h->claude.proc_init)

@@ -20,13 +20,16 @@
 /* How long before the grace ends the host kills claude: agentd-api SIGKILLs the host's group when
  * it ends, and claude's own group, which that does not reach, must be gone by then. */
 #define CLAUDEPROC_KILL_AHEAD_MS 250
+/* How often a stopping agent's SIGTERM disposition is read (claudeproc_stop): an agent that
+ * handled the SIGTERM and set it back to its default action gets a second one, which ends it. */
+#define CLAUDEPROC_TERM_CHECK_MS 100
 
 struct host;
 
 struct claudeproc {
 	uv_process_t proc;
 	uv_pipe_t in, out;
-	uv_timer_t kill_timer;
+	uv_timer_t kill_timer, term_timer;
 	bool proc_init, running, stopping;
 	struct hostproto_reader lines;
 	json_tokener *tok; /* one tokenizer for every line, reset each time */
@@ -55,7 +58,8 @@ uint64_t claudeproc_prompt(struct host *h, json_object *prompt);
 /* Asks claude to interrupt its turn (a control_request). */
 void claudeproc_interrupt(struct host *h);
 
-/* Ends claude's process group: SIGTERM now, SIGKILL after the grace time. */
+/* Ends claude's process group: SIGTERM now, again as soon as the agent has set SIGTERM back
+ * to its default action (it took the stop but its process lingers), SIGKILL after the grace. */
 void claudeproc_stop(struct host *h);
 
 /* Closes the process's handles (after it exited, or when it never started). */

@@ -17,6 +17,10 @@ deny / deny+interrupt, interrupt, EOF exit codes). Prompts choose the scenario:
   contains TERMWAIT S -> from then on SIGTERM takes S seconds to end it (claude writing its
                         transcript), after which it writes "done" to <record dir>/<pid>.stopped
                         and exits 0
+  contains TERMLINGER S -> from then on the first SIGTERM is taken as opencode 1.18 takes it:
+                        SIGTERM goes back to its default action, <record dir>/<pid>.termed is
+                        written, and the process lingers S seconds more (its background work)
+                        before it exits 0
   anything else      -> "Hello!" text turn
 
 A user message that arrives while a turn runs is queued, as the real CLI does: it runs as the
@@ -267,6 +271,17 @@ class Fake:
             signal.signal(signal.SIGTERM, slow_stop)
             self.assistant([{"type": "text", "text": "Slow stop armed."}])
             self.result("Slow stop armed.")
+        elif "TERMLINGER" in text:
+            secs = float(text.split("TERMLINGER", 1)[1].split()[0])
+
+            def linger(signum, frame):
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                with open(os.path.join(LOG_DIR[0], "%d.termed" % os.getpid()), "w") as f:
+                    f.write("termed\n")
+                threading.Timer(secs, lambda: os._exit(0)).start()
+            signal.signal(signal.SIGTERM, linger)
+            self.assistant([{"type": "text", "text": "Lingering stop armed."}])
+            self.result("Lingering stop armed.")
         elif "MARKDOWN" in text:
             self.markdown_turn()
         elif "BIGLINE" in text:

@@ -4,7 +4,8 @@
 # restart policy (an agent that crashes is resumed with --resume and counted, one that keeps
 # crashing stops with restart_limit, "no" stays exited, the counter survives a restart of the
 # daemons); the timeout; the setup command of a new worktree; in structured mode, claude gets the
-# whole grace (agentd-host kills it no sooner). The fake claude crashes on command
+# whole grace (agentd-host kills it no sooner), and one that took the SIGTERM and lingers ends at
+# once. The fake claude crashes on command
 # (/exit N, /signal N) and writes every SIGINT it gets to <pid>.signals beside its record.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -335,4 +336,35 @@ if [ $((T1 - T0)) -ge 3900 ] && [ $((T1 - T0)) -lt $((GRACE * 1000)) ]; then
 	pass "DELETE waited for it, less than the grace ($((T1 - T0)) ms)"
 else
 	fail "DELETE waited for it, less than the grace" "took $((T1 - T0)) ms"
+fi
+
+# --- structured mode: an agent that took the stop ends with it --------------------------------
+# opencode 1.18 handles the SIGTERM by setting it back to its default action, then its process
+# lingers until its background dependency install ends (tens of seconds): the DELETE waited the
+# whole grace and the client gave up. agentd-host sees the default action and sends SIGTERM
+# again, which ends it. The fake's TERMLINGER lingers 60 s after the first SIGTERM.
+create_with 13 '{"mode":"structured"}'
+assert_status "create widgets-13 in structured mode: 201" 201
+assert_state "widgets-13 runs" widgets-13 running 30
+wait_activity widgets-13 '.activity == "idle"' 20
+api POST /sessions/widgets-13/prompt '{"prompt":"TERMLINGER 60"}'
+assert_match "its claude lingers after the first SIGTERM from now on" 'Lingering stop armed' "$BODY"
+LP=$(for f in "$T"/home/fake-claude/*.json; do
+	jq -r --arg c "$T/code/widgets-issue-13" 'select(.mode == "structured" and .cwd == $c) | .pid' "$f"
+done | tail -n 1)
+T0=$(now_ms)
+api DELETE /sessions/widgets-13
+T1=$(now_ms)
+assert_status "DELETE widgets-13: 200" 200
+assert_eq "claude (pid $LP) took the first SIGTERM" termed \
+	"$(cat "$T/home/fake-claude/$LP.termed" 2>&1)"
+if [ $((T1 - T0)) -lt 3000 ]; then
+	pass "DELETE did not wait the grace for it ($((T1 - T0)) ms)"
+else
+	fail "DELETE did not wait the grace for it" "took $((T1 - T0)) ms (grace $GRACE s)"
+fi
+if [ -n "$LP" ] && kill -0 "$LP" 2>/dev/null; then
+	fail "claude (pid $LP) is gone" "$(ps -o pid,stat,args -p "$LP")"
+else
+	pass "claude (pid $LP) is gone"
 fi
