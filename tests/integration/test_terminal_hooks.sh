@@ -72,11 +72,15 @@ assert_event() {
 }
 
 # activities SINCE: the activities /events announced for $SID after event id SINCE, in order,
-# each once (a repeated value is one).
+# each once (a repeated value is one), from the state it had at SINCE: an event after SINCE that
+# says the state it was already in (the pending list announced again) is no change.
 activities() {
-	events | jq -r --arg sid "$SID" --argjson since "$1" '
-		select(.event == "session" and .id > $since and .data.session.id == $sid) |
-		.data.session.activity' | uniq | tr '\n' ' ' | sed 's/ $//'
+	events | jq -r -s --arg sid "$SID" --argjson since "$1" '
+		map(select(.event == "session" and .data.session.id == $sid)) |
+		([.[] | select(.id <= $since)] | last | .data.session.activity // "") as $was |
+		[$was] + [.[] | select(.id > $since) | .data.session.activity] |
+		reduce .[] as $a ([]; if length > 0 and .[-1] == $a then . else . + [$a] end) |
+		.[1:] | join(" ")'
 }
 
 # assert_activities DESC WANT SINCE: activities SINCE comes to be WANT (/events may trail GET a
