@@ -398,10 +398,10 @@ static int gitstore_list_store(const char *base, const char *store, const char *
 		memset(w, 0, sizeof(*w));
 		if (snprintf(w->path, sizeof(w->path), "%s/%s", base, e->d_name) >=
 			(int)sizeof(w->path) ||
-		    !gitstore_borrows(store, w->path))
+		    !gitstore_borrows(store, w->path) ||
+		    snprintf(w->owner, sizeof(w->owner), "%s", owner) >= (int)sizeof(w->owner) ||
+		    snprintf(w->name, sizeof(w->name), "%s", name) >= (int)sizeof(w->name))
 			continue;
-		snprintf(w->owner, sizeof(w->owner), "%s", owner);
-		snprintf(w->name, sizeof(w->name), "%s", name);
 		w->issue = issue;
 		v->n++;
 	}

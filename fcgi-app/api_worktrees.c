@@ -373,10 +373,10 @@ static int api_branches_collect(const struct app *app, struct worktree_branch **
 static void api_branches_list(const struct app *app, struct request *req,
 			      const char *const args[ROUTER_MAX_ARGS])
 {
-	struct worktree_branch *list, *slist;
+	struct worktree_branch *list = NULL, *slist = NULL;
 	struct session *s = malloc(sizeof(*s));
 	size_t n, sn;
-	bool *checked;
+	bool *checked = NULL;
 	json_object *arr;
 	int r = s != NULL ? api_branches_collect(app, &list, &n, &slist, &sn, &checked) : -ENOMEM;
 

@@ -390,7 +390,10 @@ static int cagecmd_path(struct cagecmd *c, size_t *np, const char *opt, const ch
 {
 	if (*np >= CAGECMD_PATHS || c->n + 2 > CAGECMD_PREFIX)
 		return -E2BIG;
-	snprintf(c->paths[*np], sizeof(c->paths[*np]), "%s", path);
+	/* A path cut short would bind something else into the cage: refuse it. */
+	if (snprintf(c->paths[*np], sizeof(c->paths[*np]), "%s", path) >=
+	    (int)sizeof(c->paths[*np]))
+		return -ENAMETOOLONG;
 	c->words[c->n++] = (char *)opt;
 	c->words[c->n++] = c->paths[(*np)++];
 	return 0;

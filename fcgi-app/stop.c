@@ -23,7 +23,8 @@ static int stop_stat(pid_t pid, char *comm, size_t commlen, pid_t *ppid)
 
 	if (procstat_read(pid, &ps) < 0)
 		return -ESRCH;
-	snprintf(comm, commlen, "%s", ps.comm);
+	if (snprintf(comm, commlen, "%s", ps.comm) >= (int)commlen)
+		return -ESRCH; /* longer than any name looked for: none of them */
 	*ppid = (pid_t)ps.ppid;
 	return 0;
 }
