@@ -161,17 +161,23 @@ static void *watch_waiter(void *arg)
 
 	while (!watch_stopping(w)) {
 		struct cause cause = {{0}};
-		int r;
+		int r = 0;
 
 		if (!hooks) {
 			r = tmux_install_hooks(tm, &cause);
 			hooks = r == 0;
-			if (r < 0 && r != -ENOENT)
-				log_warn("cannot install the tmux hooks: %s", cause.msg);
 			if (hooks && failures > 0)
 				watch_kick(w); /* a server again: its sessions are news */
+			if (hooks)
+				failures = 0;
 		}
-		if (!hooks && failures > 0) {
+		/* Hooks not installed (no server, or tmux refused): waiting now could block for
+		 * good on a server that never signals, so try again after a pause instead. */
+		if (!hooks) {
+			if (r != -ENOENT && failures == 0)
+				log_warn("cannot install the tmux hooks: %s", cause.msg);
+			if (failures++ == 0)
+				watch_kick(w); /* no server: its sessions are lost */
 			if (watch_pause(w, WATCH_RETRY_MS))
 				break;
 			continue;

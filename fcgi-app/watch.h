@@ -16,17 +16,18 @@
  * back is news only the hooks bring. No session-created hook: it fired while the record still
  * said creating, for a pass that ignores such a session, on the way of every creation. The hooks
  * are in the config file of every server agentd-api starts; the waiter installs them again on a
- * server it finds (one started by an older agentd). Without a server it looks for one every
- * WATCH_RETRY_MS. Each pass of the worker runs the boot pass first (boot.h): a new server (one
- * that deploy/up or agentd-tmux.service started after the last one ended) gets the sessions that
- * were running in the old one, without a restart of agentd-api.
+ * server it finds (one started by an older agentd). Without a server, or when tmux refused the
+ * hooks, it tries again every WATCH_RETRY_MS (never waiting on a server that has no hooks). Each
+ * pass of the worker runs the boot pass first (boot.h): a new server (one that deploy/up or
+ * agentd-tmux.service started after the last one ended) gets the sessions that were running in the
+ * old one, without a restart of agentd-api.
  */
 #ifndef AGENTD_WATCH_H
 #define AGENTD_WATCH_H
 
 #include "app.h"
 
-#define WATCH_RETRY_MS     1000 /* no tmux server: look for one this often */
+#define WATCH_RETRY_MS     1000 /* no tmux server, or no hooks in it: try again this often */
 #define WATCH_STOP_WAIT_MS 3000 /* watch_stop gives the threads this long to end */
 #define WATCH_FDS_MAX      1024 /* processes watched by pidfd; beyond, hooks and the timer */
 #define WATCH_RECHECK_MS   50   /* a process ended between the list and its pidfd: pass again */
