@@ -2,6 +2,7 @@
 
 #include "fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -278,6 +279,37 @@ static int cageuid_state(const struct cageuid_dirs *dirs, uid_t uid, const char 
 	return known ? 0 : 1;
 }
 
+/* The uid of [min, max] whose registry entry names holder: 1 with *out, 0 when none, -errno. */
+static int cageuid_held(const struct cageuid_dirs *dirs, uid_t min, uid_t max, const char *holder,
+			uid_t *out)
+{
+	char cur[CAGEUID_HOLDER_MAX];
+	DIR *d = opendir(dirs->registry);
+	struct dirent *e;
+	int r = 0;
+
+	if (d == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	while (r == 0 && (e = readdir(d)) != NULL) {
+		unsigned long uid;
+		char *end;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue; /* the lock, an entry's temporary file */
+		errno = 0;
+		uid = strtoul(e->d_name, &end, 10);
+		if (errno != 0 || *end != '\0' || uid < min || uid > max)
+			continue;
+		r = cageuid_entry_read(dirs, (uid_t)uid, cur, sizeof(cur));
+		if (r == 1 && strcmp(cur, holder) == 0)
+			*out = (uid_t)uid;
+		else if (r > 0)
+			r = 0; /* another holder's */
+	}
+	closedir(d);
+	return r;
+}
+
 int cageuid_alloc(const struct cageuid_dirs *dirs, uid_t min, uid_t max, const char *state_dir,
 		  const char *session_id, const char *home, uid_t *out, struct cause *cause)
 {
@@ -293,8 +325,17 @@ int cageuid_alloc(const struct cageuid_dirs *dirs, uid_t min, uid_t max, const c
 		return cause_fail(cause, ENAMETOOLONG, "the state dir's path is too long");
 	if ((fd = cageuid_lock(dirs, cause)) < 0)
 		return fd;
-	/* The whole range is looked at: the session may hold a uid already (a creation tried
-	 * again), and that one wins over the lowest free one. */
+	/* The uid the session holds already (a creation tried again) wins over the lowest free one.
+	 * Only the registry's entries can say so: reading them costs a lookup per uid taken, where
+	 * asking the user database about the whole range cost one per uid of it (~0.5 s). */
+	if ((r = cageuid_held(dirs, min, max, holder, out)) != 0) {
+		if (r > 0)
+			r = cageuid_take(dirs, *out, holder, home, cause);
+		else
+			r = cause_fail(cause, EIO, "cannot read the uid registry %s: %s",
+				       dirs->registry, strerror(-r));
+		goto out;
+	}
 	for (uid_t uid = min;; uid++) {
 		r = cageuid_state(dirs, uid, holder);
 		if (r < 0) {
@@ -302,14 +343,10 @@ int cageuid_alloc(const struct cageuid_dirs *dirs, uid_t min, uid_t max, const c
 				       dirs->registry, strerror(-r));
 			goto out;
 		}
-		if (r == 2) {
-			*out = uid;
-			r = cageuid_take(dirs, uid, holder, home, cause);
-			goto out;
-		}
-		if (r == 1 && !have_free) {
+		if (r > 0) {
 			free_uid = uid;
 			have_free = true;
+			break;
 		}
 		if (uid == max)
 			break;

@@ -101,6 +101,23 @@ Test(cageuid, same_session_same_uid_others_another)
 	cr_assert_eq(other, T_LO);
 }
 
+/* The registry names the holder: its uid is found above free ones, and outside the range not. */
+Test(cageuid, held_uid_wins_over_a_lower_free_one)
+{
+	struct cause c = {{0}};
+	uid_t a, b, b2, x;
+
+	cr_assert_eq(cageuid_alloc(&dirs, T_LO, T_HI, stateA, "r-1", "/h/a", &a, &c), 0);
+	cr_assert_eq(cageuid_alloc(&dirs, T_LO, T_HI, stateA, "r-2", "/h/b", &b, &c), 0);
+	cr_assert_eq(b, T_LO + 1);
+	cr_assert_eq(cageuid_release(&dirs, a, stateA, "r-1"), 0);
+	cr_assert_eq(cageuid_alloc(&dirs, T_LO, T_HI, stateA, "r-2", "/h/b", &b2, &c), 0);
+	cr_assert_eq(b2, b, "the session got the lower free uid instead of its own");
+	/* Held outside a narrower range: not its to keep there; the range's lowest free one. */
+	cr_assert_eq(cageuid_alloc(&dirs, T_LO + 2, T_HI, stateA, "r-2", "/h/b", &x, &c), 0);
+	cr_assert_eq(x, T_LO + 2);
+}
+
 Test(cageuid, release_only_by_holder)
 {
 	struct cause c = {{0}};
