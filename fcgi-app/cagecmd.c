@@ -207,9 +207,18 @@ static int cagecmd_home_path(const struct app *app, const char *id, char *out, s
  * claude's installed versions (bound back read-only where claude runs from, see
  * cagecmd_expose; hundreds of megabytes a copy).
  */
+/* Not copied into a session's HOME: claude's transcripts and installed versions, the other
+ * sessions' CLI homes (an uncaged session's codex or opencode conversations live in the agent's
+ * HOME), and caches (a package manager's can hold gigabytes; each session fills its own). */
 static const char *const cagecmd_home_skip[] = {
-    ".claude/projects",      ".claude/todos",       ".claude/shell-snapshots",
-    ".claude/history.jsonl", ".local/share/claude",
+    ".claude/projects",
+    ".claude/todos",
+    ".claude/shell-snapshots",
+    ".claude/history.jsonl",
+    ".local/share/claude",
+    ".agentd-agents",
+    ".cache",
+    ".npm",
 };
 
 /*

@@ -37,6 +37,10 @@ printf 'hidden\n' >"$T/secrets/.hidden"
 ROOT_TMP=$(mktemp /tmp/agentd-cage-root.XXXXXX)
 chmod 0600 "$ROOT_TMP"
 touch "$T/home/.template-marker"
+# Another session's CLI home and caches in the shared HOME: not a new session's to have.
+mkdir -p "$T/home/.agentd-agents/other-9" "$T/home/.cache/pip" "$T/home/.npm/_cacache"
+printf 'secret\n' >"$T/home/.agentd-agents/other-9/auth.json"
+touch "$T/home/.cache/pip/big" "$T/home/.npm/_cacache/big"
 # Another conversation's transcript in the shared HOME, the template: no session's HOME gets it.
 mkdir -p "$T/home/.claude/projects/-code-other-issue-9"
 printf '{"secret":"transcript"}\n' >"$T/home/.claude/projects/-code-other-issue-9/t.jsonl"
@@ -175,6 +179,9 @@ assert_eq "A's HOME is A's uid's" "$UID_A" \
 check_not "A's HOME has no transcript of the template's" test -e "$T/homes/widgets-1/.claude/projects"
 check_not "A's HOME has no copy of claude's installation" \
 	test -e "$T/homes/widgets-1/.local/share/claude"
+check_not "A's HOME has no other session's CLI home" test -e "$T/homes/widgets-1/.agentd-agents/other-9"
+check_not "A's HOME has no copy of the template's caches" \
+	test -e "$T/homes/widgets-1/.cache/pip" -o -e "$T/homes/widgets-1/.npm/_cacache"
 check "A's commit is in its branch" \
 	git -C "$WT_A" log --oneline -1 --format=%s | grep -q "cage probe"
 # Caged sessions get the store layout by default: a repository of their own each.
