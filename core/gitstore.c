@@ -8,6 +8,7 @@
 #include "gitstore_int.h"
 
 #include "fsutil.h"
+#include "gitcheckout.h"
 #include "gitrepo.h"
 #include "inventory.h"
 #include "session.h"
@@ -281,7 +282,6 @@ static int gitstore_make(const struct gitrepo *r, const char *path, const char *
 	git_repository *w = NULL;
 	git_reference *br = NULL;
 	git_commit *start = NULL;
-	git_checkout_options co;
 	bool from_origin;
 	git_oid oid;
 	int rc;
@@ -313,9 +313,7 @@ static int gitstore_make(const struct gitrepo *r, const char *path, const char *
 	snprintf(upstream, sizeof(upstream), "origin/%s", branch);
 	if (from_origin && git_branch_set_upstream(br, upstream) < 0)
 		git_error_clear(); /* tracking is a convenience; the branch is right without it */
-	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
-	co.checkout_strategy = GIT_CHECKOUT_SAFE;
-	if ((rc = git_checkout_head(w, &co)) < 0)
+	if ((rc = gitcheckout_fresh(w, path, br)) < 0)
 		rc = cause_fail(cause, gitrepo_errno(rc), "cannot check out %s in %s: %s", branch,
 				path, gitrepo_msg());
 out:

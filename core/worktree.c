@@ -10,13 +10,13 @@
 #include "worktree_int.h"
 
 #include "fsutil.h"
+#include "gitcheckout.h"
 #include "gitrepo.h"
 #include "session.h"
 
 #include <errno.h>
 #include <git2.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +24,6 @@
 #include <unistd.h>
 
 #define WT_NAME_MAX 64
-/* A checkout of at least WT_SPLIT_MIN files is split between WT_SPLIT_THREADS threads: writing
- * files is most of it, four fifths of that in the kernel (ext4 making inodes), which runs on both
- * cores (1,000 files on this machine's disk: 32 ms in one thread, 19-24 ms in two). */
-#define WT_SPLIT_MIN     256
-#define WT_SPLIT_THREADS 2
-#define WT_SPLIT_FILES   1000000 /* a tree with more is checked out in one thread */
-#define WT_PART_MSG_MAX  512
 
 /* Worktree name from the branch's last component, limited to [A-Za-z0-9._-] (libgit2 makes a
  * directory of it), starting with an alphanumeric. */
@@ -270,63 +263,6 @@ static void wt_undo_add(const struct gitrepo *r, const char *name, const char *p
 		git_branch_delete(br);
 }
 
-static int wt_find_gitattributes(const char *root, const git_tree_entry *e, void *payload)
-{
-	if (strcmp(git_tree_entry_name(e), ".gitattributes") == 0) {
-		*(bool *)payload = true;
-		return -1; /* stops the walk */
-	}
-	return 0;
-}
-
-/* True when some attribute or setting could make checkout convert a file (line endings, filter
- * drivers, ident): .gitattributes in the tree, the repository's info/attributes, a global
- * attributes file, core.autocrlf. Without any, checkout can skip the per-file attribute lookups,
- * which cost libgit2 a dozen system calls per file. Errors answer true (the safe side). */
-static bool wt_filters_possible(const struct gitrepo *r, git_reference *br)
-{
-	char path[WORKTREE_PATH_MAX + 64];
-	git_config *cfg = NULL;
-	git_object *tree = NULL;
-	git_buf buf = GIT_BUF_INIT, xdg = GIT_BUF_INIT;
-	bool found = false;
-	int autocrlf = 0, rc;
-
-	snprintf(path, sizeof(path), "%s/info/attributes", r->bare);
-	if (access(path, F_OK) == 0)
-		return true;
-	/* The global attributes file where libgit2 looks for it (worktree_global_init: the agent's
-	 * HOME, not the daemon's environment); a list of directories is not worth parsing here. */
-	if (git_libgit2_opts(GIT_OPT_GET_SEARCH_PATH, GIT_CONFIG_LEVEL_XDG, &xdg) < 0)
-		found = true;
-	else if (xdg.ptr != NULL && xdg.ptr[0] != '\0')
-		found =
-		    strchr(xdg.ptr, ':') != NULL ||
-		    snprintf(path, sizeof(path), "%s/attributes", xdg.ptr) >= (int)sizeof(path) ||
-		    access(path, F_OK) == 0;
-	git_buf_dispose(&xdg);
-	if (found)
-		return true;
-	if (git_repository_config_snapshot(&cfg, r->git) < 0)
-		return true;
-	if (git_config_get_string_buf(&buf, cfg, "core.attributesFile") != GIT_ENOTFOUND)
-		found = true;
-	else if ((rc = git_config_get_bool(&autocrlf, cfg, "core.autocrlf")) != GIT_ENOTFOUND &&
-		 (rc < 0 || autocrlf))
-		found = true; /* true, or "input" (not a boolean: an error) */
-	git_buf_dispose(&buf);
-	git_config_free(cfg);
-	if (found)
-		return true;
-	if (git_reference_peel(&tree, br, GIT_OBJECT_TREE) < 0)
-		return true;
-	if (git_tree_walk((git_tree *)tree, GIT_TREEWALK_PRE, wt_find_gitattributes, &found) < 0 &&
-	    !found)
-		found = true;
-	git_object_free(tree);
-	return found;
-}
-
 /* Writes text to the new file dir/leaf (0644 less the umask), as git writes a worktree's admin
  * files. Returns 0 or -errno. */
 static int wt_write_new(const char *dir, const char *leaf, const char *text)
@@ -338,159 +274,16 @@ static int wt_write_new(const char *dir, const char *leaf, const char *text)
 	return fsutil_write_new(path, text, 0644);
 }
 
-/* The files of a tree, as paths from its root (blobs and submodule commits). */
-struct wt_files {
-	char **paths;
-	size_t n, cap;
-};
-
-static int wt_collect(const char *root, const git_tree_entry *e, void *payload)
-{
-	struct wt_files *f = payload;
-	git_object_t type = git_tree_entry_type(e);
-	size_t len;
-
-	if (type != GIT_OBJECT_BLOB && type != GIT_OBJECT_COMMIT)
-		return 0;
-	if (f->n == WT_SPLIT_FILES)
-		return -1;
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 1024;
-		char **p = realloc(f->paths, cap * sizeof(*p));
-
-		if (p == NULL)
-			return -1;
-		f->paths = p;
-		f->cap = cap;
-	}
-	len = strlen(root) + strlen(git_tree_entry_name(e)) + 1;
-	if ((f->paths[f->n] = malloc(len)) == NULL)
-		return -1;
-	snprintf(f->paths[f->n++], len, "%s%s", root, git_tree_entry_name(e));
-	return 0;
-}
-
-static void wt_files_free(struct wt_files *f)
-{
-	for (size_t i = 0; i < f->n; i++)
-		free(f->paths[i]);
-	free(f->paths);
-}
-
-/* One thread's share of a split checkout: its own repository object (libgit2's are not
- * thread-safe), its paths, and the index entries its checkout made. */
-struct wt_part {
-	const char *path;
-	const git_oid *tree;
-	git_strarray paths;
-	git_index *index;
-	int rc;
-	char msg[WT_PART_MSG_MAX]; /* libgit2 keeps its last error per thread */
-};
-
-static void *wt_checkout_part(void *arg)
-{
-	struct wt_part *p = arg;
-	git_checkout_options co;
-	git_repository *repo = NULL;
-	git_tree *tree = NULL;
-
-	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
-	/* The directory is new and empty: nothing in it to keep. The index is written once, from
-	 * every part's entries. */
-	co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_WRITE_INDEX |
-			       GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
-	co.disable_filters = 1;
-	co.paths = p->paths;
-	p->rc = git_repository_open(&repo, p->path);
-	if (p->rc == 0)
-		p->rc = git_tree_lookup(&tree, repo, p->tree);
-	if (p->rc == 0)
-		p->rc = git_checkout_tree(repo, (git_object *)tree, &co);
-	if (p->rc == 0)
-		p->rc = git_repository_index(&p->index, repo);
-	if (p->rc < 0)
-		snprintf(p->msg, sizeof(p->msg), "%s", gitrepo_msg());
-	git_tree_free(tree);
-	git_repository_free(repo);
-	return NULL;
-}
-
-/*
- * Checks br out in the new worktree wt at path in WT_SPLIT_THREADS threads, each on its share of
- * the files, then writes the index once from their entries (stat data included, as a checkout
- * writes it). Only without filters (a plain copy of each blob). Returns 0, 1 when the tree is
- * small (nothing done: the caller checks out in one go), or a libgit2 error.
- */
-static int wt_checkout_split(git_repository *wt, const char *path, git_reference *br)
-{
-	struct wt_part parts[WT_SPLIT_THREADS] = {{0}};
-	pthread_t threads[WT_SPLIT_THREADS];
-	bool threaded[WT_SPLIT_THREADS] = {false};
-	struct wt_files files = {0};
-	git_object *tree = NULL;
-	git_index *index = NULL;
-	size_t from = 0;
-	int rc;
-
-	if ((rc = git_reference_peel(&tree, br, GIT_OBJECT_TREE)) < 0)
-		return rc;
-	if (git_tree_walk((git_tree *)tree, GIT_TREEWALK_PRE, wt_collect, &files) < 0 ||
-	    files.n < WT_SPLIT_MIN) {
-		rc = 1;
-		goto out;
-	}
-	for (size_t i = 0; i < WT_SPLIT_THREADS; i++) {
-		struct wt_part *p = &parts[i];
-		size_t to = files.n * (i + 1) / WT_SPLIT_THREADS;
-
-		p->path = path;
-		p->tree = git_object_id(tree);
-		p->paths.strings = files.paths + from;
-		p->paths.count = to - from;
-		from = to;
-		/* A thread that cannot start: its share is done here, after the others. */
-		threaded[i] = pthread_create(&threads[i], NULL, wt_checkout_part, p) == 0;
-	}
-	for (size_t i = 0; i < WT_SPLIT_THREADS; i++) {
-		if (threaded[i])
-			pthread_join(threads[i], NULL);
-		else
-			wt_checkout_part(&parts[i]);
-	}
-	for (size_t i = 0; i < WT_SPLIT_THREADS && rc == 0; i++) {
-		/* The first failure, told in this thread, where the caller reads it. */
-		if ((rc = parts[i].rc) < 0)
-			git_error_set_str(GIT_ERROR_CHECKOUT, parts[i].msg);
-	}
-	if (rc == 0)
-		rc = git_repository_index(&index, wt);
-	if (rc == 0)
-		rc = git_index_clear(index);
-	for (size_t i = 0; i < WT_SPLIT_THREADS && rc == 0; i++)
-		for (size_t k = 0; k < git_index_entrycount(parts[i].index) && rc == 0; k++)
-			rc = git_index_add(index, git_index_get_byindex(parts[i].index, k));
-	if (rc == 0)
-		rc = git_index_write(index);
-	git_index_free(index);
-	for (size_t i = 0; i < WT_SPLIT_THREADS; i++)
-		git_index_free(parts[i].index);
-out:
-	wt_files_free(&files);
-	git_object_free(tree);
-	return rc;
-}
-
 /*
  * Makes the worktree name of r at path on branch br, as git_worktree_add does (the files of
  * gitrepository-layout(5): <common>/worktrees/<name>/{gitdir,commondir,HEAD} and <path>/.git),
- * then checks br out with co. Not git_worktree_add itself: libgit2 1.5 first asks whether the
- * branch is checked out anywhere by opening every worktree of the clone as a repository, about a
- * hundred system calls each on every creation, and wt_branch_free has answered that already.
- * Returns 0 or -errno with cause (what it made is wt_undo_add's to remove).
+ * then checks br out (gitcheckout_fresh). Not git_worktree_add itself: libgit2 1.5 first asks
+ * whether the branch is checked out anywhere by opening every worktree of the clone as a
+ * repository, about a hundred system calls each on every creation, and wt_branch_free has answered
+ * that already. Returns 0 or -errno with cause (what it made is wt_undo_add's to remove).
  */
 static int wt_add(const struct gitrepo *r, const char *name, const char *path, git_reference *br,
-		  const git_checkout_options *co, struct cause *cause)
+		  struct cause *cause)
 {
 	char admin[WORKTREE_PATH_MAX + WT_NAME_MAX + 16], wd[PATH_MAX],
 	    text[PATH_MAX + GITREPO_REF_MAX + 16];
@@ -527,9 +320,7 @@ static int wt_add(const struct gitrepo *r, const char *name, const char *path, g
 		return cause_fail(cause, rc, "cannot add worktree %s of %s: %s", path, r->label,
 				  strerror(-rc));
 	if ((rc = git_repository_open(&wt, path)) == 0)
-		rc = co->disable_filters ? wt_checkout_split(wt, path, br) : 1;
-	if (rc == 1)
-		rc = git_checkout_head(wt, co);
+		rc = gitcheckout_fresh(wt, path, br);
 	git_repository_free(wt);
 	if (rc < 0)
 		return cause_fail(cause, gitrepo_errno(rc), "cannot check out %s in %s: %s",
@@ -541,7 +332,6 @@ static int wt_create(const struct gitrepo *r, const char *path, const char *bran
 		     struct cause *cause)
 {
 	char name[WT_NAME_MAX];
-	git_checkout_options co;
 	git_reference *br = NULL;
 	bool created = false;
 	int rc;
@@ -563,10 +353,7 @@ static int wt_create(const struct gitrepo *r, const char *path, const char *bran
 				strerror(-rc));
 		goto fail;
 	}
-	/* As git_worktree_add's default: a safe checkout of the new worktree's HEAD. */
-	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
-	co.disable_filters = !wt_filters_possible(r, br);
-	if ((rc = wt_add(r, name, path, br, &co, cause)) < 0)
+	if ((rc = wt_add(r, name, path, br, cause)) < 0)
 		goto fail;
 	git_reference_free(br);
 	return 0;
