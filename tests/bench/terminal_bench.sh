@@ -16,7 +16,7 @@
 #   tests/bench/terminal_bench.sh   builds build-bench (release) unless AGENTD_TEST_BUILD_DIR
 #                                   names a build (which is then used as it is)
 # Environment: BENCH_REPS (timed throughput pairs, 5), BENCH_KEYS (timed keystrokes each way, 400),
-#              BENCH_ROUNDS (keystroke rounds each way, 4), BENCH_CLIENTS (50), BENCH_MIB (64),
+#              BENCH_ROUNDS (keystroke rounds each way, 8), BENCH_CLIENTS (50), BENCH_MIB (64),
 #              BENCH_MEMORY_ONLY=1 (only (c)).
 set -uo pipefail
 
@@ -34,7 +34,7 @@ source "$REPO/tests/integration/terminal/lib_terminal.sh"
 
 REPS=${BENCH_REPS:-5}
 KEYS=${BENCH_KEYS:-400}
-ROUNDS=${BENCH_ROUNDS:-4}
+ROUNDS=${BENCH_ROUNDS:-8}
 CLIENTS=${BENCH_CLIENTS:-50}
 MIB=${BENCH_MIB:-64}
 WARMUP_KEYS=10
