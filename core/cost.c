@@ -16,17 +16,21 @@
 
 /*
  * Anthropic's list prices in US dollars per million tokens (base input, output, cache hits,
- * 5-minute cache writes), from https://docs.anthropic.com/en/docs/about-claude/pricing as read
- * in November 2025. Longer prefixes first: the first match wins. A model not in the table is
- * priced as the first line, the dearest, so that a budget stops early rather than late.
+ * 5-minute cache writes). Checked in November 2026 against a stored copy of
+ * https://docs.anthropic.com/en/docs/about-claude/pricing (Opus 4.1 and 4, Sonnet 4, 3.7 and 3.5,
+ * Haiku 3.5 and 3, Opus 3) and public price lists of 2026 (Opus 4.6 and 4.5 at $5/$25, Haiku
+ * 4.5 at $1/$5, Sonnet 4.5 and 4.6 as Sonnet 4); cache hits are 0.1 and writes 1.25 times the
+ * input price. Longer prefixes first: the first match wins. A model not in the table is priced
+ * as the first line, the dearest, so that a budget stops early rather than late.
  */
 static const struct cost_price cost_prices[] = {
-    {"claude-opus-4-0", 15, 75, 1.50, 18.75},  {"claude-opus-4-1", 15, 75, 1.50, 18.75},
-    {"claude-opus-4-5", 5, 25, 0.50, 6.25},    {"claude-opus-4-2", 15, 75, 1.50, 18.75},
-    {"claude-opus-4", 15, 75, 1.50, 18.75},    {"claude-3-opus", 15, 75, 1.50, 18.75},
-    {"claude-sonnet-4", 3, 15, 0.30, 3.75},    {"claude-3-7-sonnet", 3, 15, 0.30, 3.75},
-    {"claude-3-5-sonnet", 3, 15, 0.30, 3.75},  {"claude-haiku-4-5", 1, 5, 0.10, 1.25},
-    {"claude-3-5-haiku", 0.80, 4, 0.08, 1.00}, {"claude-3-haiku", 0.25, 1.25, 0.03, 0.30},
+    {"claude-opus-4-0", 15, 75, 1.50, 18.75},   {"claude-opus-4-1", 15, 75, 1.50, 18.75},
+    {"claude-opus-4-5", 5, 25, 0.50, 6.25},     {"claude-opus-4-6", 5, 25, 0.50, 6.25},
+    {"claude-opus-4-2", 15, 75, 1.50, 18.75},   {"claude-opus-4", 15, 75, 1.50, 18.75},
+    {"claude-3-opus", 15, 75, 1.50, 18.75},     {"claude-sonnet-4", 3, 15, 0.30, 3.75},
+    {"claude-3-7-sonnet", 3, 15, 0.30, 3.75},   {"claude-3-5-sonnet", 3, 15, 0.30, 3.75},
+    {"claude-haiku-4-5", 1, 5, 0.10, 1.25},     {"claude-3-5-haiku", 0.80, 4, 0.08, 1.00},
+    {"claude-3-haiku", 0.25, 1.25, 0.03, 0.30},
 };
 
 const struct cost_price *cost_price(const char *model)

@@ -84,6 +84,9 @@ Test(cost, prices)
 {
 	cr_assert_str_eq(cost_price("claude-sonnet-4-5-20250929")->prefix, "claude-sonnet-4");
 	cr_assert_str_eq(cost_price("claude-opus-4-5-20251101")->prefix, "claude-opus-4-5");
+	cr_assert_eq(cost_price("claude-opus-4-6")->output, 25, "Opus 4.6 priced as Opus 4");
+	cr_assert_eq(cost_price("claude-sonnet-4-6")->input, 3);
+	cr_assert_eq(cost_price("claude-haiku-4-5-20251001")->cache_read, 0.10);
 	cr_assert_str_eq(cost_price("claude-opus-4-1-20250805")->prefix, "claude-opus-4-1");
 	cr_assert_str_eq(cost_price("claude-3-5-haiku-20241022")->prefix, "claude-3-5-haiku");
 	/* Unknown: the dearest line, so a budget stops early. */
