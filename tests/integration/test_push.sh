@@ -6,7 +6,8 @@
 # subscriptions are per identity (listed, revoked, capped); a session that starts waiting pushes
 # exactly one message with the tool and command to each subscribed identity; the approver's own
 # answer pushes nothing to the approver (the others' phones hear who answered); the finished turn
-# goes to whoever asked for it; a 410 from the push service removes the subscription.
+# goes to whoever asked for it; an agent that exits or a session that fails pushes to everyone; a
+# 410 or a 404 from the push service removes the subscription.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/structured/lib_structured.sh"
 source "$REPO/tests/fakes/lib_fakes.sh"
@@ -204,3 +205,31 @@ assert_jq "once, with what failed, at normal urgency" \
 	'length == 1 and .[0].ok and (.[0].message.title == "missing-5 failed") and
 	 (.[0].message.body | length > 0) and .[0].urgency == "normal" and (.[0].ttl | tonumber) >= 3600' \
 	"$(pushes bobphone 'select(.message.session == "missing-5")')"
+
+# --- an agent that exits: one push to every subscribed identity ---------------------------------------
+create acme widgets 2
+assert_state "widgets-2 runs" widgets-2 running 30
+PANE=$(pane_pid widgets-2)
+kill -TERM "$PANE"
+wait_state widgets-2 exited 30 || fail "widgets-2 exits once its agent is killed" "$BODY"
+check "bob's phone hears that the agent exited" wait_pushes bobphone 1 \
+	'.message.kind == "exited" and .message.session == "widgets-2"'
+sleep 1
+assert_jq "once, tagged with the session, saying how it ended" \
+	'length == 1 and .[0].ok and .[0].message.title == "widgets-2 exited" and
+	 (.[0].message.body | length > 0) and .[0].urgency == "normal" and
+	 (.[0].topic | test("^[A-Za-z0-9_-]{1,32}$"))' \
+	"$(pushes bobphone 'select(.message.session == "widgets-2")')"
+
+# --- 404: the push service does not know the subscription: removed as for 410 -----------------------
+curl -q -s -X POST "$FAKE/answer/bobphone/404" >/dev/null
+create acme missing 6
+wait_state missing-6 failed 60 || fail "missing-6 fails (no such remote)" "$STATUS ${BODY:0:300}"
+check "the next push to bob's phone is answered 404" wait_pushes bobphone 1 '.status == 404'
+for _ in $(seq 50); do
+	as_bob GET /push/subscriptions
+	[ "$(jq '.subscriptions | length' <<<"$BODY")" == 0 ] && break
+	sleep 0.1
+done
+assert_json "a 404 removed bob's subscription" '.subscriptions | length' 0
+check_not "nor is it in the store" grep -q bobphone "$SUBS"
