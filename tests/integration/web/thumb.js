@@ -161,6 +161,14 @@ async function laptop(browser) {
     });
     if (got !== "$0.42|$3.50|<$0.01|||") throw new Error(got);
   });
+  await check("a budget shows beside the cost, and one under a cent is not shown as none", page, async () => {
+    const got = await page.evaluate(async () => {
+      const { costText } = await import("/assets/js/live.js");
+      return [[{ usd: 0.42 }, 1], [undefined, 2.5], [{ usd: 0.0002 }, 0.00015], [{ usd: 0.42 }, 0], [{ usd: 0.42 }, "1"]]
+        .map(([cost, budgetUsd]) => costText({ id: "x", cost, budgetUsd })).join("|");
+    });
+    if (got !== "$0.42 / $1.00|$0 / $2.50|<$0.01 / $0.00015|$0.42|$0.42") throw new Error(got);
+  });
 
   // A second session that waits for a person, and a third in another repository.
   await rest("POST", "/sessions", { repo: { owner: "acme", name: "widgets" }, issue: 2, mode: "structured", prompt: "RUNBASH true" });
@@ -326,6 +334,12 @@ async function phone(browser) {
     await shot(page, "phone-landscape-list");
     return costFits(page);
   });
+  // A session past its budget (one turn of the fake costs $0.0001): its row says so.
+  await rest("POST", "/sessions", { repo: { owner: "acme", name: "widgets" }, issue: 9, mode: "structured",
+    prompt: "hello", budgetUsd: 0.00005 });
+  await check("a session over its budget: the row shows cost / budget, marked over", page, () =>
+    until(async () => (await text(page, '#sessions li[data-id="widgets-9"] .cost.over')) === "<$0.01 / $0.000050",
+      "<$0.01 / $0.000050, marked over, on widgets-9's row"));
   await ctx.close();
 }
 

@@ -141,8 +141,9 @@ function renderList() {
     line1.append(el("span", "sid", s.id), ...badges(s));
     const cost = costText(s);
     if (cost) {
-      const c = el("span", "cost", cost);
-      c.title = "what the agent cost so far";
+      const c = el("span", "cost" + (s.overBudget ? " over" : ""), cost);
+      c.title = s.overBudget ? "over its budget: new prompts are refused"
+        : s.budgetUsd ? "what the agent cost so far, of its budget" : "what the agent cost so far";
       line1.appendChild(c);
     }
     const line2 = el("div", "line2 muted");
@@ -285,6 +286,7 @@ function renderDetail() {
   $("d-info").textContent = [repoOf(s) + "#" + s.issue, s.branch, s.worktree, (s.agent || "claude") + " agent",
     s.mode + " mode", s.activitySource === "none" ? "activity not reported by this agent" : "",
     (s.clients || 0) + " terminal client" + (s.clients === 1 ? "" : "s"),
+    costText(s) ? "cost " + costText(s) + (s.overBudget ? " (over budget: no new prompt)" : "") : "",
     s.lastActivity ? "last activity " + ago(s.lastActivity) : ""].filter(Boolean).join(" · ");
   syncChanges(s);
   renderPr(s);

@@ -143,7 +143,10 @@ export function sortSessions(list) {
  * nothing is known (API.md: cost.usd is 0 until an agent reports one). */
 export function costText(s) {
   const usd = s && s.cost && s.cost.usd;
-  if (typeof usd !== "number" || !(usd > 0)) return "";
   // Under a cent rounds to "$0.00", which would read as free.
-  return usd < 0.005 ? "<$0.01" : "$" + usd.toFixed(2);
+  const spent = typeof usd !== "number" || !(usd > 0) ? "" : usd < 0.005 ? "<$0.01" : "$" + usd.toFixed(2);
+  const budget = s && s.budgetUsd;
+  if (typeof budget !== "number" || !(budget > 0)) return spent;
+  // A budget under a cent keeps two significant digits: "$0.00" would read as none.
+  return (spent || "$0") + " / $" + (budget < 0.01 ? budget.toPrecision(2) : budget.toFixed(2));
 }
