@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RENDER_LINE_MAX 1024
+#define RENDER_LINE_MAX          1024
+#define RENDER_COST_DECIMALS_MAX 9 /* a budget's digits after the point, for the smallest */
 
 /* Copies the first line of s, cut to max UTF-16 units with an ellipsis when cut. */
 static void render_cut(char *out, size_t outlen, const char *s, size_t max)
@@ -413,6 +414,38 @@ static const char *render_mark(int rank)
 	return marks[rank];
 }
 
+/* A session's cost as the web list says it: " · $0.42", " · $0.42 / $1.00", " · <$0.01 / $0.000050
+ * over budget"; empty while it cost nothing and has no budget. */
+static void render_cost(char *out, size_t len, json_object *s)
+{
+	json_object *cost, *v;
+	double usd = 0, budget = 0;
+	char spent[32] = "";
+	int decimals = 2;
+
+	if (json_object_object_get_ex(s, "cost", &cost) &&
+	    json_object_object_get_ex(cost, "usd", &v) && json_object_is_type(v, json_type_double))
+		usd = json_object_get_double(v);
+	if (json_object_object_get_ex(s, "budgetUsd", &v) &&
+	    (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+		budget = json_object_get_double(v);
+	/* Under a cent rounds to "$0.00", which would read as free. */
+	if (usd > 0)
+		snprintf(spent, sizeof(spent), usd < 0.005 ? "<$0.01" : "$%.2f", usd);
+	if (!(budget > 0)) {
+		snprintf(out, len, "%s%s", spent[0] ? " · " : "", spent);
+		return;
+	}
+	/* A budget under a cent keeps two significant digits: "$0.00" would read as none. */
+	for (double x = budget * 100;
+	     budget < 0.01 && x < 10 && decimals < RENDER_COST_DECIMALS_MAX; x *= 10)
+		decimals++;
+	snprintf(out, len, " · %s / $%.*f%s", spent[0] ? spent : "$0", decimals, budget,
+		 json_object_object_get_ex(s, "overBudget", &v) && json_object_get_boolean(v)
+		     ? " over budget"
+		     : "");
+}
+
 int render_sessions(struct buf *out, json_object *sessions, const char *current)
 {
 	size_t n =
@@ -431,17 +464,19 @@ int render_sessions(struct buf *out, json_object *sessions, const char *current)
 				   *agent = jsontext_str(s, "agent");
 			bool plain_state = state == NULL || strcmp(state, "running") == 0 ||
 					   strcmp(state, "attached") == 0;
+			char cost[96];
 
 			if (id == NULL || render_rank(act) != rank)
 				continue;
+			render_cost(cost, sizeof(cost), s);
 			/* The agent as the session says it (a record of before agents has none). */
-			r = buf_addf(out, "%s%s %s · %s%s%s%s%s%s%s%s\n",
+			r = buf_addf(out, "%s%s %s · %s%s%s%s%s%s%s%s%s\n",
 				     current != NULL && strcmp(current, id) == 0 ? "▶ " : "",
 				     render_mark(rank), id, act != NULL ? act : "?",
 				     mode != NULL ? " · " : "", mode != NULL ? mode : "",
 				     agent != NULL ? " · " : "", agent != NULL ? agent : "",
 				     plain_state ? "" : " (", plain_state ? "" : state,
-				     plain_state ? "" : ")");
+				     plain_state ? "" : ")", cost);
 			if (r == 0 && json_object_object_get_ex(s, "pending", &pending) &&
 			    json_object_is_type(pending, json_type_array) &&
 			    json_object_array_length(pending) > 0) {

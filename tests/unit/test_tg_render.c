@@ -265,6 +265,33 @@ Test(tg_render, sessions_say_their_agent)
 	buf_free(&b);
 }
 
+Test(tg_render, sessions_say_their_cost_and_budget)
+{
+	struct buf b;
+	json_object *list =
+	    J("[{\"id\":\"a-1\",\"activity\":\"idle\",\"mode\":\"structured\","
+	      "\"state\":\"running\",\"cost\":{\"usd\":0.42},\"budgetUsd\":1},"
+	      "{\"id\":\"b-2\",\"activity\":\"idle\",\"mode\":\"structured\","
+	      "\"state\":\"running\",\"cost\":{\"usd\":0.0002},\"budgetUsd\":0.00015,"
+	      "\"overBudget\":true},"
+	      "{\"id\":\"c-3\",\"activity\":\"idle\",\"mode\":\"terminal\","
+	      "\"state\":\"running\",\"cost\":{\"usd\":3.5}},"
+	      "{\"id\":\"d-4\",\"activity\":\"idle\",\"mode\":\"terminal\","
+	      "\"state\":\"running\",\"budgetUsd\":2.5},"
+	      "{\"id\":\"e-5\",\"activity\":\"idle\",\"mode\":\"terminal\","
+	      "\"state\":\"running\",\"budgetUsd\":0.00005}]");
+
+	buf_init(&b, 0);
+	cr_assert_eq(render_sessions(&b, list, NULL), 0);
+	cr_assert_str_eq(buf_str(&b), "💤 a-1 · idle · structured · $0.42 / $1.00\n"
+				      "💤 b-2 · idle · structured · <$0.01 / $0.00015 over budget\n"
+				      "💤 c-3 · idle · terminal · $3.50\n"
+				      "💤 d-4 · idle · terminal · $0 / $2.50\n"
+				      "💤 e-5 · idle · terminal · $0 / $0.000050\n");
+	json_object_put(list);
+	buf_free(&b);
+}
+
 Test(tg_render, pr_events)
 {
 	char out[512];
