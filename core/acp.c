@@ -724,5 +724,9 @@ json_object *acp_permission_event(json_object *params, const char *request_id)
 	json_object_object_add(ev, "suggestions", NULL);
 	json_object_object_add(ev, "blockedPath", NULL);
 	json_object_object_add(ev, "options", json_object_get(options));
+	/* What the tool does (execute, edit, read, …): clients word the request by it, since the
+	 * title is the agent's own text ("touch /x"), not a tool's name. */
+	if (kind != NULL)
+		json_object_object_add(ev, "kind", json_object_new_string(kind));
 	return ev;
 }

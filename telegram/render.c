@@ -313,6 +313,21 @@ bool render_turn_ends(const char *name)
 	return strcmp(name, EV_RESULT) == 0 || strcmp(name, EV_ERROR) == 0;
 }
 
+/* The verb of an Agent Client Protocol tool kind ("execute": "run"), or NULL for one that says
+ * nothing a person can act on (think, other, none). */
+static const char *render_kind_verb(const char *kind)
+{
+	static const char *const verbs[][2] = {
+	    {"execute", "run"}, {"edit", "edit"},     {"delete", "delete"}, {"move", "move"},
+	    {"read", "read"},   {"search", "search"}, {"fetch", "fetch"},
+	};
+
+	for (size_t i = 0; kind != NULL && i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(kind, verbs[i][0]) == 0)
+			return verbs[i][1];
+	return NULL;
+}
+
 int render_permission(struct buf *out, const char *session, json_object *data, const char *web_url)
 {
 	static const char *const keys[] = {"file_path", "notebook_path", "path",
@@ -320,15 +335,22 @@ int render_permission(struct buf *out, const char *session, json_object *data, c
 	json_object *input = NULL;
 	const char *tool = jsontext_str(data, "toolName"),
 		   *desc = jsontext_str(data, "description");
-	const char *arg;
+	const char *arg, *verb;
 	char cmd[RENDER_PERM_MAX * 4 + 1], cut[RENDER_LINE_MAX];
 	int r;
 
 	json_object_object_get_ex(data, "input", &input);
 	arg = render_command(input, cmd, sizeof(cmd));
+	verb = render_kind_verb(jsontext_str(data, "kind"));
 	if (tool == NULL || *tool == '\0')
 		tool = "a tool";
-	if (arg != NULL && strcmp(arg, tool) == 0) {
+	if (verb != NULL && arg == NULL) {
+		/* Another agent's request without a command in its input, whose title is its
+		 * own text ("touch /x"): what it does, then that text. */
+		render_cut(cut, sizeof(cut), tool, RENDER_TOOL_MAX);
+		r = buf_addf(out, "🔐 %s asks to %s: %s", session, verb, cut);
+		arg = "";
+	} else if (arg != NULL && strcmp(arg, tool) == 0) {
 		/* Another agent's tool named by the call's title, here the command itself: said
 		 * once. */
 		r = buf_addf(out, "🔐 %s asks to run a command", session);

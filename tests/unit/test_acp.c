@@ -253,6 +253,7 @@ Test(acp, permission_event_has_the_common_fields)
 	cr_assert_str_eq(json_object_get_string(json_object_object_get(ev, "toolUseId")), "t1");
 	cr_assert(json_object_object_get_ex(ev, "suggestions", NULL));
 	cr_assert_eq(json_object_array_length(json_object_object_get(ev, "options")), 1);
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(ev, "kind")), "execute");
 	json_object_put(ev);
 	json_object_put(p);
 }

@@ -150,6 +150,31 @@ Test(tg_render, another_agents_tool_reads_once)
 	buf_free(&b);
 }
 
+/* An ACP agent's request says its kind: worded by it, the title (its own text) said once. */
+Test(tg_render, another_agents_request_worded_by_its_kind)
+{
+	struct buf b;
+	json_object *d = J("{\"requestId\":\"acp-1-1\",\"toolName\":\"touch /x\",\"kind\":"
+			   "\"execute\",\"description\":\"touch /x\",\"input\":{}}");
+
+	buf_init(&b, 0);
+	cr_assert_eq(render_permission(&b, "widgets-1", d, NULL), 0);
+	cr_assert_str_eq(buf_str(&b), "🔐 widgets-1 asks to run: touch /x");
+	buf_reset(&b);
+	json_object_object_add(d, "kind", json_object_new_string("edit"));
+	json_object_object_add(d, "toolName", json_object_new_string("WriteFile notes.md"));
+	json_object_object_add(d, "description", json_object_new_string("WriteFile notes.md"));
+	cr_assert_eq(render_permission(&b, "widgets-1", d, NULL), 0);
+	cr_assert_str_eq(buf_str(&b), "🔐 widgets-1 asks to edit: WriteFile notes.md");
+	buf_reset(&b);
+	/* A kind that says nothing: as before. */
+	json_object_object_add(d, "kind", json_object_new_string("other"));
+	cr_assert_eq(render_permission(&b, "widgets-1", d, NULL), 0);
+	cr_assert_str_eq(buf_str(&b), "🔐 widgets-1 asks to use WriteFile notes.md");
+	json_object_put(d);
+	buf_free(&b);
+}
+
 /* Whether s is head, then only "€" and spaces, then "…". */
 static bool whole_euros(const char *s, const char *head)
 {
