@@ -502,6 +502,75 @@ static bool acp_turn_tool_seen(struct acp_turn *t, const char *id, bool announce
 	return false;
 }
 
+/* Whether a tool call's update carries no input yet (rawInput absent, null or {}). */
+static bool acp_input_empty(json_object *update)
+{
+	json_object *input = acp_get(update, "rawInput");
+
+	return input == NULL || (json_object_is_type(input, json_type_object) &&
+				 json_object_object_length(input) == 0);
+}
+
+/* The held announcement of call id, taken out of the turn (the caller's to put), or NULL. */
+static json_object *acp_held_take(struct acp_turn *t, const char *id)
+{
+	for (size_t i = 0; id != NULL && i < ACP_TOOLS_HELD; i++) {
+		json_object *h = t->held[i];
+
+		if (h != NULL && acp_str(h, "toolCallId") != NULL &&
+		    strcmp(acp_str(h, "toolCallId"), id) == 0) {
+			t->held[i] = NULL;
+			return h;
+		}
+	}
+	return NULL;
+}
+
+static json_object *acp_held_merge(json_object *held, json_object *update);
+
+/* Whether call id is held. */
+static bool acp_held_has(const struct acp_turn *t, const char *id)
+{
+	for (size_t i = 0; id != NULL && i < ACP_TOOLS_HELD; i++)
+		if (t->held[i] != NULL && acp_str(t->held[i], "toolCallId") != NULL &&
+		    strcmp(acp_str(t->held[i], "toolCallId"), id) == 0)
+			return true;
+	return false;
+}
+
+/* Holds update (a call without input; over its earlier announcement): true, or false when it
+ * has no id or no room is left (the caller then announces it as it is). */
+static bool acp_held_put(struct acp_turn *t, json_object *update)
+{
+	json_object *old = acp_held_take(t, acp_str(update, "toolCallId"));
+	json_object *h = old != NULL ? acp_held_merge(old, update) : json_object_get(update);
+
+	json_object_put(old);
+	for (size_t i = 0; acp_str(h, "toolCallId") != NULL && i < ACP_TOOLS_HELD; i++)
+		if (t->held[i] == NULL) {
+			t->held[i] = h;
+			return true;
+		}
+	json_object_put(h);
+	return false;
+}
+
+/* A call's announcement with a later update's fields over the held one's (title, kind and
+ * input as the agent last said them). New reference. */
+static json_object *acp_held_merge(json_object *held, json_object *update)
+{
+	json_object *m = json_object_new_object();
+
+	json_object_object_foreach(held, k1, v1) json_object_object_add(m, k1, json_object_get(v1));
+	json_object_object_foreach(update, k2, v2)
+	{
+		if (strcmp(k2, "rawInput") == 0 && acp_input_empty(update))
+			continue;
+		json_object_object_add(m, k2, json_object_get(v2));
+	}
+	return m;
+}
+
 static void acp_tool_use(struct acp_turn *t, json_object *update, acp_emit_fn emit, void *arg)
 {
 	json_object *content = json_object_new_array(), *b = json_object_new_object(),
@@ -524,6 +593,17 @@ static void acp_tool_use(struct acp_turn *t, json_object *update, acp_emit_fn em
 	acp_emit_message(emit, arg, "assistant", content);
 }
 
+/* The tool_use of the call update is about, merged with its held announcement if any. */
+static void acp_tool_use_held(struct acp_turn *t, json_object *update, acp_emit_fn emit, void *arg)
+{
+	json_object *held = acp_held_take(t, acp_str(update, "toolCallId"));
+	json_object *m = held != NULL ? acp_held_merge(held, update) : json_object_get(update);
+
+	acp_tool_use(t, m, emit, arg);
+	json_object_put(m);
+	json_object_put(held);
+}
+
 void acp_turn_permission(struct acp_turn *t, json_object *params, acp_emit_fn emit, void *arg)
 {
 	json_object *call = acp_get(params, "toolCall");
@@ -532,7 +612,7 @@ void acp_turn_permission(struct acp_turn *t, json_object *params, acp_emit_fn em
 	    acp_turn_tool_seen(t, acp_str(call, "toolCallId"), false))
 		return;
 	acp_turn_flush(t, emit, arg);
-	acp_tool_use(t, call, emit, arg);
+	acp_tool_use_held(t, call, emit, arg);
 }
 
 static void acp_tool_result(json_object *update, bool failed, acp_emit_fn emit, void *arg)
@@ -555,6 +635,8 @@ bool acp_turn_update(struct acp_turn *t, enum acp_update_kind kind, json_object 
 	json_object *content = acp_get(update, "content");
 	const char *text = acp_str(content, "text"), *status = acp_str(update, "status");
 	json_object *ev, *e, *d, *cost;
+	const char *id;
+	bool ended, held, pending, made;
 
 	switch (kind) {
 	case ACP_UPDATE_AGENT_MESSAGE_CHUNK:
@@ -580,23 +662,33 @@ bool acp_turn_update(struct acp_turn *t, enum acp_update_kind kind, json_object 
 		emit(arg, "stream_event", ev);
 		return true;
 	case ACP_UPDATE_TOOL_CALL:
-		acp_turn_flush(t, emit, arg);
-		/* A call announced again (opencode sends it once pending, once running) is one. */
-		if (!acp_turn_tool_seen(t, acp_str(update, "toolCallId"), false))
-			acp_tool_use(t, update, emit, arg);
-		if (status != NULL &&
-		    (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0))
-			acp_tool_result(update, strcmp(status, "failed") == 0, emit, arg);
-		return true;
 	case ACP_UPDATE_TOOL_CALL_UPDATE:
-		/* Only the end of a call is an event: progress is in the agent's own pane. */
-		if (status == NULL ||
-		    (strcmp(status, "completed") != 0 && strcmp(status, "failed") != 0))
-			return false;
+		ended = status != NULL &&
+			(strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0);
+		id = acp_str(update, "toolCallId");
+		if (acp_turn_tool_seen(t, id, false)) {
+			/* Progress of a call announced already is no event: it is in the pane. */
+			if (!ended)
+				return false;
+			acp_turn_flush(t, emit, arg);
+			acp_tool_result(update, strcmp(status, "failed") == 0, emit, arg);
+			return true;
+		}
+		held = acp_held_has(t, id);
+		if (!ended && kind == ACP_UPDATE_TOOL_CALL_UPDATE && !held)
+			return false; /* an unannounced call's progress: its end announces it */
+		/* A call still pending (ACP's default status) may not have its input yet (opencode
+		 * gives only its cwd): held until it runs, is asked for or ends, or the turn does.
+		 * An update that says no status changes none. */
+		pending = status == NULL ? kind == ACP_UPDATE_TOOL_CALL || held
+					 : strcmp(status, "pending") == 0;
+		made = t->len > 0; /* text before the call: said now, whatever the call waits for */
 		acp_turn_flush(t, emit, arg);
-		if (!acp_turn_tool_seen(t, acp_str(update, "toolCallId"), false))
-			acp_tool_use(t, update, emit, arg);
-		acp_tool_result(update, strcmp(status, "failed") == 0, emit, arg);
+		if (!ended && pending && acp_held_put(t, update))
+			return made;
+		acp_tool_use_held(t, update, emit, arg);
+		if (ended)
+			acp_tool_result(update, strcmp(status, "failed") == 0, emit, arg);
 		return true;
 	case ACP_UPDATE_USAGE:
 		json_object_put(t->usage);
@@ -649,6 +741,13 @@ void acp_turn_end(struct acp_turn *t, const char *stop_reason, json_object *usag
 	bool ok = stop_reason != NULL && strcmp(stop_reason, "end_turn") == 0;
 
 	acp_turn_flush(t, emit, arg);
+	/* Calls whose input never came: announced as they are, so none goes unsaid. */
+	for (size_t i = 0; i < ACP_TOOLS_HELD; i++)
+		if (t->held[i] != NULL) {
+			acp_tool_use(t, t->held[i], emit, arg);
+			json_object_put(t->held[i]);
+			t->held[i] = NULL;
+		}
 	if (ok)
 		subtype = "success";
 	else if (stop_reason == NULL)
@@ -699,6 +798,10 @@ void acp_turn_free(struct acp_turn *t)
 	for (size_t i = 0; i < ACP_TOOLS_SEEN; i++) {
 		free(t->tools[i]);
 		t->tools[i] = NULL;
+	}
+	for (size_t i = 0; i < ACP_TOOLS_HELD; i++) {
+		json_object_put(t->held[i]);
+		t->held[i] = NULL;
 	}
 	t->text = t->last = NULL;
 	t->usage = NULL;

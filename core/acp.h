@@ -59,6 +59,8 @@
 /* Tool call ids of a turn remembered (for the tool_use of each tool_result): more than a turn
  * runs at once. */
 #define ACP_TOOLS_SEEN 64
+#define ACP_TOOLS_HELD 8 /* calls waiting for their input at once; past it, announced as they are  \
+			  */
 
 /* JSON-RPC error codes. */
 #define ACP_PARSE_ERROR      -32700
@@ -195,6 +197,10 @@ struct acp_turn {
 	 * has its tool_use. */
 	char *tools[ACP_TOOLS_SEEN];
 	size_t tools_next;
+	/* Calls announced before their input (opencode: pending, rawInput empty): held until a
+	 * later update gives it, a permission asks for it, the call ends or the turn does, so
+	 * that the tool_use says what the call does ("bash" alone says nothing). */
+	json_object *held[ACP_TOOLS_HELD];
 };
 
 /* Starts a turn at now_ms: emits system init and the prompt as a user event with isReplay. */

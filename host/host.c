@@ -1,4 +1,5 @@
 #include "host.h"
+#include "reap.h"
 
 #include "eventnames.h"
 #include "jsontext.h"
@@ -215,6 +216,8 @@ void host_claude_exited(struct host *h, int64_t status, int term_signal)
 	host_emit_json(h, EV_EXIT, ev);
 	transcript_note(&h->transcript, "-- %s exited (status %lld, signal %d)",
 			h->acp.on ? h->acp.name : "claude", (long long)status, term_signal);
+	/* What it started out of its process group ends with it. */
+	reap_leftovers();
 	transcript_close(&h->transcript); /* everything written: the pane shows the end */
 	subs_drain(h);
 	perms_close_all(h);
@@ -222,12 +225,20 @@ void host_claude_exited(struct host *h, int64_t status, int term_signal)
 		acpagent_close(h);
 	for (size_t i = 0; i < HOST_SIGNALS; i++)
 		uv_close((uv_handle_t *)&h->sig[i], NULL);
+	uv_close((uv_handle_t *)&h->chld, NULL);
 	claudeproc_close(h);
 }
 
 static void host_signal(uv_signal_t *sig, int signum)
 {
 	claudeproc_stop(sig->data);
+}
+
+static void host_sigchld(uv_signal_t *sig, int signum)
+{
+	struct host *h = sig->data;
+
+	reap_orphans(h->claude.running ? h->claude.proc.pid : 0);
 }
 
 int host_run(const struct config *cfg, const char *id, const struct acpagent_opts *acp,
@@ -295,6 +306,11 @@ int host_run(const struct config *cfg, const char *id, const struct acpagent_opt
 		h->sig[i].data = h;
 		uv_signal_start(&h->sig[i], host_signal, signals[i]);
 	}
+	if ((r = reap_init()) < 0)
+		log_warn("cannot adopt what the agent leaves behind: %s", strerror(-r));
+	uv_signal_init(h->loop, &h->chld);
+	h->chld.data = h;
+	uv_signal_start(&h->chld, host_sigchld, SIGCHLD);
 	if ((r = claudeproc_start(h, claude_argv)) < 0) {
 		log_error("cannot start %s: %s", claude_argv[0], uv_strerror(r));
 		host_claude_exited(h, 127, 0);

@@ -58,6 +58,7 @@ struct host {
 	struct perms perms;
 	struct transcript transcript;
 	uv_signal_t sig[HOST_SIGNALS];
+	uv_signal_t chld; /* an orphan the host adopted ended (reap.h) */
 };
 
 /* Runs the host for session id with claude_argv until claude exits; first_prompt (NULL: none)

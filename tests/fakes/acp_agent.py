@@ -13,7 +13,9 @@ It speaks what gemini --acp, opencode acp and codex-acp speak, with none of thei
                     holding RUNTOOL <cmd> first asks session/request_permission (options of
                     $FAKE_ACP_OPTIONS: gemini, opencode or codex) and says "allowed: <cmd>" or
                     "denied"; a prompt holding READFILE asks the client fs/read_text_file and
-                    says the error code it got; SLOW streams until session/cancel
+                    says the error code it got; SLOW streams until session/cancel; ORPHAN
+                    starts `sleep 600` in a session of its own (as opencode runs git) and
+                    writes its pid to $FAKE_ACP_DIR/orphan.pid
 Every prompt is logged to $FAKE_ACP_LOG as one JSON line {"sessionId","prompt","history"}
 (history: the prompts of that session before it), so a test sees what a resumed agent knew.
 """
@@ -144,6 +146,14 @@ def prompt(mid, p):
                          "status": "failed",
                          "content": [{"type": "content", "content": {"type": "text", "text": "denied"}}]})
             answer = "denied: " + (outcome.get("optionId") or outcome.get("outcome") or "?")
+    if "ORPHAN" in text:
+        import subprocess
+        p = subprocess.Popen(["sleep", "600"], start_new_session=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        with open(os.path.join(DIR, "orphan.pid"), "w") as f:
+            f.write("%d\n" % p.pid)
+        answer = "started %d" % p.pid
     if "READFILE" in text:
         r = call("fs/read_text_file", {"sessionId": sid, "path": "/etc/hostname"})
         answer = "fs error %s" % (r.get("error") or {}).get("code")

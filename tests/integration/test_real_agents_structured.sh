@@ -264,6 +264,20 @@ host_stop
 unset FAKE_ACP_SAME_MINUTE_BUG FAKE_ACP_LATE_REPLAY
 
 check_not "no fake agent outlives its host" pgrep -f "$FAKE_ACP"
+
+# --- what the agent started in a session of its own ends with it ----------------------------------
+# opencode runs git with setsid: out of the agent's process group, which the host's stop ends.
+# The host is their subreaper and ends them once the agent has exited.
+host_start opencode or-1
+hs or-1 '{"type":"prompt","prompt":"ORPHAN please"}' 20 >"$T/orph"
+ORPHAN=$(cat "$T/fake/orphan.pid" 2>/dev/null)
+check "the agent started a process in a session of its own" test -n "$ORPHAN" -a -d "/proc/${ORPHAN:-0}"
+assert_eq "... outside the agent's process group" "$ORPHAN" \
+	"$(ps -o sid= -p "${ORPHAN:-0}" 2>/dev/null | tr -d ' ')"
+host_stop
+for _ in $(seq 50); do [ -d "/proc/${ORPHAN:-0}" ] || break; sleep 0.1; done
+check_not "it ended with the agent's host" test -d "/proc/${ORPHAN:-0}"
+[ -n "$ORPHAN" ] && kill -KILL "$ORPHAN" 2>/dev/null
 fi # part A
 
 # ------------------------------------------------------------------------------------------------

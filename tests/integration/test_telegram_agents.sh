@@ -152,8 +152,8 @@ tg_agent() {
 		"select(.message_id == ${pid:-0} and (.text | test(\"✅ Allowed by U$U\$\")))"
 	for _ in $(seq 300); do [ -e "$file" ] && break; sleep 0.1; done
 	check "$name: the allowed command ran" test -e "$file"
-	assert_tg "$name: the answer with the tool use ends with its result" "$U" \
-		"select(.text | test(\"^💬 $sid\\n\") and contains(\"🔧 \") and test(\"✅ done\"))"
+	assert_tg "$name: the answer with the tool use, which names the command, ends with its result" "$U" \
+		"select(.text | test(\"^💬 $sid\\n\") and test(\"🔧 [^\\n]*touch \") and test(\"✅ done\"))"
 	api DELETE "/sessions/$sid?force=true"
 	assert_status "$name: the session is deleted" 200
 }

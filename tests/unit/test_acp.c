@@ -354,17 +354,25 @@ Test(acp, a_turn_in_the_common_shape)
 	cr_assert_str_eq(path_str(json_object_object_get(e.data[0], "event"), "delta", "text"),
 			 "Hel");
 	events_free(&e);
+	/* A pending call: the text before it is said; the call waits until it runs (a pending
+	 * call's input may not be whole yet). */
 	cr_assert(feed(&t,
 		       "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"c1\","
 		       "\"title\":\"ls\",\"kind\":\"execute\",\"status\":\"pending\","
 		       "\"rawInput\":{\"command\":\"ls\"}}}",
 		       &e));
-	cr_assert_eq(e.n, 2);
+	cr_assert_eq(e.n, 1);
 	cr_assert_str_eq(e.name[0], "assistant");
 	content = json_object_object_get(json_object_object_get(e.data[0], "message"), "content");
 	cr_assert_str_eq(path_str(json_object_array_get_idx(content, 0), "text", NULL), "Hello");
-	cr_assert_str_eq(e.name[1], "assistant");
-	content = json_object_object_get(json_object_object_get(e.data[1], "message"), "content");
+	events_free(&e);
+	cr_assert(feed(&t,
+		       "{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":"
+		       "\"c1\",\"status\":\"in_progress\"}}",
+		       &e));
+	cr_assert_eq(e.n, 1);
+	cr_assert_str_eq(e.name[0], "assistant");
+	content = json_object_object_get(json_object_object_get(e.data[0], "message"), "content");
 	b = json_object_array_get_idx(content, 0);
 	cr_assert_str_eq(path_str(b, "type", NULL), "tool_use");
 	cr_assert_str_eq(path_str(b, "id", NULL), "c1");
@@ -532,20 +540,102 @@ Test(acp, every_tool_result_has_its_tool_use)
 	cr_assert_str_eq(e.name[0], "assistant");
 	cr_assert_str_eq(e.name[1], "user");
 	events_free(&e);
-	/* A call announced twice (pending, then in progress) is one tool_use. */
-	cr_assert(feed(&t,
-		       "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"o1\","
-		       "\"status\":\"pending\"}}",
-		       &e));
+	/* A call announced twice (pending, then in progress) is one tool_use, made once it runs. */
+	cr_assert_not(feed(&t,
+			   "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"o1\","
+			   "\"status\":\"pending\"}}",
+			   &e));
 	feed(&t,
 	     "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"o1\","
 	     "\"status\":\"in_progress\"}}",
 	     &e);
 	cr_assert_eq(e.n, 1);
 	events_free(&e);
+	/* Pending until the turn ends: said then, before the result. */
+	cr_assert_not(feed(&t,
+			   "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"o2\","
+			   "\"status\":\"pending\"}}",
+			   &e));
 	acp_turn_end(&t, "end_turn", NULL, NULL, 0, 0, collect, &e);
+	cr_assert_eq(e.n, 2);
+	cr_assert_str_eq(e.name[0], "assistant");
+	cr_assert_str_eq(e.name[1], "result");
 	events_free(&e);
 	json_object_put(perm);
+}
+
+/* opencode announces a call before its input ("bash", rawInput {}) and gives the input in a
+ * later update: the tool_use waits for it, with the title and kind of the first. */
+Test(acp, a_call_announced_before_its_input_is_said_with_it)
+{
+	struct acp_turn t;
+	struct events e = {0};
+	json_object *b;
+
+	acp_turn_begin(&t, "opencode", "s", NULL, "x", 0, collect, &e);
+	events_free(&e);
+	cr_assert_not(feed(&t,
+			   "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"b1\","
+			   "\"title\":\"bash\",\"kind\":\"execute\",\"status\":\"pending\","
+			   "\"rawInput\":{}}}",
+			   &e));
+	cr_assert_eq(e.n, 0);
+	cr_assert(feed(&t,
+		       "{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"b1\","
+		       "\"status\":\"in_progress\",\"rawInput\":{\"command\":\"make test\"}}}",
+		       &e));
+	cr_assert_eq(e.n, 1);
+	b = json_object_array_get_idx(
+	    json_object_object_get(json_object_object_get(e.data[0], "message"), "content"), 0);
+	cr_assert_str_eq(path_str(b, "type", NULL), "tool_use");
+	cr_assert_str_eq(path_str(b, "name", NULL), "bash");
+	cr_assert_str_eq(path_str(b, "kind", NULL), "execute");
+	cr_assert_str_eq(path_str(b, "input", "command"), "make test");
+	events_free(&e);
+	/* Its end: the result alone. */
+	cr_assert(feed(&t,
+		       "{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"b1\","
+		       "\"status\":\"completed\"}}",
+		       &e));
+	cr_assert_eq(e.n, 1);
+	cr_assert_str_eq(e.name[0], "user");
+	events_free(&e);
+	/* Held, then ended without input: the tool_use (as announced), then the result. */
+	cr_assert_not(feed(&t,
+			   "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"b2\","
+			   "\"title\":\"read\",\"status\":\"pending\"}}",
+			   &e));
+	cr_assert(feed(&t,
+		       "{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"b2\","
+		       "\"status\":\"failed\"}}",
+		       &e));
+	cr_assert_eq(e.n, 2);
+	cr_assert_str_eq(e.name[0], "assistant");
+	cr_assert_str_eq(e.name[1], "user");
+	events_free(&e);
+	/* Held (opencode's first input is its cwd alone), then asked for: the request's call,
+	 * with its command, is the tool_use. */
+	cr_assert_not(
+	    feed(&t,
+		 "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"b3\","
+		 "\"title\":\"bash\",\"status\":\"pending\",\"rawInput\":{\"cwd\":\"/w\"}}}",
+		 &e));
+	{
+		json_object *perm = options("{\"toolCall\":{\"toolCallId\":\"b3\",\"rawInput\":"
+					    "{\"command\":\"rm x\"}},\"options\":[]}");
+
+		acp_turn_permission(&t, perm, collect, &e);
+		json_object_put(perm);
+	}
+	cr_assert_eq(e.n, 1);
+	b = json_object_array_get_idx(
+	    json_object_object_get(json_object_object_get(e.data[0], "message"), "content"), 0);
+	cr_assert_str_eq(path_str(b, "name", NULL), "bash");
+	cr_assert_str_eq(path_str(b, "input", "command"), "rm x");
+	events_free(&e);
+	acp_turn_end(&t, "end_turn", NULL, NULL, 0, 0, collect, &e);
+	cr_assert_eq(e.n, 1, "no call was held past its announcement");
+	events_free(&e);
 }
 
 Test(acp, session_list_capability_and_newest_session)
