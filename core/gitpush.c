@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+/* What of the remote's side-band text is kept: its last line, a hook's refusal ("GH006: ..."). */
+#define GITPUSH_SAID_MAX 512
 /* A ref name: refs/heads/feat/issue-<10 digits> with room. */
 #define GITPUSH_REFSPEC_MAX 256
 
@@ -23,6 +25,7 @@ struct gitpush_ctx {
 	bool auth_failed;
 	time_t deadline;
 	char rejected[CAUSE_MAX];
+	char said[GITPUSH_SAID_MAX]; /* the remote's last words on the side band (its hooks') */
 };
 
 static int gitpush_credentials(git_credential **out, const char *url, const char *user,
@@ -46,6 +49,27 @@ static int gitpush_update_reference(const char *refname, const char *status, voi
 
 	if (status != NULL && c->rejected[0] == '\0')
 		snprintf(c->rejected, sizeof(c->rejected), "%s: %s", refname, status);
+	return 0;
+}
+
+/* The remote's side-band text (what its hooks print): its last non-blank line is kept, without
+ * control characters, to say with a rejection. */
+static int gitpush_sideband(const char *str, int len, void *payload)
+{
+	struct gitpush_ctx *c = payload;
+	size_t n = 0;
+	int start = len;
+
+	while (start > 0 && (str[start - 1] == '\n' || str[start - 1] == '\r'))
+		start--;
+	len = start;
+	while (start > 0 && str[start - 1] != '\n' && str[start - 1] != '\r')
+		start--;
+	if (len - start <= 0)
+		return 0;
+	for (int i = start; i < len && n + 1 < sizeof(c->said); i++)
+		c->said[n++] = (unsigned char)str[i] < 0x20 ? ' ' : str[i];
+	c->said[n] = '\0';
 	return 0;
 }
 
@@ -100,6 +124,7 @@ int gitpush_branch(const char *path, const char *branch, const char *token, char
 	}
 	opts.callbacks.credentials = gitpush_credentials;
 	opts.callbacks.push_update_reference = gitpush_update_reference;
+	opts.callbacks.sideband_progress = gitpush_sideband;
 	opts.callbacks.push_transfer_progress = gitpush_transfer;
 	opts.callbacks.pack_progress = gitpush_pack;
 	opts.callbacks.payload = &ctx;
@@ -118,12 +143,17 @@ int gitpush_branch(const char *path, const char *branch, const char *token, char
 	else if (rc == GIT_EUSER)
 		r = cause_fail(cause, ETIMEDOUT, "the push took longer than %d s",
 			       GITPUSH_SECONDS_MAX);
-	else if (rc < 0)
+	else if (rc < 0 && strstr(gitrepo_msg(), "403") != NULL)
 		/* A 403 of an HTTPS remote: the token has no push rights to it. */
-		r = cause_fail(cause, strstr(gitrepo_msg(), "403") != NULL ? EACCES : EIO,
-			       "push to origin failed: %s", gitrepo_msg());
+		r = cause_fail(cause, EACCES,
+			       "origin refused the push (%s): the token has no right to push there",
+			       gitrepo_msg());
+	else if (rc < 0)
+		r = cause_fail(cause, EIO, "push to origin failed: %s", gitrepo_msg());
 	else if (ctx.rejected[0] != '\0')
-		r = cause_fail(cause, EPERM, "origin rejected %s", ctx.rejected);
+		r = cause_fail(cause, EPERM, "origin rejected %s%s%s%s", ctx.rejected,
+			       ctx.said[0] ? " (origin said: " : "", ctx.said,
+			       ctx.said[0] ? ")" : "");
 out:
 	git_remote_free(remote);
 	git_repository_free(repo);

@@ -1,7 +1,7 @@
 # The fake GitHub REST API (github_api.py) for an integration test: sourced after lib.sh and
-# lib_fakes.sh. start_fake_github starts it (GH_PORT, GH_URL), with GH_TOKEN_GOOD the only token
-# it takes, its request log GH_LOG and its control file GH_CONTROL; the caller's EXIT trap calls
-# stop_fake_github.
+# lib_fakes.sh. start_fake_github [TOKEN...] starts it (GH_PORT, GH_URL), with GH_TOKEN_GOOD (and
+# the TOKENs) the tokens it takes, its request log GH_LOG and its control file GH_CONTROL; the
+# caller's EXIT trap calls stop_fake_github.
 # shellcheck shell=bash
 
 GH_PID=
@@ -12,10 +12,12 @@ GH_CONTROL=$T/github-control.json
 GH_TOKEN_GOOD=ghp_good-token-for-tests
 
 start_fake_github() {
+	local more=() t
+	for t in "$@"; do more+=(--token "$t"); done
 	echo '{}' >"$GH_CONTROL"
 	: >"$GH_LOG"
 	fake_start GH_PID GH_PORT "the fake GitHub API" "$T/logs/fake-github.log" "$T/github.port" \
-		"$REPO/tests/fakes/github_api.py" --token "$GH_TOKEN_GOOD" --log "$GH_LOG" \
+		"$REPO/tests/fakes/github_api.py" --token "$GH_TOKEN_GOOD" "${more[@]}" --log "$GH_LOG" \
 		--control "$GH_CONTROL" || return 1
 	GH_URL=http://127.0.0.1:$GH_PORT
 }
