@@ -89,7 +89,7 @@ int sdunit_open(sd_bus **out, struct cause *c)
 	r = sd_bus_open_system(&bus);
 	if (r < 0)
 		return cause_fail(c, -r, "cannot reach systemd (%s nor the system bus): %s",
-				  SDUNIT_PRIVATE + strlen("unix:path="), strerror(-r));
+				  &SDUNIT_PRIVATE[strlen("unix:path=")], strerror(-r));
 done:
 	sd_bus_set_method_call_timeout(bus, SDUNIT_CALL_USEC);
 	*out = bus;
