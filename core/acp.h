@@ -59,8 +59,8 @@
 /* Tool call ids of a turn remembered (for the tool_use of each tool_result): more than a turn
  * runs at once. */
 #define ACP_TOOLS_SEEN 64
-#define ACP_TOOLS_HELD 8 /* calls waiting for their input at once; past it, announced as they are  \
-			  */
+/* Calls waiting for their input at once (struct acp_turn's held); past it, said as they are. */
+#define ACP_TOOLS_HELD 8
 
 /* JSON-RPC error codes. */
 #define ACP_PARSE_ERROR      -32700

@@ -40,8 +40,7 @@ static bool gitco_filters_possible(git_repository *repo, git_reference *br)
 	bool found = false;
 	int autocrlf = 0, rc;
 
-	/* commondir: the bare clone's for a worktree, <path>/.git/ for a repository; ends with '/'.
-	 */
+	/* The common dir (a worktree's bare clone, or <path>/.git/) ends with '/'. */
 	if (snprintf(path, sizeof(path), "%sinfo/attributes", git_repository_commondir(repo)) >=
 		(int)sizeof(path) ||
 	    access(path, F_OK) == 0)
