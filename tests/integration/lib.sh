@@ -531,7 +531,8 @@ descendants() {
 }
 
 # api_pid: the pid of the running agentd-api request server started by deploy/up (not a
-# creation worker, nor one waiting), or nothing.
+# creation worker, nor one waiting, nor an --init deploy/up runs for a new tmux server), or
+# nothing.
 api_pid() {
 	local exe p args
 	exe=$(readlink -f "$BUILD_DIR/fcgi-app/agentd-api")
@@ -539,7 +540,7 @@ api_pid() {
 	for p in $(descendants "$UP_PID"); do
 		[ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" == "$exe" ] || continue
 		args=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)
-		[[ $args == *--create* || $args == *--standby* ]] && continue
+		[[ $args == *--create* || $args == *--standby* || $args == *--init* ]] && continue
 		echo "$p"
 		return 0
 	done
