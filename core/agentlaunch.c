@@ -14,7 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define AL_UUID_LEN 36 /* codex's thread ids, in its rollout files' names */
+#define AL_OPENCODE_CONFIG "opencode-config" /* OPENCODE_CONFIG_DIR, in the agent dir */
+#define AL_OPENCODE_PLUGIN "agentd-attention.js"
+#define AL_UUID_LEN        36 /* codex's thread ids, in its rollout files' names */
 /* Read of a codex rollout's first line for its ordinal (the key comes second in a record). */
 #define AL_ROLLOUT_HEAD 512
 /* Read of its end for the last record, which is small (a turn's end): one longer is not
@@ -638,6 +640,99 @@ out:
 	return r;
 }
 
+/*
+ * opencode's TUI runs no command hooks, but it loads the JS plugins of OPENCODE_CONFIG_DIR's
+ * plugin/ (offline too), and a plugin sees its turns (session.status busy, session.idle), its tools
+ * (tool.execute.before/after) and its permission dialog (permission.asked/replied). This one
+ * reports them through agentd-hook, spawned with an argv (no shell), as claude's hooks would: a
+ * turn, a tool, the dialog as a Notification only the TUI can answer (its permission.ask hook
+ * never fires in 1.18), the turn's end. %s: agentd-hook's argv before the event, as JSON.
+ */
+static const char al_opencode_plugin[] =
+    "// Written by agentd-api at each terminal launch of this session (structured mode removes "
+    "it):\n"
+    "// opencode's activity for agent-daemon, reported through agentd-hook.\n"
+    "import { spawn } from \"node:child_process\";\n"
+    "const HOOK = %s;\n"
+    "let busy = false;\n"
+    "const report = (event, payload) => new Promise((resolve) => {\n"
+    "  let p;\n"
+    "  try {\n"
+    "    p = spawn(HOOK[0], [...HOOK.slice(1), event], { stdio: [\"pipe\", \"ignore\", "
+    "\"ignore\"] });\n"
+    "  } catch {\n"
+    "    return resolve();\n"
+    "  }\n"
+    "  p.on(\"error\", () => resolve());\n"
+    "  p.on(\"close\", () => resolve());\n"
+    "  p.stdin.on(\"error\", () => {});\n"
+    "  p.stdin.end(JSON.stringify({ hook_event_name: event, ...payload }));\n"
+    "});\n"
+    "export const AgentdAttention = async () => ({\n"
+    "  event: async ({ event }) => {\n"
+    "    const p = event.properties || {};\n"
+    "    if (event.type === \"session.status\" && p.status && p.status.type === \"busy\") {\n"
+    "      if (!busy) await report(\"UserPromptSubmit\", {});\n"
+    "      busy = true;\n"
+    "    } else if (event.type === \"session.idle\") {\n"
+    "      busy = false;\n"
+    "      await report(\"Stop\", {});\n"
+    "    } else if (event.type === \"permission.asked\") {\n"
+    "      await report(\"Notification\", { notification_type: \"permission_prompt\",\n"
+    "        message: String(p.permission || \"a tool\") });\n"
+    "    } else if (event.type === \"permission.replied\") {\n"
+    "      await report(\"PostToolUse\", { tool_name: String(p.permission || \"\") });\n"
+    "    }\n"
+    "  },\n"
+    "  \"tool.execute.before\": async (input, output) =>\n"
+    "    report(\"PreToolUse\", { tool_name: String(input.tool), tool_input: output.args || {} "
+    "}),\n"
+    "  \"tool.execute.after\": async (input) => report(\"PostToolUse\", { tool_name: "
+    "String(input.tool) }),\n"
+    "});\n";
+
+/* opencode: the attention plugin in the session's OPENCODE_CONFIG_DIR, or none (structured). */
+static int al_prepare_opencode(const char *dir, const char *hook_cmd, struct cause *cause)
+{
+	char pdir[CONFIG_PATH_MAX + 32], path[CONFIG_PATH_MAX + 64], *text = NULL, *words, *w;
+	char *save = NULL;
+	json_object *argv = NULL;
+	int r = 0;
+
+	if (!al_path(pdir, sizeof(pdir), dir, AL_OPENCODE_CONFIG "/plugin") ||
+	    !al_path(path, sizeof(path), pdir, AL_OPENCODE_PLUGIN))
+		return cause_fail(cause, ENAMETOOLONG, "the agent's directory is too long");
+	if (hook_cmd == NULL) {
+		if (unlink(path) < 0 && errno != ENOENT)
+			return cause_fail(cause, errno, "cannot remove %s: %s", path,
+					  strerror(errno));
+		return 0;
+	}
+	if ((r = al_mkdir(pdir)) < 0)
+		return cause_fail(cause, -r, "cannot make %s: %s", pdir, strerror(-r));
+	/* hook_cmd is plain words (agentd-hook's path, --socket, the socket's path). */
+	if ((words = strdup(hook_cmd)) == NULL || (argv = json_object_new_array()) == NULL) {
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save))
+		json_object_array_add(argv, json_object_new_string(w));
+	if (asprintf(&text, al_opencode_plugin,
+		     json_object_to_json_string_ext(
+			 argv, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0) {
+		text = NULL;
+		r = cause_fail(cause, ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((r = fsutil_write_atomic(path, text, 0600, false)) < 0)
+		cause_set(cause, "cannot write %s: %s", path, strerror(-r));
+out:
+	free(text);
+	free(words);
+	json_object_put(argv);
+	return r;
+}
+
 int agentlaunch_prepare(const struct agent *a, const struct session *s, const char *home,
 			const char *hook_cmd, int permission_wait, struct cause *cause)
 {
@@ -654,6 +749,8 @@ int agentlaunch_prepare(const struct agent *a, const struct session *s, const ch
 		return al_prepare_codex(s, home, dir, hook_cmd, permission_wait, cause);
 	if (a->kind == AGENT_GEMINI)
 		return al_prepare_gemini(s, home, dir, hook_cmd, permission_wait, cause);
+	if (a->kind == AGENT_OPENCODE)
+		return al_prepare_opencode(dir, hook_cmd, cause);
 	return 0;
 }
 
@@ -686,6 +783,11 @@ int agentlaunch_env(const struct agent *a, const struct session *s, const char *
 			return -ENAMETOOLONG;
 		if ((r = claude_env_put(env, "OPENCODE_DB", path)) == 0)
 			r = claude_env_put(env, "OPENCODE_DISABLE_AUTOUPDATE", "1");
+		/* Beside the agent's own ~/.config/opencode: the session's plugin (terminal). */
+		if (r == 0 && !al_path(path, sizeof(path), dir, AL_OPENCODE_CONFIG))
+			return -ENAMETOOLONG;
+		if (r == 0)
+			r = claude_env_put(env, "OPENCODE_CONFIG_DIR", path);
 		break;
 	default:
 		break;

@@ -32,7 +32,7 @@ static const struct agent agents_table[AGENTS_BUILTIN] = {
      "--skip-trust --session-id=" AGENT_ID_WORD, "--skip-trust --resume=" AGENT_ID_WORD,
      AGENT_RESUME_ID, "hooks", true, NULL, "--acp --skip-trust"},
     {"opencode", AGENT_OPENCODE, "opencode", "", "--prompt=", "", "--continue", AGENT_RESUME_LAST,
-     "none", true, NULL, "acp"},
+     "hooks", true, NULL, "acp"},
 };
 
 static const struct agent *agents_builtin_row(const char *name)

@@ -11,13 +11,14 @@
 #   idle when the turn ends; a codex tool call that needs approval is listed in pending and
 #   allowed with POST /permissions (codex reads Claude's PermissionRequest decision), the command
 #   runs; gemini's dialog makes the session waiting with nothing a client can answer (its
-#   Notification ToolPermission asks no hook that could), answered in the TUI; opencode says
-#   activitySource none, and the test says why (no command hooks in its TUI);
+#   Notification ToolPermission asks no hook that could), answered in the TUI; opencode reports
+#   through agentd's JS plugin (its TUI runs no command hooks): idle after a turn, waiting in
+#   its bash permission dialog (nothing a client can answer: its plugin hook for that never
+#   fires in 1.18), answered in the TUI;
 # - the agent process ends -> exited; POST /sessions starts it again with the CLI's resume
 #   words, and a new prompt typed in the TUI reaches the fake with the earlier turns;
 # - DELETE ends it: no process of the session is left.
-# Not offline-testable here: opencode's permission dialog (its build agent asks only for paths
-# outside the project, and the TUI has no hook to report it). opencode 1.18's TUI draws nothing
+# opencode 1.18's TUI draws nothing
 # and does not start its prompt until a terminal is attached (it waits for answers to its
 # terminal queries, which tmux passes to a client): its part attaches one, as a browser would.
 # ITEST_AGENTS (default "codex gemini opencode") picks the agents to drive.
@@ -121,7 +122,8 @@ start_stack AGENTD_AGENT_CODEX_COMMAND="$CODEX_EXE" AGENTD_AGENT_GEMINI_COMMAND=
 	AGENTD_AGENT_ENV="HOME PATH LANG TMPDIR FAKE_API_KEY GEMINI_API_KEY GOOGLE_GEMINI_BASE_URL GEMINI_MODEL OPENCODE_CONFIG_CONTENT OPENCODE_DISABLE_MODELS_FETCH" \
 	TMPDIR="$T/agent-tmp" FAKE_API_KEY="$FAKE_API_KEY" GEMINI_API_KEY="$FAKE_API_KEY" \
 	GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$GEMINI_PORT" GEMINI_MODEL="$GEMINI_MODEL" \
-	OPENCODE_CONFIG_CONTENT="$(opencode_config)" OPENCODE_DISABLE_MODELS_FETCH=1 || exit 1
+	OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')" \
+	OPENCODE_DISABLE_MODELS_FETCH=1 || exit 1
 
 # create AGENT ISSUE PROMPT: POST /sessions; sets SID, TMUXNAME, UUID, WT.
 create_agent() {
@@ -263,12 +265,12 @@ delete_agent gemini
 fi
 
 # ================================================================================================
-# opencode: its TUI runs no command hooks (only JS plugins, or the HTTP API of --port), so its
-# activity is not tracked: activitySource none, and the bootstrap prompt leaves it idle.
+# opencode: its TUI runs no command hooks, but it loads JS plugins: agentd's (written into the
+# session's OPENCODE_CONFIG_DIR) reports its turns, tools and permission dialog through
+# agentd-hook (activitySource hooks). The stack's config makes bash ask (OPENCODE_CONFIG_CONTENT).
 if wanted_agent opencode; then
 create_agent opencode 3 "say hello OPENCODEONE"
-assert_json "opencode: activitySource none, activity idle" '[.activitySource, .activity]' \
-	'["none","idle"]'
+assert_json "opencode: activitySource hooks" .activitySource '"hooks"'
 attach_client "$TMUXNAME"
 # Its first turn waits for its snapshot of the worktree (a git repository of its own): slow on a
 # loaded machine.
@@ -283,16 +285,45 @@ assert_eq "opencode: the pane runs the table's argv (the prompt glued to --promp
 	"$OPENCODE_EXE --prompt=say hello OPENCODEONE" "$(cmdline "$PANE")"
 assert_eq "opencode: its database is the session's own" "$T/home/.agentd-agents/$SID/opencode.db" \
 	"$(tr '\0' '\n' <"/proc/${PANE:-0}/environ" 2>/dev/null | sed -n 's/^OPENCODE_DB=//p')"
+check "opencode: agentd's plugin is in the session's OPENCODE_CONFIG_DIR" test -f \
+	"$T/home/.agentd-agents/$SID/opencode-config/plugin/agentd-attention.js"
+if wait_activity "$SID" '.activity == "idle"' 60; then
+	pass "opencode: the plugin's session.idle makes the session idle"
+else
+	fail "opencode: the plugin's session.idle makes the session idle" "$BODY"
+fi
+check "opencode: the typed prompt reaches the fake" type_line "$TMUXNAME" "please RUNBASH touch $WT/opencode-was-here" \
+	"$OPENAI_LOG" /v1/chat/completions opencode-was-here
+if wait_activity "$SID" '.activity == "waiting"' 60; then
+	pass "opencode: its permission dialog makes the session waiting (the plugin's permission.asked)"
+else
+	fail "opencode: its permission dialog makes the session waiting (the plugin's permission.asked)" \
+		"$BODY" "$(pane_text "$TMUXNAME")"
+fi
+assert_json "opencode: nothing a client can answer (the dialog is the TUI's)" .pending '[]'
+check_not "opencode: nothing ran before the answer" test -e "$WT/opencode-was-here"
+pane_settle "$TMUXNAME"
+log "opencode: the dialog: $(pane_text "$TMUXNAME" | tail -n 12 | tr -s ' ')"
+tmx send-keys -t "=$TMUXNAME:" Enter
+deadline=$((SECONDS + 60))
+while [ ! -e "$WT/opencode-was-here" ] && [ $SECONDS -lt $deadline ]; do sleep 0.3; done
+check "opencode: the command allowed in the TUI ran" test -e "$WT/opencode-was-here"
+if wait_activity "$SID" '.activity == "idle"' 60; then
+	pass "opencode: idle again after the turn"
+else
+	fail "opencode: idle again after the turn" "$BODY"
+fi
 restart_agent opencode
 PANE=$(pane_pid "$TMUXNAME")
 assert_eq "opencode: the restart continues the session's conversation" \
 	"$OPENCODE_EXE --continue" "$(cmdline "$PANE")"
-expect_pane "opencode: the resumed TUI shows the earlier conversation" "$TMUXNAME" "OPENCODEONE)"
+# Its last turn is what the screen has room for.
+expect_pane "opencode: the resumed TUI shows the earlier conversation" "$TMUXNAME" "opencode-"
 check "opencode: the typed prompt reaches the fake" type_line "$TMUXNAME" "say again OPENCODETWO" "$OPENAI_LOG" /v1/chat/completions \
 	OPENCODETWO
 expect_pane "opencode: the resumed TUI answers" "$TMUXNAME" "OPENCODETWO)"
 check "opencode: the fake sees the earlier turn with the new one" sh -c \
-	"jq -c 'select(.path == \"/v1/chat/completions\") | .body' '$OPENAI_LOG' | grep OPENCODETWO | grep -q OPENCODEONE"
+	"jq -c 'select(.path == \"/v1/chat/completions\") | .body' '$OPENAI_LOG' | grep OPENCODETWO | grep OPENCODEONE | grep -q opencode-was-here"
 delete_agent opencode
 detach_client
 fi

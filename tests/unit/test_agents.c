@@ -35,7 +35,7 @@ Test(agents, builtins_are_found_with_claude_from_its_keys)
 	cr_assert_str_eq(a.prompt, "--prompt-interactive=", "gemini breaks with --");
 	cr_assert_eq(agents_find(&cfg, "opencode", &a), 0);
 	cr_assert_str_eq(a.prompt, "--prompt=", "opencode's positional is a directory");
-	cr_assert_str_eq(a.activity_source, "none");
+	cr_assert_str_eq(a.activity_source, "hooks", "opencode reports through its plugin");
 	cr_assert_eq(agents_find(&cfg, "nope", &a), -ENOENT);
 	cr_assert_eq(agents_find(&cfg, "", &a), -ENOENT);
 }
@@ -124,7 +124,7 @@ Test(agents, activity_source_by_agent_and_mode)
 	snprintf(s.agent, sizeof(s.agent), "gemini");
 	cr_assert_str_eq(agents_activity_source(&s), "hooks");
 	snprintf(s.agent, sizeof(s.agent), "opencode");
-	cr_assert_str_eq(agents_activity_source(&s), "none");
+	cr_assert_str_eq(agents_activity_source(&s), "hooks");
 	snprintf(s.agent, sizeof(s.agent), "mytool");
 	cr_assert_str_eq(agents_activity_source(&s), "none");
 	snprintf(s.agent, sizeof(s.agent), "claude");
