@@ -14,8 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define AL_OPENCODE_CONFIG "opencode-config" /* OPENCODE_CONFIG_DIR, in the agent dir */
-#define AL_OPENCODE_PLUGIN "agentd-attention.js"
+/* opencode's plugin: in the agent's own config dir, where opencode installs its plugin SDK once
+ * (a directory per session would have it fetched from the npm registry for each). */
+#define AL_OPENCODE_PLUGIN ".config/opencode/plugin/agentd-attention.js"
 #define AL_UUID_LEN        36 /* codex's thread ids, in its rollout files' names */
 /* Read of a codex rollout's first line for its ordinal (the key comes second in a record). */
 #define AL_ROLLOUT_HEAD 512
@@ -641,21 +642,27 @@ out:
 }
 
 /*
- * opencode's TUI runs no command hooks, but it loads the JS plugins of OPENCODE_CONFIG_DIR's
- * plugin/ (offline too), and a plugin sees its turns (session.status busy, session.idle), its tools
+ * opencode's TUI runs no command hooks, but it loads the JS plugins of its config dir (offline
+ * too), and a plugin sees its turns (session.status busy, session.idle), its tools
  * (tool.execute.before/after) and its permission dialog (permission.asked/replied). This one
  * reports them through agentd-hook, spawned with an argv (no shell), as claude's hooks would: a
  * turn, a tool, the dialog as a Notification only the TUI can answer (its permission.ask hook
- * never fires in 1.18), the turn's end. %s: agentd-hook's argv before the event, as JSON.
+ * never fires in 1.18), the turn's end. It does nothing unless the launch gave it agentd-hook's
+ * words (AGENTLAUNCH_OPENCODE_HOOK_ENV: terminal mode), so the same file serves every session.
  */
 static const char al_opencode_plugin[] =
-    "// Written by agentd-api at each terminal launch of this session (structured mode removes "
-    "it):\n"
-    "// opencode's activity for agent-daemon, reported through agentd-hook.\n"
+    "// Written by agentd-api: opencode's activity for agent-daemon, reported through agentd-hook\n"
+    "// in the sessions it launches in terminal mode (" AGENTLAUNCH_OPENCODE_HOOK_ENV
+    " names it);\n"
+    "// anywhere else it does nothing.\n"
     "import { spawn } from \"node:child_process\";\n"
-    "const HOOK = %s;\n"
+    "const HOOK = (process.env." AGENTLAUNCH_OPENCODE_HOOK_ENV
+    " || \"\").split(\" \").filter(Boolean);\n"
     "let busy = false;\n"
-    "const report = (event, payload) => new Promise((resolve) => {\n"
+    "// One report at a time, in the order opencode gave them (a turn's start before its tools).\n"
+    "let last = Promise.resolve();\n"
+    "const report = (event, payload) => (last = last.then(() => new Promise((resolve) => {\n"
+    "  if (HOOK.length === 0) return resolve();\n"
     "  let p;\n"
     "  try {\n"
     "    p = spawn(HOOK[0], [...HOOK.slice(1), event], { stdio: [\"pipe\", \"ignore\", "
@@ -667,7 +674,7 @@ static const char al_opencode_plugin[] =
     "  p.on(\"close\", () => resolve());\n"
     "  p.stdin.on(\"error\", () => {});\n"
     "  p.stdin.end(JSON.stringify({ hook_event_name: event, ...payload }));\n"
-    "});\n"
+    "})));\n"
     "export const AgentdAttention = async () => ({\n"
     "  event: async ({ event }) => {\n"
     "    const p = event.properties || {};\n"
@@ -691,46 +698,30 @@ static const char al_opencode_plugin[] =
     "String(input.tool) }),\n"
     "});\n";
 
-/* opencode: the attention plugin in the session's OPENCODE_CONFIG_DIR, or none (structured). */
-static int al_prepare_opencode(const char *dir, const char *hook_cmd, struct cause *cause)
+/* opencode: the attention plugin in the agent's config dir (the same for every session). */
+static int al_prepare_opencode(const char *home, struct cause *cause)
 {
-	char pdir[CONFIG_PATH_MAX + 32], path[CONFIG_PATH_MAX + 64], *text = NULL, *words, *w;
-	char *save = NULL;
-	json_object *argv = NULL;
-	int r = 0;
+	char path[CONFIG_PATH_MAX + 64], dir[CONFIG_PATH_MAX + 64];
+	char *slash;
+	int r;
 
-	if (!al_path(pdir, sizeof(pdir), dir, AL_OPENCODE_CONFIG "/plugin") ||
-	    !al_path(path, sizeof(path), pdir, AL_OPENCODE_PLUGIN))
-		return cause_fail(cause, ENAMETOOLONG, "the agent's directory is too long");
-	if (hook_cmd == NULL) {
-		if (unlink(path) < 0 && errno != ENOENT)
-			return cause_fail(cause, errno, "cannot remove %s: %s", path,
-					  strerror(errno));
-		return 0;
-	}
-	if ((r = al_mkdir(pdir)) < 0)
-		return cause_fail(cause, -r, "cannot make %s: %s", pdir, strerror(-r));
-	/* hook_cmd is plain words (agentd-hook's path, --socket, the socket's path). */
-	if ((words = strdup(hook_cmd)) == NULL || (argv = json_object_new_array()) == NULL) {
-		r = cause_fail(cause, ENOMEM, "out of memory");
-		goto out;
-	}
-	for (w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save))
-		json_object_array_add(argv, json_object_new_string(w));
-	if (asprintf(&text, al_opencode_plugin,
-		     json_object_to_json_string_ext(
-			 argv, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0) {
-		text = NULL;
-		r = cause_fail(cause, ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((r = fsutil_write_atomic(path, text, 0600, false)) < 0)
-		cause_set(cause, "cannot write %s: %s", path, strerror(-r));
-out:
-	free(text);
-	free(words);
-	json_object_put(argv);
-	return r;
+	if (!al_path(path, sizeof(path), home, AL_OPENCODE_PLUGIN))
+		return cause_fail(cause, ENAMETOOLONG, "the agent's HOME %s is too long", home);
+	snprintf(dir, sizeof(dir), "%s", path);
+	if ((slash = strrchr(dir, '/')) != NULL)
+		*slash = '\0';
+	if ((r = fsutil_mkdir_p(dir)) < 0)
+		return cause_fail(cause, -r, "cannot make %s: %s", dir, strerror(-r));
+	if ((r = fsutil_write_atomic(path, al_opencode_plugin, 0644, false)) < 0)
+		return cause_fail(cause, -r, "cannot write %s: %s", path, strerror(-r));
+	return 0;
+}
+
+int agentlaunch_hook_env(const struct agent *a, const char *hook_cmd, struct claude_env *env)
+{
+	return a->kind == AGENT_OPENCODE && hook_cmd != NULL
+		   ? claude_env_put(env, AGENTLAUNCH_OPENCODE_HOOK_ENV, hook_cmd)
+		   : 0;
 }
 
 int agentlaunch_prepare(const struct agent *a, const struct session *s, const char *home,
@@ -750,7 +741,7 @@ int agentlaunch_prepare(const struct agent *a, const struct session *s, const ch
 	if (a->kind == AGENT_GEMINI)
 		return al_prepare_gemini(s, home, dir, hook_cmd, permission_wait, cause);
 	if (a->kind == AGENT_OPENCODE)
-		return al_prepare_opencode(dir, hook_cmd, cause);
+		return al_prepare_opencode(home, cause);
 	return 0;
 }
 
@@ -783,11 +774,6 @@ int agentlaunch_env(const struct agent *a, const struct session *s, const char *
 			return -ENAMETOOLONG;
 		if ((r = claude_env_put(env, "OPENCODE_DB", path)) == 0)
 			r = claude_env_put(env, "OPENCODE_DISABLE_AUTOUPDATE", "1");
-		/* Beside the agent's own ~/.config/opencode: the session's plugin (terminal). */
-		if (r == 0 && !al_path(path, sizeof(path), dir, AL_OPENCODE_CONFIG))
-			return -ENAMETOOLONG;
-		if (r == 0)
-			r = claude_env_put(env, "OPENCODE_CONFIG_DIR", path);
 		break;
 	default:
 		break;

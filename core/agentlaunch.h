@@ -108,4 +108,12 @@ int agentlaunch_prepare(const struct agent *a, const struct session *s, const ch
 int agentlaunch_env(const struct agent *a, const struct session *s, const char *home,
 		    struct claude_env *env);
 
+/* The variable that gives opencode's attention plugin (written by agentlaunch_prepare into the
+ * agent's ~/.config/opencode/plugin/) agentd-hook's words: set for terminal launches only. */
+#define AGENTLAUNCH_OPENCODE_HOOK_ENV "AGENTD_OPENCODE_HOOK"
+
+/* Adds to env what a terminal launch of a with hooks (hook_cmd, as agentlaunch_prepare's) needs
+ * besides its files: opencode's AGENTLAUNCH_OPENCODE_HOOK_ENV. Returns 0 or as claude_env_put. */
+int agentlaunch_hook_env(const struct agent *a, const char *hook_cmd, struct claude_env *env);
+
 #endif

@@ -344,6 +344,9 @@ static int create_prepare_agent(const struct app *app, const struct agent *a,
 				  strerror(-r));
 	r = agentlaunch_prepare(a, s, home, hook, app->cfg->terminal_permission_wait, cause);
 	agentuser_fs_leave(&fs);
+	if (r == 0 && (r = agentlaunch_hook_env(a, hook, env)) < 0)
+		cause_set(cause, "the agent's variables are too many or too long: %s",
+			  strerror(-r));
 	return r;
 }
 

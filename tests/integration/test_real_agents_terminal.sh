@@ -266,7 +266,7 @@ fi
 
 # ================================================================================================
 # opencode: its TUI runs no command hooks, but it loads JS plugins: agentd's (written into the
-# session's OPENCODE_CONFIG_DIR) reports its turns, tools and permission dialog through
+# agent's ~/.config/opencode/plugin/) reports its turns, tools and permission dialog through
 # agentd-hook (activitySource hooks). The stack's config makes bash ask (OPENCODE_CONFIG_CONTENT).
 if wanted_agent opencode; then
 create_agent opencode 3 "say hello OPENCODEONE"
@@ -285,8 +285,10 @@ assert_eq "opencode: the pane runs the table's argv (the prompt glued to --promp
 	"$OPENCODE_EXE --prompt=say hello OPENCODEONE" "$(cmdline "$PANE")"
 assert_eq "opencode: its database is the session's own" "$T/home/.agentd-agents/$SID/opencode.db" \
 	"$(tr '\0' '\n' <"/proc/${PANE:-0}/environ" 2>/dev/null | sed -n 's/^OPENCODE_DB=//p')"
-check "opencode: agentd's plugin is in the session's OPENCODE_CONFIG_DIR" test -f \
-	"$T/home/.agentd-agents/$SID/opencode-config/plugin/agentd-attention.js"
+check "opencode: agentd's plugin is in the agent's config dir" test -f \
+	"$T/home/.config/opencode/plugin/agentd-attention.js"
+assert_match "opencode: the launch gives it agentd-hook's words" '^/[^ ]*/agentd-hook --socket /[^ ]*/hooks/hooks\.sock$' \
+	"$(tr '\0' '\n' <"/proc/${PANE:-0}/environ" 2>/dev/null | sed -n 's/^AGENTD_OPENCODE_HOOK=//p')"
 if wait_activity "$SID" '.activity == "idle"' 60; then
 	pass "opencode: the plugin's session.idle makes the session idle"
 else

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 static void expect_argv(const struct claude_argv *out, const char *const *want, size_t n)
 {
@@ -236,11 +235,11 @@ Test(agentlaunch, gemini_settings_keep_the_agents_own)
 	testdir_remove(home);
 }
 
-/* opencode: the attention plugin in the session's OPENCODE_CONFIG_DIR, spawning agentd-hook by
- * an argv; a structured launch removes it. */
+/* opencode: the attention plugin in the agent's config dir, the same for every session, doing
+ * nothing unless a terminal launch gives it agentd-hook's words (spawned by an argv). */
 Test(agentlaunch, opencode_gets_its_attention_plugin)
 {
-	char home[64], path[1024], dir[1024];
+	char home[64], path[1024], want[1024];
 	struct config cfg;
 	struct cause c = {{0}};
 	struct claude_env env;
@@ -254,27 +253,28 @@ Test(agentlaunch, opencode_gets_its_attention_plugin)
 	testdir_make(home, sizeof(home), "/tmp/agentlaunch-XXXXXX");
 	setup(&cfg, &s, "opencode", "");
 	cr_assert_eq(agents_find(&cfg, "opencode", &a), 0);
-	cr_assert_eq(claude_env(&cfg, none, &env), 0);
-	cr_assert_eq(agentlaunch_env(&a, &s, home, &env), 0);
-	snprintf(dir, sizeof(dir), "OPENCODE_CONFIG_DIR=%s/.agentd-agents/repo-7/opencode-config",
-		 home);
-	for (size_t i = 0; env.words[i] != NULL && !found; i++)
-		found = strcmp(env.words[i], dir) == 0;
-	cr_assert(found, "%s", dir);
 	cr_assert_eq(
 	    agentlaunch_prepare(&a, &s, home, "/h/agentd-hook --socket /r/hooks.sock", 0, &c), 0,
 	    "%s", c.msg);
-	snprintf(path, sizeof(path),
-		 "%s/.agentd-agents/repo-7/opencode-config/plugin/agentd-attention.js", home);
+	snprintf(path, sizeof(path), "%s/.config/opencode/plugin/agentd-attention.js", home);
 	cr_assert_eq(fsutil_read_file(path, 65536, &js, &len), 0);
-	cr_assert_not_null(
-	    strstr(js, "const HOOK = [\"/h/agentd-hook\",\"--socket\",\"/r/hooks.sock\"];"), "%s",
-	    js);
+	cr_assert_not_null(strstr(js, "process.env." AGENTLAUNCH_OPENCODE_HOOK_ENV), "%s", js);
 	cr_assert_not_null(strstr(js, "spawn(HOOK[0]"), "no shell: an argv");
 	cr_assert_not_null(strstr(js, "\"permission.asked\""));
 	free(js);
-	cr_assert_eq(agentlaunch_prepare(&a, &s, home, NULL, 0, &c), 0, "%s", c.msg);
-	cr_assert_eq(access(path, F_OK), -1, "a structured launch keeps no plugin");
+	cr_assert_eq(claude_env(&cfg, none, &env), 0);
+	cr_assert_eq(agentlaunch_hook_env(&a, "/h/agentd-hook --socket /r/hooks.sock", &env), 0);
+	snprintf(want, sizeof(want),
+		 AGENTLAUNCH_OPENCODE_HOOK_ENV "=/h/agentd-hook --socket /r/hooks.sock");
+	for (size_t i = 0; env.words[i] != NULL && !found; i++)
+		found = strcmp(env.words[i], want) == 0;
+	cr_assert(found, "%s", want);
+	/* Structured (no hooks), or another agent: nothing. */
+	cr_assert_eq(claude_env(&cfg, none, &env), 0);
+	cr_assert_eq(agentlaunch_hook_env(&a, NULL, &env), 0);
+	for (size_t i = 0; env.words[i] != NULL; i++)
+		cr_assert_null(strstr(env.words[i], AGENTLAUNCH_OPENCODE_HOOK_ENV), "%s",
+			       env.words[i]);
 	testdir_remove(home);
 }
 
