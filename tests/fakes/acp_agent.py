@@ -151,8 +151,11 @@ def prompt(mid, p):
         p = subprocess.Popen(["sleep", "600"], start_new_session=True,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-        with open(os.path.join(DIR, "orphan.pid"), "w") as f:
-            f.write("%d\n" % p.pid)
+        try:  # the answer says the pid too: an agent user may not write to DIR
+            with open(os.path.join(DIR, "orphan.pid"), "w") as f:
+                f.write("%d\n" % p.pid)
+        except OSError:
+            pass
         answer = "started %d" % p.pid
     if "READFILE" in text:
         r = call("fs/read_text_file", {"sessionId": sid, "path": "/etc/hostname"})

@@ -394,7 +394,11 @@ mkdir -p "$T/home/.codex" "$T/home/.gemini" "$T/agent-tmp"
 codex_provider_toml | sed '1a approval_policy = "on-request"' >"$T/home/.codex/config.toml"
 gemini_settings >"$T/home/.gemini/settings.json"
 agent_owns "$T/home" "$T/agent-tmp"
+mkdir -p "$T/bin"
+printf '#!/bin/sh\nexec sleep 3600\n' >"$T/bin/tool"
+chmod 0755 "$T/bin/tool"
 start_stack AGENTD_AGENT_GEMINI_COMMAND="$GEMINI_EXE" AGENTD_AGENT_OPENCODE_COMMAND="$OPENCODE_EXE" \
+	AGENTD_AGENT_TOOL_COMMAND="$T/bin/tool" AGENTD_AGENT_TOOL_ACP="python3 $FAKE_ACP" \
 	AGENTD_AGENT_CODEX_ACP="$CODEX_ACP_EXE" \
 	AGENTD_AGENT_ENV="HOME PATH LANG TMPDIR FAKE_API_KEY GEMINI_API_KEY GOOGLE_GEMINI_BASE_URL GEMINI_MODEL OPENCODE_CONFIG_CONTENT OPENCODE_DISABLE_MODELS_FETCH" \
 	TMPDIR="$T/agent-tmp" FAKE_API_KEY="$FAKE_API_KEY" GEMINI_API_KEY="$FAKE_API_KEY" \
@@ -469,6 +473,26 @@ api_agent() {
 
 # agent_of_pane PID: the agent agentd-host (PID) runs: its child.
 agent_of_pane() { pgrep -P "${1:-0}" | head -n 1; }
+
+# DELETE ends what the agent started in a session of its own (opencode runs git with setsid),
+# not only the agent's process group: the fake ACP agent (configured as "tool") starts one.
+api POST /sessions '{"repo":{"owner":"acme","name":"widgets"},"issue":14,"agent":"tool","mode":"structured"}'
+assert_status "orphan: POST /sessions structured (fake ACP agent) answers 201" 201
+OSID=$(printf '%s' "$BODY" | jq -r .id)
+assert_state "orphan: the session runs" "$OSID" running 30
+sse_start orph POST "/sessions/$OSID/prompt" '{"prompt":"ORPHAN please"}'
+sse_wait_end orph 30
+ORPHAN=$(sse_events orph | jq -s -r '[.[] | select(.event == "result") | .data | fromjson |
+	.result | capture("started (?<p>[0-9]+)").p][0] // empty')
+check "orphan: the agent started a process in a session of its own" \
+	test -n "$ORPHAN" -a -d "/proc/${ORPHAN:-0}"
+assert_eq "orphan: ... outside the agent's session" "$ORPHAN" \
+	"$(ps -o sid= -p "${ORPHAN:-0}" 2>/dev/null | tr -d ' ')"
+api DELETE "/sessions/$OSID?force=true"
+assert_status "orphan: DELETE answers 200" 200
+for _ in $(seq 100); do [ -d "/proc/${ORPHAN:-0}" ] || break; sleep 0.1; done
+check_not "orphan: no process the agent started outlives DELETE" test -d "/proc/${ORPHAN:-0}"
+[ -n "$ORPHAN" ] && kill -KILL "$ORPHAN" 2>/dev/null
 
 if part gemini; then api_agent gemini 11 GEMAPI "$GEMINI_LOG"; fi
 if part opencode; then api_agent opencode 12 OCAPI "$OPENAI_LOG"; fi
