@@ -286,6 +286,12 @@ static void turn_refused(struct turn *t, const struct agentc_answer *a)
 		snprintf(msg, sizeof(msg),
 			 "A turn is already running in %s: wait for its answer, or /interrupt it.",
 			 t->session);
+	else if (strcmp(a->code, "budget_exceeded") == 0)
+		/* The server's sentence has the figures; the words first say why nothing runs. */
+		snprintf(msg, sizeof(msg),
+			 "%s is over its budget: it takes no new prompt. %s\n/sessions shows each "
+			 "session's cost and budget.",
+			 t->session, a->err);
 	else if (a->status == 404)
 		snprintf(msg, sizeof(msg),
 			 "There is no session %s (any more). /sessions lists them.", t->session);

@@ -50,6 +50,14 @@ unchanged() {
 	assert_eq "$1: the worktree's commit is kept" "$HEAD_SHA" "$(agent_sh "$WT" 'git rev-parse HEAD')"
 }
 
+rm -f "$SECRETS/GH_TOKEN"
+api POST /sessions/widgets-3/pr
+assert_status "no GH_TOKEN at all: 409" 409
+assert_json "... no_token" .code '"no_token"'
+assert_eq "... the git server was not asked to take a push" 0 \
+	"$(grep -c 'git-receive-pack' "$T/git-requests.jsonl")"
+unchanged "no GH_TOKEN"
+
 printf '%s\n' "$TOKEN_RO" >"$SECRETS/GH_TOKEN"
 api POST /sessions/widgets-3/pr
 assert_status "a token without push rights: 403" 403

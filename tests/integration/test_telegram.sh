@@ -191,6 +191,29 @@ assert_tg "the chat has no session any more" "$U" 'select(.text | test("^This ch
 tg_write "$U" "/stop widgets-1 force"
 assert_tg "/stop <id> force removes it" "$U" 'select(.text | test("^widgets-1 is stopped and its worktree removed"))'
 
+# --- a budget: /sessions says cost / budget, a prompt past it is refused in words ------------------------------
+api POST /sessions '{"repo":{"owner":"acme","name":"widgets"},"issue":7,"mode":"structured","budgetUsd":0.00005}'
+assert_status "a session with a budget one turn passes: 201" 201
+assert_state "it runs" widgets-7 running 60
+tg_write "$U" "/use widgets-7"
+assert_tg "/use widgets-7" "$U" 'select(.text | test("^This chat.s session is widgets-7"))'
+tg_write "$U" "hello there"
+assert_tg "its one turn runs" "$U" 'select(.text | test("^💬 widgets-7\n") and test("✅ done"))'
+BUDGET_DEADLINE=$((SECONDS + 20))
+until get_session widgets-7 && jq -e '.overBudget == true' <<<"$BODY" >/dev/null 2>&1; do
+	[ $SECONDS -lt $BUDGET_DEADLINE ] || break
+	sleep 0.2
+done
+assert_jq "the turn's cost passed the budget" '.overBudget == true and .budgetUsd == 0.00005'
+tg_write "$U" "/sessions"
+assert_tg "/sessions says cost / budget, over it" "$U" \
+	'select(.text | test("widgets-7 .* · <\\$0\\.01 / \\$0\\.000050 over budget"))'
+tg_write "$U" "and again"
+assert_tg "a prompt answered 402 budget_exceeded says the session is over its budget, with the figures" "$U" \
+	'select(.text | test("^widgets-7 is over its budget: it takes no new prompt\\. .*budget is \\$0\\.000050"))'
+tg_write "$U" "/stop widgets-7 force"
+assert_tg "/stop widgets-7 force" "$U" 'select(.text | test("^widgets-7 is stopped and its worktree removed"))'
+
 # --- what Telegram saw -------------------------------------------------------------------------------------------
 STATS=$(tg_stats)
 assert_json "no 429 from the fake Bot API" .rejected_429 0 "$STATS"
