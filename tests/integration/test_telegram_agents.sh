@@ -153,11 +153,4 @@ assert_status "the codex session is deleted" 200
 deadline=$((SECONDS + 20))
 while tmux_has "$SID" && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
 check_not "its tmux session is gone" tmux_has "$SID"
-# codex_acps: the codex-acp processes of this test (working under $T; other tests run theirs).
-codex_acps() {
-	local p
-	for p in $(pgrep -f "$CODEX_ACP_EXE"); do
-		[[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$T"/* ]] && echo "$p"
-	done
-}
 assert_eq "no codex-acp of this test is left" "" "$(codex_acps)"

@@ -42,11 +42,4 @@ for sid in widgets-1 widgets-2 widgets-3; do
 	while tmux_has "$sid" && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
 	check_not "its tmux session is gone" tmux_has "$sid"
 done
-# codex_acps: the codex-acp processes of this test (working under $T; other tests run theirs).
-codex_acps() {
-	local p
-	for p in $(pgrep -f "$CODEX_ACP_EXE"); do
-		[[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$T"/* ]] && echo "$p"
-	done
-}
 assert_eq "no codex-acp of this test is left" "" "$(codex_acps)"

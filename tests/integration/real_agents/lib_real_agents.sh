@@ -112,3 +112,11 @@ start_acp_agents_stack() {
 		OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')" \
 		OPENCODE_DISABLE_MODELS_FETCH=1 "$@"
 }
+
+# codex_acps: the codex-acp processes of this test (working under $T; other tests run theirs).
+codex_acps() {
+	local p
+	for p in $(pgrep -f "$CODEX_ACP_EXE"); do
+		[[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$T"/* ]] && echo "$p"
+	done
+}
