@@ -54,6 +54,26 @@ create_with() {
 # type_in TMUXNAME TEXT: a line typed into the fake claude of the pane.
 type_in() { tmx send-keys -t "=$1:" "$2" Enter; }
 
+# structured_stop N PROMPT WHAT ARMED: widgets-N created in structured mode, its fake claude
+# armed by PROMPT (WHAT: the check's name for the fake's answer, ARMED: what that answer holds),
+# then DELETEd. Sets STOP_PID to its claude's pid and STOP_MS to how long the DELETE took.
+structured_stop() {
+	local t0
+	create_with "$1" '{"mode":"structured"}'
+	assert_status "create widgets-$1 in structured mode: 201" 201
+	assert_state "widgets-$1 runs" "widgets-$1" running 30
+	wait_activity "widgets-$1" '.activity == "idle"' 20
+	api POST "/sessions/widgets-$1/prompt" "$(jq -cn --arg p "$2" '{prompt: $p}')"
+	assert_match "$3" "$4" "$BODY"
+	STOP_PID=$(for f in "$T"/home/fake-claude/*.json; do
+		jq -r --arg c "$T/code/widgets-issue-$1" 'select(.mode == "structured" and .cwd == $c) | .pid' "$f"
+	done | tail -n 1)
+	t0=$(now_ms)
+	api DELETE "/sessions/widgets-$1"
+	STOP_MS=$(($(now_ms) - t0))
+	assert_status "DELETE widgets-$1: 200" 200
+}
+
 # wait_ready TMUXNAME PID: the fake claude PID of the pane reads its input.
 wait_ready() {
 	wait_for 10 bash -c "tmux -S '$TMUX_SOCK' capture-pane -p -t '=$1:' | grep -q 'fake claude ready'"
@@ -317,25 +337,14 @@ assert_eq "... and no claude started" "$N0" "$(ls "$T/home/fake-claude" | grep -
 GRACE=8
 stop_stack
 start_stack AGENTD_STOP_GRACE=$GRACE || exit 1
-create_with 12 '{"mode":"structured"}'
-assert_status "create widgets-12 in structured mode: 201" 201
-assert_state "widgets-12 runs" widgets-12 running 30
-wait_activity widgets-12 '.activity == "idle"' 20
-api POST /sessions/widgets-12/prompt '{"prompt":"TERMWAIT 4"}'
-assert_match "its claude takes 4 s to end from now on" 'Slow stop armed' "$BODY"
-SP=$(for f in "$T"/home/fake-claude/*.json; do
-	jq -r --arg c "$T/code/widgets-issue-12" 'select(.mode == "structured" and .cwd == $c) | .pid' "$f"
-done | tail -n 1)
-T0=$(now_ms)
-api DELETE /sessions/widgets-12
-T1=$(now_ms)
-assert_status "DELETE widgets-12: 200" 200
+structured_stop 12 "TERMWAIT 4" "its claude takes 4 s to end from now on" 'Slow stop armed'
+SP=$STOP_PID
 assert_eq "claude (pid $SP) finished its transcript before it ended" done \
 	"$(cat "$T/home/fake-claude/$SP.stopped" 2>&1)"
-if [ $((T1 - T0)) -ge 3900 ] && [ $((T1 - T0)) -lt $((GRACE * 1000)) ]; then
-	pass "DELETE waited for it, less than the grace ($((T1 - T0)) ms)"
+if [ "$STOP_MS" -ge 3900 ] && [ "$STOP_MS" -lt $((GRACE * 1000)) ]; then
+	pass "DELETE waited for it, less than the grace ($STOP_MS ms)"
 else
-	fail "DELETE waited for it, less than the grace" "took $((T1 - T0)) ms"
+	fail "DELETE waited for it, less than the grace" "took $STOP_MS ms"
 fi
 
 # --- structured mode: an agent that took the stop ends with it --------------------------------
@@ -343,25 +352,15 @@ fi
 # lingers until its background dependency install ends (tens of seconds): the DELETE waited the
 # whole grace and the client gave up. agentd-host sees the default action and sends SIGTERM
 # again, which ends it. The fake's TERMLINGER lingers 60 s after the first SIGTERM.
-create_with 13 '{"mode":"structured"}'
-assert_status "create widgets-13 in structured mode: 201" 201
-assert_state "widgets-13 runs" widgets-13 running 30
-wait_activity widgets-13 '.activity == "idle"' 20
-api POST /sessions/widgets-13/prompt '{"prompt":"TERMLINGER 60"}'
-assert_match "its claude lingers after the first SIGTERM from now on" 'Lingering stop armed' "$BODY"
-LP=$(for f in "$T"/home/fake-claude/*.json; do
-	jq -r --arg c "$T/code/widgets-issue-13" 'select(.mode == "structured" and .cwd == $c) | .pid' "$f"
-done | tail -n 1)
-T0=$(now_ms)
-api DELETE /sessions/widgets-13
-T1=$(now_ms)
-assert_status "DELETE widgets-13: 200" 200
+structured_stop 13 "TERMLINGER 60" "its claude lingers after the first SIGTERM from now on" \
+	'Lingering stop armed'
+LP=$STOP_PID
 assert_eq "claude (pid $LP) took the first SIGTERM" termed \
 	"$(cat "$T/home/fake-claude/$LP.termed" 2>&1)"
-if [ $((T1 - T0)) -lt 3000 ]; then
-	pass "DELETE did not wait the grace for it ($((T1 - T0)) ms)"
+if [ "$STOP_MS" -lt 3000 ]; then
+	pass "DELETE did not wait the grace for it ($STOP_MS ms)"
 else
-	fail "DELETE did not wait the grace for it" "took $((T1 - T0)) ms (grace $GRACE s)"
+	fail "DELETE did not wait the grace for it" "took $STOP_MS ms (grace $GRACE s)"
 fi
 if [ -n "$LP" ] && kill -0 "$LP" 2>/dev/null; then
 	fail "claude (pid $LP) is gone" "$(ps -o pid,stat,args -p "$LP")"

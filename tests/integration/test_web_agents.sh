@@ -20,28 +20,12 @@ if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; t
 		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
 	exit 1
 fi
-CODEX_ACP_EXE=$NODE_MODULES/@zed-industries/codex-acp-linux-x64/bin/codex-acp
-if [ ! -x "$CODEX_ACP_EXE" ]; then
-	fail "codex-acp is installed (tests/package.json)" "$CODEX_ACP_EXE is missing"
-	exit 1
-fi
+need_codex_acp
 trap 'rc=$?; stop_fake_apis; (exit $rc); cleanup' EXIT
 start_fake_apis || exit 1
 
 make_remote acme widgets
-# codex-acp's home: the fake provider, escalations asked (the fake asks for one); gemini's and
-# opencode's as in test_real_agents_structured.sh (opencode asks before any shell command).
-mkdir -p "$T/home/.codex" "$T/home/.gemini" "$T/agent-tmp"
-codex_provider_toml | sed '1a approval_policy = "on-request"' >"$T/home/.codex/config.toml"
-gemini_settings >"$T/home/.gemini/settings.json"
-agent_owns "$T/home" "$T/agent-tmp"
-start_stack AGENTD_PERMISSION_TIMEOUT=300 AGENTD_AGENT_CODEX_ACP="$CODEX_ACP_EXE" \
-	AGENTD_AGENT_GEMINI_COMMAND="$GEMINI_EXE" AGENTD_AGENT_OPENCODE_COMMAND="$OPENCODE_EXE" \
-	AGENTD_AGENT_ENV="HOME PATH LANG TMPDIR FAKE_API_KEY GEMINI_API_KEY GOOGLE_GEMINI_BASE_URL GEMINI_MODEL OPENCODE_CONFIG_CONTENT OPENCODE_DISABLE_MODELS_FETCH" \
-	TMPDIR="$T/agent-tmp" FAKE_API_KEY="$FAKE_API_KEY" GEMINI_API_KEY="$FAKE_API_KEY" \
-	GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$GEMINI_PORT" GEMINI_MODEL="$GEMINI_MODEL" \
-	OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')" \
-	OPENCODE_DISABLE_MODELS_FETCH=1 || exit 1
+start_acp_agents_stack || exit 1
 
 rm -rf "$SHOTS"
 mkdir -p "$SHOTS"
@@ -58,11 +42,4 @@ for sid in widgets-1 widgets-2 widgets-3; do
 	while tmux_has "$sid" && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
 	check_not "its tmux session is gone" tmux_has "$sid"
 done
-# codex_acps: the codex-acp processes of this test (working under $T; other tests run theirs).
-codex_acps() {
-	local p
-	for p in $(pgrep -f "$CODEX_ACP_EXE"); do
-		[[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$T"/* ]] && echo "$p"
-	done
-}
 assert_eq "no codex-acp of this test is left" "" "$(codex_acps)"

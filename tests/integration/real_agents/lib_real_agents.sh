@@ -85,3 +85,38 @@ gemini_settings() {
 requests_with() {
 	jq -c 'select(.method == "POST") | .body' "$1" 2>/dev/null | grep -cF -- "$2"
 }
+
+# need_codex_acp: sets CODEX_ACP_EXE to tests/package.json's codex-acp, or fails the script.
+need_codex_acp() {
+	CODEX_ACP_EXE=$NODE_MODULES/@zed-industries/codex-acp-linux-x64/bin/codex-acp
+	if [ ! -x "$CODEX_ACP_EXE" ]; then
+		fail "codex-acp is installed (tests/package.json)" "$CODEX_ACP_EXE is missing"
+		exit 1
+	fi
+}
+
+# start_acp_agents_stack [VAR=VALUE...]: the stack with codex, gemini and opencode sent to the
+# fake APIs (start_fake_apis first), each asking before a shell command: codex-acp's home with
+# the fake provider and escalations asked, gemini's and opencode's as in
+# test_real_agents_structured.sh. The arguments go to start_stack after these.
+start_acp_agents_stack() {
+	mkdir -p "$T/home/.codex" "$T/home/.gemini" "$T/agent-tmp"
+	codex_provider_toml | sed '1a approval_policy = "on-request"' >"$T/home/.codex/config.toml"
+	gemini_settings >"$T/home/.gemini/settings.json"
+	agent_owns "$T/home" "$T/agent-tmp"
+	start_stack AGENTD_PERMISSION_TIMEOUT=300 AGENTD_AGENT_CODEX_ACP="$CODEX_ACP_EXE" \
+		AGENTD_AGENT_GEMINI_COMMAND="$GEMINI_EXE" AGENTD_AGENT_OPENCODE_COMMAND="$OPENCODE_EXE" \
+		AGENTD_AGENT_ENV="HOME PATH LANG TMPDIR FAKE_API_KEY GEMINI_API_KEY GOOGLE_GEMINI_BASE_URL GEMINI_MODEL OPENCODE_CONFIG_CONTENT OPENCODE_DISABLE_MODELS_FETCH" \
+		TMPDIR="$T/agent-tmp" FAKE_API_KEY="$FAKE_API_KEY" GEMINI_API_KEY="$FAKE_API_KEY" \
+		GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$GEMINI_PORT" GEMINI_MODEL="$GEMINI_MODEL" \
+		OPENCODE_CONFIG_CONTENT="$(opencode_config | jq -c '. + {permission: {bash: "ask"}}')" \
+		OPENCODE_DISABLE_MODELS_FETCH=1 "$@"
+}
+
+# codex_acps: the codex-acp processes of this test (working under $T; other tests run theirs).
+codex_acps() {
+	local p
+	for p in $(pgrep -f "$CODEX_ACP_EXE"); do
+		[[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$T"/* ]] && echo "$p"
+	done
+}
