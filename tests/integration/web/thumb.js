@@ -6,7 +6,8 @@
 // list's words, the dark theme; on a 390x844 phone the key bar's keys (44 px; Shift+Tab, PgUp,
 // PgDn, Esc, the arrows and Paste reach the pane), the font size remembered, no Ctrl+Enter hint,
 // Delete apart from the title and confirmed, the list's cost whole at the row's edge; at 844x390
-// the phone layout kept, and all that too. No page overflows sideways.
+// the phone layout kept, and all that too; a session over its budget says so above its prompt
+// and a prompt sent anyway is refused in words (390x844 and 1280x800). No page overflows sideways.
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_web_thumb.sh counts them).
 // Environment: BASE_URL, AGENTD_TEST_TOKEN, SHOTS, TMUX_SOCK, CHROMIUM.
 "use strict";
@@ -340,6 +341,29 @@ async function phone(browser) {
   await check("a session over its budget: the row shows cost / budget, marked over", page, () =>
     until(async () => (await text(page, '#sessions li[data-id="widgets-9"] .cost.over')) === "<$0.01 / $0.000050",
       "<$0.01 / $0.000050, marked over, on widgets-9's row"));
+  // Its view says so where the prompt is typed, and a prompt sent anyway is refused in words.
+  for (const [w, h, mobile] of [[390, 844, true], [1280, 800, false]]) {
+    await page.setViewport({ width: w, height: h, isMobile: mobile, hasTouch: mobile, deviceScaleFactor: mobile ? 2 : 1 });
+    await page.goto(BASE + "/#/s/widgets-9", { waitUntil: "networkidle2" });
+    await check(`${w}x${h}: an over-budget session says so above its prompt, with cost / budget`, page, () =>
+      until(async () => (await visible(page, "#conv-view .budget-note")) &&
+        (await text(page, "#conv-view .budget-note")) === "Over its budget (<$0.01 / $0.000050): new prompts are refused.",
+        "the budget note above the prompt"));
+    await check(`${w}x${h}: the session's view shows the budget beside the cost`, page, () =>
+      until(async () => (await text(page, "#d-info")).includes("cost <$0.01 / $0.000050 (over budget"), "cost / budget in the view"));
+    await until(() => page.$eval("#conv-view .send", (b) => !b.disabled), "Send enabled (the turn over)", 30000);
+    await page.type("#prompt-text", "one more");
+    await page.click("#conv-view .send");
+    await check(`${w}x${h}: a prompt past the budget is refused in words beside the prompt, not as JSON`, page, async () => {
+      const note = await until(async () => {
+        const t = await text(page, "#conv-view .budget-note");
+        return /^Not sent/.test(t) ? t : null;
+      }, "the refusal beside the prompt");
+      if (!/over its budget \(spent \$0\.0001\d* of \$0\.000050\)/.test(note) || /[{}"]/.test(note)) throw new Error(note);
+      await shot(page, `budget-${w}x${h}`);
+      return noOverflow(page);
+    });
+  }
   await ctx.close();
 }
 

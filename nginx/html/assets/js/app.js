@@ -347,7 +347,10 @@ function renderDetail() {
       view.obj.setOnline(live.connected);
     }
   }
-  if (view.kind === "conversation") view.obj.setActivity(s.activity);
+  if (view.kind === "conversation") {
+    view.obj.setActivity(s.activity);
+    view.obj.setBudget(s.overBudget === true, costText(s));
+  }
 }
 
 function render() {

@@ -34,6 +34,9 @@ export class ConversationView {
     this.sendButton = this.form.querySelector(".send");
     this.interruptButton = this.form.querySelector(".interrupt");
     this.streamState = host.querySelector(".conv-state");
+    this.budgetNote = this.form.querySelector(".budget-note");
+    this.budgetNote.hidden = true;
+    this.budgetNote.textContent = "";
     this.list.replaceChildren();
     this.tools = new Map(); // tool_use_id -> <details>
     this.cards = new Map(); // requestId -> card element
@@ -161,6 +164,21 @@ export class ConversationView {
     this.update();
   }
 
+  /**
+   * Said where the prompt is typed, before anyone types one: the server refuses every new prompt
+   * of a session over its budget (402 budget_exceeded), a turn already running goes on.
+   */
+  setBudget(over, cost) {
+    if (!over) {
+      this.budgetNote.hidden = true;
+      return;
+    }
+    if (this.budgetNote.dataset.refused === "1") return;
+    this.budgetNote.textContent = "Over its budget" + (cost ? " (" + cost + ")" : "") +
+      ": new prompts are refused.";
+    this.budgetNote.hidden = false;
+  }
+
   turnStarts() {
     if (this.running) return;
     this.running = true;
@@ -204,6 +222,16 @@ export class ConversationView {
       if (this.sent.includes(entry)) {
         this.sent = this.sent.filter((x) => x !== entry);
         mine.remove();
+      }
+      if (e.code === "budget_exceeded") {
+        // In words beside the prompt: what it cost against what it was given, not the answer's JSON.
+        const b = e.body || {};
+        const usd = (v) => (typeof v === "number" ? "$" + (v < 0.01 ? v.toPrecision(2) : v.toFixed(2)) : "");
+        this.budgetNote.textContent = "Not sent: this session is over its budget" +
+          (usd(b.costUsd) && usd(b.budgetUsd) ? " (spent " + usd(b.costUsd) + " of " + usd(b.budgetUsd) + ")" : "") +
+          ". Start a new session to go on.";
+        this.budgetNote.dataset.refused = "1";
+        this.budgetNote.hidden = false;
       }
       this.onStatus("prompt: " + e.message, false);
     } finally {
