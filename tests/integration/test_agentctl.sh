@@ -163,8 +163,13 @@ assert_eq "prompt: exit 0" 0 "$RC"
 assert_eq "prompt: the answer's text on stdout" "Hello!" "$OUT"
 assert_match "prompt: the result on stderr" '\[success, 1 turns' "$ERR"
 # The cost column: known once a structured turn has a result (the fake says $0.0001 a turn),
-# "-" for a terminal session (whose turns the server does not count).
-ctl ls
+# "-" for a terminal session (whose turns the server does not count). The record counts a
+# result a moment after the client has it: looked at until it does (10 s).
+for _ in $(seq 50); do
+	ctl ls
+	printf '%s\n' "$OUT" | grep -qE '^gadgets-2 .* \$0\.000[2-9] ' && break
+	sleep 0.2
+done
 assert_match "ls: the structured session's cost once its turns have results" \
 	'gadgets-2 +running +[a-z]+ +claude +structured +[0-9]+s +0 +\$0\.000[2-9] ' "$OUT"
 assert_match "ls: no cost known for the terminal session" \
