@@ -232,8 +232,10 @@ export class ConversationView {
           ". Start a new session to go on.";
         this.budgetNote.dataset.refused = "1";
         this.budgetNote.hidden = false;
+      } else {
+        // The refusal above is said beside the prompt already: not a second time, raw, up top.
+        this.onStatus("prompt: " + e.message, false);
       }
-      this.onStatus("prompt: " + e.message, false);
     } finally {
       this.sending = false;
       this.update();
