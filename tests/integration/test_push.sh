@@ -36,6 +36,14 @@ wait_pushes() {
 	done
 	return 1
 }
+# no_subs AS: GET /push/subscriptions as AS (api or as_bob) until it lists none (5 s); BODY the last.
+no_subs() {
+	for _ in $(seq 50); do
+		"$1" GET /push/subscriptions
+		[ "$(jq '.subscriptions | length' <<<"$BODY")" == 0 ] && return 0
+		sleep 0.1
+	done
+}
 # as_bob METHOD PATH [BODY]: api as the identity bob (its own token, not the harness's).
 as_bob() {
 	local args=(-q -s -X "$1" -o "$T/bob.body" -w '%{http_code}' -H "Authorization: Bearer $BOB")
@@ -182,11 +190,7 @@ sse_wait_end p1 20
 curl -q -s -X POST "$FAKE/answer/phone/410" >/dev/null
 sse_start p2 POST "/sessions/$SID/prompt" '{"prompt":"RUNBASH touch second"}'
 check "the next wait is pushed (and answered 410)" wait_pushes phone 1 '.status == 410'
-for _ in $(seq 50); do
-	api GET /push/subscriptions
-	[ "$(jq '.subscriptions | length' <<<"$BODY")" == 0 ] && break
-	sleep 0.1
-done
+no_subs api
 assert_json "a 410 removed the subscription" '.subscriptions | length' 0
 as_bob GET /push/subscriptions
 assert_json "bob's stays" '[.subscriptions[].id]' "[\"$BOBPHONE\"]"
@@ -226,10 +230,6 @@ curl -q -s -X POST "$FAKE/answer/bobphone/404" >/dev/null
 create acme missing 6
 wait_state missing-6 failed 60 || fail "missing-6 fails (no such remote)" "$STATUS ${BODY:0:300}"
 check "the next push to bob's phone is answered 404" wait_pushes bobphone 1 '.status == 404'
-for _ in $(seq 50); do
-	as_bob GET /push/subscriptions
-	[ "$(jq '.subscriptions | length' <<<"$BODY")" == 0 ] && break
-	sleep 0.1
-done
+no_subs as_bob
 assert_json "a 404 removed bob's subscription" '.subscriptions | length' 0
 check_not "nor is it in the store" grep -q bobphone "$SUBS"
