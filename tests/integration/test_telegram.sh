@@ -192,25 +192,32 @@ tg_write "$U" "/stop widgets-1 force"
 assert_tg "/stop <id> force removes it" "$U" 'select(.text | test("^widgets-1 is stopped and its worktree removed"))'
 
 # --- a budget: /sessions says cost / budget, a prompt past it is refused in words ------------------------------
-api POST /sessions '{"repo":{"owner":"acme","name":"widgets"},"issue":7,"mode":"structured","budgetUsd":0.00005}'
-assert_status "a session with a budget one turn passes: 201" 201
+# A session created in structured mode starts with its first turn (the issue prompt; the fake's
+# turns cost $0.0001 each): the budget holds that turn, and the chat's turn passes it.
+api POST /sessions '{"repo":{"owner":"acme","name":"widgets"},"issue":7,"mode":"structured","budgetUsd":0.00015}'
+assert_status "a session with a budget its second turn passes: 201" 201
 assert_state "it runs" widgets-7 running 60
+if wait_activity widgets-7 '.activity == "idle" and .cost.turns == 1 and .overBudget == false' 60; then
+	pass "its first turn ends under the budget"
+else
+	fail "its first turn ends under the budget" "${BODY:0:600}"
+fi
 tg_write "$U" "/use widgets-7"
 assert_tg "/use widgets-7" "$U" 'select(.text | test("^This chat.s session is widgets-7"))'
 tg_write "$U" "hello there"
-assert_tg "its one turn runs" "$U" 'select(.text | test("^💬 widgets-7\n") and test("✅ done"))'
+assert_tg "the chat's turn runs" "$U" 'select(.text | test("^💬 widgets-7\n") and test("✅ done"))'
 BUDGET_DEADLINE=$((SECONDS + 20))
 until get_session widgets-7 && jq -e '.overBudget == true' <<<"$BODY" >/dev/null 2>&1; do
 	[ $SECONDS -lt $BUDGET_DEADLINE ] || break
 	sleep 0.2
 done
-assert_jq "the turn's cost passed the budget" '.overBudget == true and .budgetUsd == 0.00005'
+assert_jq "the chat's turn passed the budget" '.overBudget == true and .budgetUsd == 0.00015 and .cost.turns == 2'
 tg_write "$U" "/sessions"
 assert_tg "/sessions says cost / budget, over it" "$U" \
-	'select(.text | test("widgets-7 .* · <\\$0\\.01 / \\$0\\.000050 over budget"))'
+	'select(.text | test("widgets-7 .* · <\\$0\\.01 / \\$0\\.00015 over budget"))'
 tg_write "$U" "and again"
 assert_tg "a prompt answered 402 budget_exceeded says the session is over its budget, with the figures" "$U" \
-	'select(.text | test("^widgets-7 is over its budget: it takes no new prompt\\. .*budget is \\$0\\.000050"))'
+	'select(.text | test("^widgets-7 is over its budget: it takes no new prompt\\. .*budget is \\$0\\.000150"))'
 tg_write "$U" "/stop widgets-7 force"
 assert_tg "/stop widgets-7 force" "$U" 'select(.text | test("^widgets-7 is stopped and its worktree removed"))'
 
