@@ -312,6 +312,10 @@ if wait_for 10 grep -q 'setup ran in' "$T/state/events.log"; then
 else
 	fail "the setup's output is on /events (the session's setup object)" "$(tail -c 600 "$T/state/events.log")"
 fi
+# It ran in the session's pane: `tmux attach` shows it above what claude draws.
+PANE_TEXT=$(tmx capture-pane -p -J -S - -t "=widgets-11:" 2>&1)
+assert_match "the setup's output is in the session's pane" \
+	"setup ran in $T/code/widgets-issue-11 as $AGENT_USER" "$PANE_TEXT"
 P=$(pane_pid widgets-11)
 wait_ready widgets-11
 type_in widgets-11 "/exit 3"
