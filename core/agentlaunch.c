@@ -418,21 +418,14 @@ static void al_hook_command(char *out, size_t outlen, const char *hook_cmd, cons
 /* [{"hooks":[{"type":"command","command":…,"timeout":…}]}] */
 static json_object *al_hook_entry(const char *command, int timeout)
 {
-	json_object *list = json_object_new_array(), *entry = json_object_new_object();
-	json_object *hooks = json_object_new_array(), *hook = json_object_new_object();
+	json_object *list = json_object_new_array();
+	json_object *entry = claude_hook_entry(command, timeout, NULL);
 
-	if (list == NULL || entry == NULL || hooks == NULL || hook == NULL) {
+	if (list == NULL || entry == NULL) {
 		json_object_put(list);
 		json_object_put(entry);
-		json_object_put(hooks);
-		json_object_put(hook);
 		return NULL;
 	}
-	json_object_object_add(hook, "type", json_object_new_string("command"));
-	json_object_object_add(hook, "command", json_object_new_string(command));
-	json_object_object_add(hook, "timeout", json_object_new_int(timeout));
-	json_object_array_add(hooks, hook);
-	json_object_object_add(entry, "hooks", hooks);
 	json_object_array_add(list, entry);
 	return list;
 }

@@ -217,16 +217,8 @@ static int cageuid_lock(const struct cageuid_dirs *dirs, struct cause *cause)
 		return cause_fail(cause, EIO, "cannot make the uid registry %s: %s", dirs->registry,
 				  strerror(-r));
 	snprintf(path, sizeof(path), "%s/" CAGEUID_LOCK, dirs->registry);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return cause_fail(cause, EIO, "cannot open %s: %s", path, strerror(errno));
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			r = errno;
-			close(fd);
-			return cause_fail(cause, EIO, "cannot lock %s: %s", path, strerror(r));
-		}
-	}
+	if ((fd = fsutil_lock(path, LOCK_EX, 0600)) < 0)
+		return cause_fail(cause, EIO, "cannot lock %s: %s", path, strerror(-fd));
 	return fd;
 }
 

@@ -243,8 +243,7 @@ static const enum hook_event claude_hook_events[] = {
     HOOK_SESSION_END,
 };
 
-/* {"matcher":"*","hooks":[{"type":"command","command":…,"timeout":…}]} */
-static json_object *claude_hook_entry(const char *command, int timeout)
+json_object *claude_hook_entry(const char *command, int timeout, const char *matcher)
 {
 	json_object *entry = json_object_new_object(), *hooks = json_object_new_array();
 	json_object *hook = json_object_new_object();
@@ -259,7 +258,8 @@ static json_object *claude_hook_entry(const char *command, int timeout)
 	json_object_object_add(hook, "command", json_object_new_string(command));
 	json_object_object_add(hook, "timeout", json_object_new_int(timeout));
 	json_object_array_add(hooks, hook);
-	json_object_object_add(entry, "matcher", json_object_new_string("*"));
+	if (matcher != NULL)
+		json_object_object_add(entry, "matcher", json_object_new_string(matcher));
 	json_object_object_add(entry, "hooks", hooks);
 	return entry;
 }
@@ -306,7 +306,7 @@ char *claude_hook_settings(const struct config *cfg, const char *hook_bin, struc
 				 name);
 		}
 		list = json_object_new_array();
-		entry = claude_hook_entry(command, timeout);
+		entry = claude_hook_entry(command, timeout, "*");
 		if (list == NULL || entry == NULL) {
 			json_object_put(list);
 			json_object_put(entry);

@@ -12,6 +12,8 @@
 #include "config.h"
 #include "session.h"
 
+#include <json-c/json.h>
+
 #define CLAUDE_ARGV_MAX       64
 #define CLAUDE_ENV_MAX        64
 #define CLAUDE_ENV_BUF        (16 * 1024) /* tmux carries the -e words in one 16 KiB message too */
@@ -65,6 +67,13 @@ int claude_env_put(struct claude_env *env, const char *name, const char *value);
  */
 int claude_terminal_argv(const struct config *cfg, const struct session *s, const char *settings,
 			 struct claude_argv *out);
+
+/*
+ * One hook entry of Claude Code's settings, which codex and gemini read too:
+ * {"matcher":<matcher>,"hooks":[{"type":"command","command":<command>,"timeout":<timeout>}]},
+ * without "matcher" when it is NULL. NULL when out of memory.
+ */
+json_object *claude_hook_entry(const char *command, int timeout, const char *matcher);
 
 /*
  * The settings JSON for terminal sessions (caller frees): for each hook event agent-daemon

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -403,4 +404,25 @@ int fsutil_copy_tree_as(const char *src, const char *dst, const char *const *ski
 		close(dfd);
 	free(rel);
 	return r;
+}
+
+int fsutil_flock(int fd, int op)
+{
+	while (flock(fd, op) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+int fsutil_lock(const char *path, int op, mode_t mode)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode), r;
+
+	if (fd < 0)
+		return -errno;
+	if ((r = fsutil_flock(fd, op)) < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }

@@ -1,6 +1,7 @@
 /*
  * Filesystem helpers: directories made as `mkdir -p` would, trees removed as `rm -r` would (never
- * following a symlink), whether two paths name one file, and a file replaced atomically.
+ * following a symlink), whether two paths name one file, a file replaced atomically, and lock
+ * files.
  */
 #ifndef AGENTD_FSUTIL_H
 #define AGENTD_FSUTIL_H
@@ -78,5 +79,16 @@ int fsutil_write_new(const char *path, const char *text, mode_t mode);
  * or -errno.
  */
 int fsutil_move(const char *from, const char *to);
+
+/* flock(fd, op), again after EINTR. Returns 0 or -errno (-EWOULDBLOCK for a LOCK_NB that
+ * another holder refuses). */
+int fsutil_flock(int fd, int op);
+
+/*
+ * Opens the lock file path (created with mode if missing; a symlink is not followed) and takes
+ * flock(op) on it: LOCK_EX waits for the holder, LOCK_EX | LOCK_NB does not. Returns the
+ * descriptor, whose close releases the lock, or -errno.
+ */
+int fsutil_lock(const char *path, int op, mode_t mode);
 
 #endif

@@ -166,7 +166,7 @@ int worktree_lock(const char *base, const char *owner, const char *name)
 {
 	struct gitrepo repo;
 	char path[WORKTREE_PATH_MAX + sizeof(".lock")];
-	int fd, r;
+	int r;
 
 	r = gitrepo_init(&repo, base, owner, name, NULL);
 	if (r < 0)
@@ -175,17 +175,7 @@ int worktree_lock(const char *base, const char *owner, const char *name)
 	r = fsutil_mkdir_parent(path);
 	if (r < 0)
 		return r;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			r = -errno;
-			close(fd);
-			return r;
-		}
-	}
-	return fd;
+	return fsutil_lock(path, LOCK_EX, 0600);
 }
 
 /* Clones into "<bare>.clone" and renames it into place, so an interrupted clone never leaves a

@@ -82,24 +82,14 @@ static int gitstore_mkdirs(const char *path)
 int gitstore_lock(const char *dir, const char *owner, const char *name)
 {
 	char store[WORKTREE_PATH_MAX], path[WORKTREE_PATH_MAX + sizeof(".lock")];
-	int fd, r = gitstore_path(dir, owner, name, store, sizeof(store));
+	int r = gitstore_path(dir, owner, name, store, sizeof(store));
 
 	if (r < 0)
 		return r;
 	snprintf(path, sizeof(path), "%s.lock", store);
 	if ((r = gitstore_mkdirs(path)) < 0)
 		return r;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			r = -errno;
-			close(fd);
-			return r;
-		}
-	}
-	return fd;
+	return fsutil_lock(path, LOCK_EX, 0600);
 }
 
 /* Opens one file of the store to everyone for reading (directories for searching too). Only

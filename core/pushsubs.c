@@ -19,19 +19,7 @@
 
 int pushsubs_lock(const char *lock_path)
 {
-	int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, PUSHSUBS_FILE_MODE);
-
-	if (fd < 0)
-		return -errno;
-	while (flock(fd, LOCK_EX) < 0) {
-		int e = errno;
-
-		if (e == EINTR)
-			continue;
-		close(fd);
-		return -e;
-	}
-	return fd;
+	return fsutil_lock(lock_path, LOCK_EX, PUSHSUBS_FILE_MODE);
 }
 
 void pushsub_id(const char *endpoint, char out[PUSHSUB_ID_LEN + 1])

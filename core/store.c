@@ -125,27 +125,6 @@ int store_init(struct store *st, const char *state_dir, const char *runtime_dir,
 	return 0;
 }
 
-static int store_flock(int fd)
-{
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return 0;
-}
-
-static int store_lock_path(const char *path)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640), r;
-
-	if (fd < 0)
-		return -errno;
-	if ((r = store_flock(fd)) < 0) {
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
 /* Whether fd is still the file at path: a lock file removed (or replaced) while we waited for it
  * locks nothing any more. */
 static int store_lock_current(int fd, const char *path)
@@ -188,7 +167,7 @@ static int store_lock_id(const struct store *st, const char *id, bool create)
 			fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
 		if (fd < 0)
 			return -errno;
-		r = store_flock(fd);
+		r = fsutil_flock(fd, LOCK_EX);
 		if (r == 0)
 			r = store_lock_current(fd, path);
 		if (r == 1)
@@ -231,7 +210,7 @@ int store_lock_all(const struct store *st)
 	char path[SESSION_PATH_MAX];
 	int r = store_path(st, "", ".store.lock", path, sizeof(path));
 
-	return r < 0 ? r : store_lock_path(path);
+	return r < 0 ? r : fsutil_lock(path, LOCK_EX, 0640);
 }
 
 static int store_lock_all_view(const struct store *st)
@@ -239,7 +218,7 @@ static int store_lock_all_view(const struct store *st)
 	char path[SESSION_PATH_MAX];
 	int r = store_path(st, "", ".view.lock", path, sizeof(path));
 
-	return r < 0 ? r : store_lock_path(path);
+	return r < 0 ? r : fsutil_lock(path, LOCK_EX, 0640);
 }
 
 void store_unlock(int fd)

@@ -66,19 +66,10 @@ static void pair_hash(const char *code, char out[2 * 32 + 1])
 static int pair_lock(const struct app *app, const char *leaf)
 {
 	char path[CONFIG_PATH_MAX];
-	int fd;
 
 	if (config_state_path(app->cfg, leaf, path, sizeof(path)) < 0)
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR) {
-			close(fd);
-			return -EIO;
-		}
-	return fd;
+	return fsutil_lock(path, LOCK_EX, 0600);
 }
 
 /* The pending links (an array; expired ones dropped), or NULL when the file is unreadable. */

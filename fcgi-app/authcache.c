@@ -1,5 +1,6 @@
 #include "authcache.h"
 
+#include "fsutil.h"
 #include "log.h"
 #include "tokencmd.h"
 
@@ -110,13 +111,12 @@ static void authcache_flush(struct authcache *ac, int64_t now)
 	int fd, r;
 
 	ac->last_flush = now;
-	fd = open(ac->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (fd < 0)
-			log_warn("cannot open %s: %s: last-used times not written", ac->lock_path,
-				 strerror(errno));
-		else
-			close(fd);
+	fd = fsutil_lock(ac->lock_path, LOCK_EX | LOCK_NB, 0600);
+	if (fd < 0) {
+		/* Held: another process writes the times now. */
+		if (fd != -EWOULDBLOCK)
+			log_warn("cannot lock %s: %s: last-used times not written", ac->lock_path,
+				 strerror(-fd));
 		return;
 	}
 	r = tokens_load(ac->path, &file, &cause);

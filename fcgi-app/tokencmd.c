@@ -37,11 +37,9 @@ static int tokencmd_lock(const struct config *cfg, char *store, size_t storelen)
 		fprintf(stderr, "agentd-api: cannot create %s: %s\n", cfg->state_dir, strerror(-r));
 		return -1;
 	}
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-		fprintf(stderr, "agentd-api: cannot lock %s: %s\n", lock, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	fd = fsutil_lock(lock, LOCK_EX, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "agentd-api: cannot lock %s: %s\n", lock, strerror(-fd));
 		return -1;
 	}
 	return fd;

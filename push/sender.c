@@ -121,9 +121,9 @@ static int sender_token(struct sender *s, struct cause *cause)
 		return cause_fail(cause, ENAMETOOLONG, "the state dir's paths are too long");
 	if (sender_read_token(s, path) == 0)
 		return 0;
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-		r = cause_fail(cause, errno, "cannot lock %s: %s", lock, strerror(errno));
+	fd = fsutil_lock(lock, LOCK_EX, 0600);
+	if (fd < 0) {
+		r = cause_fail(cause, -fd, "cannot lock %s: %s", lock, strerror(-fd));
 		goto out;
 	}
 	r = tokens_load(store, &t, cause);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -324,4 +325,28 @@ Test(fsutil, copy_tree_as_reads_as_one_identity_and_writes_as_another)
 	snprintf(p, sizeof(p), "%s/sub", dst);
 	cr_assert_eq(lstat(p, &st), 0);
 	cr_assert_eq(st.st_uid, T_WRITER);
+}
+
+Test(fsutil, lock_makes_the_file_holds_it_and_refuses_a_symlink)
+{
+	char path[T_MAX], link[T_MAX];
+	mode_t mask = umask(0);
+	struct stat st;
+	int a, b;
+
+	umask(mask);
+	at(path, "x.lock");
+	a = fsutil_lock(path, LOCK_EX, 0640);
+	cr_assert_geq(a, 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0640 & ~mask);
+	/* Another open file description waits for it; with LOCK_NB it is told at once. */
+	cr_assert_eq(fsutil_lock(path, LOCK_EX | LOCK_NB, 0640), -EWOULDBLOCK);
+	close(a);
+	b = fsutil_lock(path, LOCK_EX | LOCK_NB, 0640);
+	cr_assert_geq(b, 0, "the close released it");
+	close(b);
+	at(link, "link.lock");
+	cr_assert_eq(symlink(path, link), 0);
+	cr_assert_eq(fsutil_lock(link, LOCK_EX, 0600), -ELOOP, "a symlink is not followed");
 }
