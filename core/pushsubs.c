@@ -2,6 +2,7 @@
 
 #include "fsutil.h"
 #include "isotime.h"
+#include "jsonfile.h"
 #include "jsontext.h"
 
 #include <errno.h>
@@ -100,28 +101,19 @@ static int pushsubs_entry(json_object *o, struct pushsub *e)
 
 int pushsubs_load(const char *path, struct pushsubs *s, struct cause *cause)
 {
-	json_object *root = NULL, *arr;
-	char *text = NULL;
+	json_object *root, *arr;
 	size_t n;
 	int r;
 
 	s->v = NULL;
 	s->n = 0;
-	r = fsutil_read_file(path, PUSHSUBS_FILE_MAX, &text, NULL);
+	r = jsonfile_load(path, PUSHSUBS_FILE_MAX, "subscriptions", PUSHSUBS_MAX, NULL, &root, &arr,
+			  cause);
 	if (r == -ENOENT)
 		return 0;
-	if (r == -EFBIG || r == -EINVAL)
-		return cause_fail(cause, EINVAL, "%s is not a file of at most %d bytes", path,
-				  PUSHSUBS_FILE_MAX);
 	if (r < 0)
-		return cause_fail(cause, -r, "cannot read %s: %s", path, strerror(-r));
-	root = json_tokener_parse(text);
-	if (!json_object_object_get_ex(root, "subscriptions", &arr) ||
-	    !json_object_is_type(arr, json_type_array) ||
-	    (n = json_object_array_length(arr)) > PUSHSUBS_MAX) {
-		r = cause_fail(cause, EINVAL, "%s is not {\"subscriptions\":[...]}", path);
-		goto out;
-	}
+		return r;
+	n = json_object_array_length(arr);
 	s->v = n > 0 ? calloc(n, sizeof(*s->v)) : NULL;
 	if (n > 0 && s->v == NULL) {
 		r = cause_fail(cause, ENOMEM, "out of memory");
@@ -138,21 +130,16 @@ out:
 	if (r < 0)
 		pushsubs_free(s);
 	json_object_put(root);
-	free(text);
 	return r;
 }
 
 int pushsubs_save(const char *path, const struct pushsubs *s, struct cause *cause)
 {
-	json_object *root = json_object_new_object(), *arr = json_object_new_array();
+	json_object *arr = json_object_new_array();
 	int r;
 
-	if (root == NULL || arr == NULL) {
-		json_object_put(root);
-		json_object_put(arr);
+	if (arr == NULL)
 		return cause_fail(cause, ENOMEM, "out of memory");
-	}
-	json_object_object_add(root, "subscriptions", arr);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct pushsub *e = &s->v[i];
 		json_object *o = json_object_new_object();
@@ -168,9 +155,8 @@ int pushsubs_save(const char *path, const struct pushsubs *s, struct cause *caus
 		json_object_object_add(o, "createdAt", json_object_new_string(created));
 		json_object_array_add(arr, o);
 	}
-	r = fsutil_write_atomic(path, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN),
-				PUSHSUBS_FILE_MODE, true);
-	json_object_put(root);
+	r = jsonfile_save(path, "subscriptions", arr, JSON_C_TO_STRING_PLAIN, PUSHSUBS_FILE_MODE);
+	json_object_put(arr);
 	if (r < 0)
 		return cause_fail(cause, -r, "cannot write %s: %s", path, strerror(-r));
 	return 0;

@@ -2,6 +2,7 @@
 
 #include "fsutil.h"
 #include "isotime.h"
+#include "jsonfile.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -98,30 +99,17 @@ static int tokens_entry(json_object *o, struct token_entry *e, struct cause *cau
 
 int tokens_load(const char *path, struct tokens *t, struct cause *cause)
 {
-	char *text = NULL;
-	json_object *root = NULL, *arr;
+	json_object *root, *arr;
 	size_t n;
 	int r;
 
 	t->v = NULL;
 	t->n = 0;
-	r = fsutil_read_file(path, TOKENS_FILE_MAX, &text, NULL);
-	if (r == -ENOENT)
-		return r;
-	if (r == -EFBIG || r == -EINVAL)
-		return cause_fail(cause, EINVAL,
-				  "the token store %s is not a file of at most %d bytes", path,
-				  TOKENS_FILE_MAX);
+	r = jsonfile_load(path, TOKENS_FILE_MAX, "tokens", TOKENS_MAX, "the token store", &root,
+			  &arr, cause);
 	if (r < 0)
-		return cause_fail(cause, -r, "cannot read the token store %s: %s", path,
-				  strerror(-r));
-	root = json_tokener_parse(text);
-	if (!json_object_object_get_ex(root, "tokens", &arr) ||
-	    !json_object_is_type(arr, json_type_array) ||
-	    (n = json_object_array_length(arr)) > TOKENS_MAX) {
-		r = cause_fail(cause, EINVAL, "the token store %s is not {\"tokens\":[...]}", path);
-		goto out;
-	}
+		return r;
+	n = json_object_array_length(arr);
 	t->v = n > 0 ? calloc(n, sizeof(*t->v)) : NULL;
 	if (n > 0 && t->v == NULL) {
 		r = cause_fail(cause, ENOMEM, "out of memory");
@@ -143,7 +131,6 @@ out:
 	if (r < 0)
 		tokens_free(t);
 	json_object_put(root);
-	free(text);
 	return r;
 }
 
@@ -159,15 +146,11 @@ static json_object *tokens_time_json(int64_t t)
 
 int tokens_save(const char *path, const struct tokens *t, struct cause *cause)
 {
-	json_object *root = json_object_new_object(), *arr = json_object_new_array();
+	json_object *arr = json_object_new_array();
 	int r;
 
-	if (root == NULL || arr == NULL) {
-		json_object_put(root);
-		json_object_put(arr);
+	if (arr == NULL)
 		return cause_fail(cause, ENOMEM, "out of memory");
-	}
-	json_object_object_add(root, "tokens", arr);
 	for (size_t i = 0; i < t->n; i++) {
 		json_object *o = json_object_new_object();
 		char hex[TOKEN_HASH_HEX + 1];
@@ -180,11 +163,9 @@ int tokens_save(const char *path, const struct tokens *t, struct cause *cause)
 		json_object_object_add(o, "lastUsed", tokens_time_json(t->v[i].last_used));
 		json_object_array_add(arr, o);
 	}
-	r = fsutil_write_atomic(
-	    path,
-	    json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED),
-	    TOKEN_FILE_MODE, true);
-	json_object_put(root);
+	r = jsonfile_save(path, "tokens", arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED,
+			  TOKEN_FILE_MODE);
+	json_object_put(arr);
 	if (r < 0)
 		return cause_fail(cause, -r, "cannot write the token store %s: %s", path,
 				  strerror(-r));

@@ -11,6 +11,7 @@
 #include "auth.h"
 #include "fsutil.h"
 #include "isotime.h"
+#include "jsonfile.h"
 #include "log.h"
 #include "tokencmd.h"
 
@@ -37,6 +38,7 @@
 #define PAIR_NAME_MAX   32  /* "device-" + name is a token name (TOKEN_NAME_MAX) */
 #define PAIR_PREFIX     "device-"
 #define PAIR_JSON_DEPTH 2
+#define PAIR_FILE_MAX   (64 * 1024) /* PAIR_MAX links of a few hundred bytes, with room */
 #define PAIR_URL_MAX    (2 * CONFIG_VALUE_MAX)
 
 /* True for 1 to PAIR_NAME_MAX of [A-Za-z0-9._-]. */
@@ -77,17 +79,17 @@ static json_object *pair_load(const struct app *app, int64_t now)
 {
 	char path[CONFIG_PATH_MAX];
 	json_object *root, *arr, *out;
+	int r;
 
 	if (config_state_path(app->cfg, PAIR_FILE, path, sizeof(path)) < 0)
 		return NULL;
-	out = json_object_new_array();
-	if (access(path, F_OK) < 0)
-		return out;
-	root = json_object_from_file(path);
-	if (!json_object_object_get_ex(root, "pairings", &arr) ||
-	    !json_object_is_type(arr, json_type_array)) {
+	r = jsonfile_load(path, PAIR_FILE_MAX, "pairings", PAIR_MAX, NULL, &root, &arr, NULL);
+	if (r == -ENOENT)
+		return json_object_new_array();
+	if (r < 0)
+		return NULL;
+	if ((out = json_object_new_array()) == NULL) {
 		json_object_put(root);
-		json_object_put(out);
 		return NULL;
 	}
 	for (size_t i = 0; i < json_object_array_length(arr); i++) {
@@ -104,18 +106,10 @@ static json_object *pair_load(const struct app *app, int64_t now)
 static int pair_save(const struct app *app, json_object *arr)
 {
 	char path[CONFIG_PATH_MAX];
-	json_object *root = json_object_new_object();
-	int r;
 
-	if (config_state_path(app->cfg, PAIR_FILE, path, sizeof(path)) < 0) {
-		json_object_put(root);
+	if (config_state_path(app->cfg, PAIR_FILE, path, sizeof(path)) < 0)
 		return -ENAMETOOLONG;
-	}
-	json_object_object_add(root, "pairings", json_object_get(arr));
-	r = fsutil_write_atomic(path, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN),
-				0600, true);
-	json_object_put(root);
-	return r;
+	return jsonfile_save(path, "pairings", arr, JSON_C_TO_STRING_PLAIN, 0600);
 }
 
 /* The QR code of text as {"size": N, "rows": ["0110…", …]} (1: dark), or NULL. */
