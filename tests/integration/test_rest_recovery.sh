@@ -42,7 +42,21 @@ wait_listed() {
 	return 1
 }
 
-BEFORE=$(snapshot)
+# The snapshot every later one is held to is taken once the records have settled (two readings
+# a second apart agree): under load a creation's last record write can come after `running`.
+settled_snapshot() {
+	local a b
+	a=$(snapshot)
+	for _ in $(seq 15); do
+		sleep 1
+		b=$(snapshot)
+		[ "$a" == "$b" ] && break
+		a=$b
+	done
+	printf '%s\n' "$a"
+}
+
+BEFORE=$(settled_snapshot)
 PIDS=$(agent_pids)
 NREC=$(claude_pids | wc -l)
 assert_eq "three agents run" 3 "$(wc -w <<<"$PIDS")"
