@@ -253,11 +253,12 @@ fail() {
 	for d in "$@"; do printf '%s\n' "$d" | sed 's/^/#     /' | head -c 4000; done
 }
 
-# tap_report OUTFILE RC ERRFILE: counts a node test client's "ok - NAME" and
+# tap_report OUTFILE RC ERRFILE [WHAT]: counts a node test client's "ok - NAME" and
 # "not ok - NAME<TAB>WHY" lines (web/tap.js) as checks, shows its "# " notes, and fails once
-# when the client exited non-zero without a failed check (it crashed).
+# when the client exited non-zero without a failed check (it crashed): "WHAT ends cleanly"
+# (WHAT: "the browser run").
 tap_report() {
-	local line name
+	local line name what=${4:-the browser run}
 	while IFS= read -r line; do
 		case $line in
 		"ok - "*) pass "${line#ok - }" ;;
@@ -269,8 +270,31 @@ tap_report() {
 		esac
 	done <"$1"
 	if [ "$2" -ne 0 ] && ! grep -q '^not ok' "$1"; then
-		fail "the browser run ends cleanly" "node exited $2: $(tail -n 20 "$3")"
+		fail "$what ends cleanly" "node exited $2: $(tail -n 20 "$3")"
 	fi
+}
+
+# The browser tests: Debian's chromium driven by puppeteer-core (tests/run installs both).
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+
+# browser_ready: both are there; a failed check (and 1) when not.
+browser_ready() {
+	[ -x "$CHROMIUM" ] && [ -d "$REPO/tests/node_modules/puppeteer-core" ] && return 0
+	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
+		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
+	return 1
+}
+
+# browser_run SCRIPT LOG SECONDS [VAR=VALUE...]: runs tests/integration/web/SCRIPT.js with
+# BASE_URL, CHROMIUM and the VARs in its environment, killed after SECONDS, its output in
+# $T/logs/LOG.out and LOG.err, and counts its checks (tap_report; WHAT from $BROWSER_WHAT).
+browser_run() {
+	local script=$1 out=$T/logs/$2 secs=$3 rc
+	shift 3
+	env BASE_URL="$BASE_URL" CHROMIUM="$CHROMIUM" "$@" timeout -k 5 "$secs" \
+		node "$REPO/tests/integration/web/$script.js" >"$out.out" 2>"$out.err"
+	rc=$?
+	tap_report "$out.out" $rc "$out.err" "${BROWSER_WHAT:-}"
 }
 
 # assert_eq DESC EXPECTED ACTUAL

@@ -92,25 +92,6 @@ api GET /devices
 assert_json "the other device is left" '[.devices[].name]' '["device-pixel-2"]'
 
 # --- in chromium: the laptop's QR code, the phone at 390x844, the panels' revokes ---------------------
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; then
-	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
-		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
-	exit 1
-fi
+browser_ready || exit 1
 mkdir -p "$BUILD_DIR/web-pair"
-BASE_URL=$BASE_URL CHROMIUM=$CHROMIUM SHOTS=$BUILD_DIR/web-pair \
-	timeout -k 5 180 node "$REPO/tests/integration/web/pair.js" >"$T/logs/pair-web.out" 2>"$T/logs/pair-web.err"
-rc=$?
-while IFS= read -r line; do
-	case $line in
-	"ok - "*) pass "${line#ok - }" ;;
-	"not ok - "*)
-		name=${line#not ok - }
-		fail "${name%%$'\t'*}" "${name#*$'\t'}"
-		;;
-	esac
-done <"$T/logs/pair-web.out"
-if [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/logs/pair-web.out"; then
-	fail "the browser run ends cleanly" "node exited $rc: $(tail -n 20 "$T/logs/pair-web.err")"
-fi
+browser_run pair pair-web 180 SHOTS="$BUILD_DIR/web-pair"

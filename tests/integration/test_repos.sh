@@ -38,27 +38,7 @@ assert_jq "both, the newest activity first" \
 	'map(.repo.name) == ["gadgets", "widgets"] and (.[0].sessions | map(.id)) == ["gadgets-2"]'
 
 # The web UI's create form offers them (web/repos.js, in Debian's chromium).
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; then
-	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
-		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
-else
-	BASE_URL=$BASE_URL CHROMIUM=$CHROMIUM timeout -k 5 120 \
-		node "$REPO/tests/integration/web/repos.js" >"$T/logs/repos-ui.out" 2>"$T/logs/repos-ui.err"
-	rc=$?
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) pass "${line#ok - }" ;;
-		"not ok - "*)
-			name=${line#not ok - }
-			fail "${name%%$'\t'*}" "${name#*$'\t'}"
-			;;
-		esac
-	done <"$T/logs/repos-ui.out"
-	if [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/logs/repos-ui.out"; then
-		fail "the browser run ends cleanly" "node exited $rc: $(tail -n 20 "$T/logs/repos-ui.err")"
-	fi
-fi
+browser_ready && browser_run repos repos-ui 120
 
 api DELETE /sessions/gadgets-2
 assert_status "DELETE gadgets-2: 200" 200

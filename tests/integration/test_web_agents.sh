@@ -13,13 +13,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$REPO/tests/integration/real_agents/lib_real_agents.sh"
 
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 SHOTS=$BUILD_DIR/web-agents
-if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; then
-	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
-		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
-	exit 1
-fi
+browser_ready || exit 1
 need_codex_acp
 trap 'rc=$?; stop_fake_apis; (exit $rc); cleanup' EXIT
 start_fake_apis || exit 1
@@ -30,10 +25,7 @@ start_acp_agents_stack || exit 1
 rm -rf "$SHOTS"
 mkdir -p "$SHOTS"
 log "browser scenario (screenshots in $SHOTS)"
-BASE_URL=$BASE_URL SHOTS=$SHOTS CODE_DIR=$T/code OPENAI_LOG=$OPENAI_LOG CHROMIUM=$CHROMIUM \
-	timeout -k 5 540 node "$REPO/tests/integration/web/agents.js" >"$T/logs/agents.out" \
-	2>"$T/logs/agents.err"
-tap_report "$T/logs/agents.out" $? "$T/logs/agents.err"
+browser_run agents agents 540 SHOTS="$SHOTS" CODE_DIR="$T/code" OPENAI_LOG="$OPENAI_LOG"
 
 for sid in widgets-1 widgets-2 widgets-3; do
 	api DELETE "/sessions/$sid?force=true"

@@ -7,12 +7,7 @@
 # from the worker's copy and says it is offline.
 source "$(dirname "$0")/lib.sh"
 
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; then
-	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
-		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
-	exit 1
-fi
+browser_ready || exit 1
 
 start_stack AGENTD_READY_QR=1 || exit 1
 
@@ -40,21 +35,7 @@ check "the worker keeps the page's Content-Security-Policy" grep -qi "^content-s
 
 PROFILE=$T/chromium-profile
 run_browser() {
-	BASE_URL=$BASE_URL PROFILE=$PROFILE PHASE=$1 CHROMIUM=$CHROMIUM \
-		timeout -k 5 180 node "$REPO/tests/integration/web/app.js" >"$T/logs/app-$1.out" 2>"$T/logs/app-$1.err"
-	local rc=$? line name
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) pass "${line#ok - }" ;;
-		"not ok - "*)
-			name=${line#not ok - }
-			fail "${name%%$'\t'*}" "${name#*$'\t'}"
-			;;
-		esac
-	done <"$T/logs/app-$1.out"
-	if [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/logs/app-$1.out"; then
-		fail "the $1 browser run ends cleanly" "node exited $rc: $(tail -n 20 "$T/logs/app-$1.err")"
-	fi
+	BROWSER_WHAT="the $1 browser run" browser_run app "app-$1" 180 PROFILE="$PROFILE" PHASE="$1"
 }
 log "browser, online"
 run_browser online

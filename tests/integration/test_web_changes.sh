@@ -6,13 +6,8 @@
 # 390x844. Screenshots go to $AGENTD_TEST_BUILD_DIR/web-changes (the failed ones FAILED-…).
 source "$(dirname "$0")/lib.sh"
 
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 SHOTS=$BUILD_DIR/web-changes
-if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; then
-	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
-		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
-	exit 1
-fi
+browser_ready || exit 1
 
 make_remote acme widgets || exit 1
 start_stack || exit 1
@@ -41,20 +36,5 @@ chmod 755 "$AGENT_SH"
 rm -rf "$SHOTS"
 mkdir -p "$SHOTS"
 log "browser scenario (screenshots in $SHOTS)"
-BASE_URL=$BASE_URL SHOTS=$SHOTS VIEWER_TOKEN=$VIEWER_TOKEN CODE_DIR=$T/code AGENT_SH=$AGENT_SH \
-	CHROMIUM=$CHROMIUM timeout -k 5 240 node "$REPO/tests/integration/web/changes.js" \
-	>"$T/logs/changes.out" 2>"$T/logs/changes.err"
-rc=$?
-while IFS= read -r line; do
-	case $line in
-	"ok - "*) pass "${line#ok - }" ;;
-	"not ok - "*)
-		name=${line#not ok - }
-		fail "${name%%$'\t'*}" "${name#*$'\t'}"
-		;;
-	"# "*) echo "$line" ;;
-	esac
-done <"$T/logs/changes.out"
-if [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/logs/changes.out"; then
-	fail "the browser run ends cleanly" "node exited $rc: $(tail -n 20 "$T/logs/changes.err")"
-fi
+browser_run changes changes 240 SHOTS="$SHOTS" VIEWER_TOKEN="$VIEWER_TOKEN" CODE_DIR="$T/code" \
+	AGENT_SH="$AGENT_SH"

@@ -11,13 +11,8 @@ source "$REPO/tests/fakes/lib_fakes.sh"
 source "$REPO/tests/fakes/lib_github.sh"
 trap 'rc=$?; stop_fake_github; (exit $rc); cleanup' EXIT
 
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 SHOTS=$BUILD_DIR/web-pr
-if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; then
-	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
-		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
-	exit 1
-fi
+browser_ready || exit 1
 
 make_remote acme widgets || exit 1
 start_fake_github || exit 1
@@ -38,20 +33,4 @@ agent_sh "$T/code/widgets-issue-1" 'printf "one\n" >feature.c && git add feature
 rm -rf "$SHOTS"
 mkdir -p "$SHOTS"
 log "browser scenario (screenshots in $SHOTS)"
-BASE_URL=$BASE_URL SHOTS=$SHOTS VIEWER_TOKEN=$VIEWER_TOKEN GH_CONTROL=$GH_CONTROL \
-	CHROMIUM=$CHROMIUM timeout -k 5 240 node "$REPO/tests/integration/web/pr.js" \
-	>"$T/logs/pr.out" 2>"$T/logs/pr.err"
-rc=$?
-while IFS= read -r line; do
-	case $line in
-	"ok - "*) pass "${line#ok - }" ;;
-	"not ok - "*)
-		name=${line#not ok - }
-		fail "${name%%$'\t'*}" "${name#*$'\t'}"
-		;;
-	"# "*) echo "$line" ;;
-	esac
-done <"$T/logs/pr.out"
-if [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/logs/pr.out"; then
-	fail "the browser run ends cleanly" "node exited $rc: $(tail -n 20 "$T/logs/pr.err")"
-fi
+browser_run pr pr 240 SHOTS="$SHOTS" VIEWER_TOKEN="$VIEWER_TOKEN" GH_CONTROL="$GH_CONTROL"

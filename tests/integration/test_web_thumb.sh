@@ -5,13 +5,8 @@
 # font size kept. Screenshots go to $AGENTD_TEST_BUILD_DIR/web-thumb.
 source "$(dirname "$0")/lib.sh"
 
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 SHOTS=$BUILD_DIR/web-thumb
-if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; then
-	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
-		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
-	exit 1
-fi
+browser_ready || exit 1
 for f in xterm.esm.js marked.esm.js purify.esm.js; do
 	if [ ! -f "$REPO/nginx/html/assets/vendor/$f" ]; then
 		fail "the web UI's vendored modules are installed (web/install)" "nginx/html/assets/vendor/$f is missing"
@@ -25,6 +20,4 @@ start_stack AGENTD_PERMISSION_TIMEOUT=300 || exit 1
 rm -rf "$SHOTS"
 mkdir -p "$SHOTS"
 log "browser scenario (screenshots in $SHOTS)"
-BASE_URL=$BASE_URL SHOTS=$SHOTS TMUX_SOCK=$TMUX_SOCK CHROMIUM=$CHROMIUM \
-	timeout -k 5 300 node "$REPO/tests/integration/web/thumb.js" >"$T/logs/thumb.out" 2>"$T/logs/thumb.err"
-tap_report "$T/logs/thumb.out" $? "$T/logs/thumb.err"
+browser_run thumb thumb 300 SHOTS="$SHOTS" TMUX_SOCK="$TMUX_SOCK"

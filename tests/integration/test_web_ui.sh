@@ -17,13 +17,8 @@
 # to $AGENTD_TEST_BUILD_DIR/web-ui (the failed ones are named FAILED-…).
 source "$(dirname "$0")/lib.sh"
 
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 SHOTS=$BUILD_DIR/web-ui
-if [ ! -x "$CHROMIUM" ] || [ ! -d "$REPO/tests/node_modules/puppeteer-core" ]; then
-	fail "chromium and puppeteer-core are installed (tests/run installs both)" \
-		"chromium: $CHROMIUM; $REPO/tests/node_modules/puppeteer-core"
-	exit 1
-fi
+browser_ready || exit 1
 if [ ! -f "$REPO/nginx/html/assets/vendor/xterm.esm.js" ]; then
 	fail "the web UI's xterm.js is installed (web/install)" "nginx/html/assets/vendor/xterm.esm.js is missing"
 	exit 1
@@ -61,16 +56,4 @@ done
 wait "$NODE_PID"
 rc=$?
 # Each line of the browser's run is one of our checks.
-while IFS= read -r line; do
-	case $line in
-	"ok - "*) pass "${line#ok - }" ;;
-	"not ok - "*)
-		name=${line#not ok - }
-		fail "${name%%$'\t'*}" "${name#*$'\t'}"
-		;;
-	"# "*) echo "$line" ;;
-	esac
-done <"$T/logs/ui.out"
-if [ $rc -ne 0 ] && ! grep -q '^not ok' "$T/logs/ui.out"; then
-	fail "the browser run ends cleanly" "node exited $rc: $(tail -n 20 "$T/logs/ui.err")"
-fi
+tap_report "$T/logs/ui.out" $rc "$T/logs/ui.err"
