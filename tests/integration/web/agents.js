@@ -9,8 +9,7 @@
 "use strict";
 const fs = require("fs");
 const path = require("path");
-const puppeteer = require("puppeteer-core");
-const { shot, check, until, notOk, finish } = require("./tap");
+const { shot, check, until, finish, withBrowser } = require("./tap");
 
 const BASE = process.env.BASE_URL;
 const TOKEN = process.env.AGENTD_TEST_TOKEN;
@@ -257,22 +256,11 @@ async function others(browser) {
 }
 
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    // No sandbox: the tests run as root. No network but ours: any other host fails to resolve.
-    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
-      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--enable-unsafe-swiftshader"],
-  });
-  try {
+  await withBrowser("the browser scenario runs to its end", async (browser) => {
     await laptop(browser);
     await phone(browser);
     await others(browser);
-  } catch (e) {
-    notOk("the browser scenario runs to its end", e.stack || e.message);
-  } finally {
-    await browser.close();
-  }
+  }, { webgl: true });
   await check("no uncaught exception in the pages", () => {
     if (errors.length) throw new Error(errors.join("; "));
   });

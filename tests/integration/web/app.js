@@ -9,11 +9,10 @@
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_web_app.sh counts them).
 // Environment: BASE_URL, AGENTD_TEST_TOKEN, PROFILE (chromium's user data dir), PHASE, CHROMIUM.
 "use strict";
-const puppeteer = require("puppeteer-core");
 
 const BASE = process.env.BASE_URL;
 const TOKEN = process.env.AGENTD_TEST_TOKEN;
-const { WAIT_MS, ok, notOk, shot, check, until, finish } = require("./tap");
+const { WAIT_MS, ok, check, until, finish, withBrowser, PHONE } = require("./tap");
 
 /** The page's service worker, attached (DevTools keeps an attached worker running, so no push
  * meets it stopping or starting), with each notification its push handler shows counted once
@@ -93,7 +92,7 @@ async function online(page) {
       return !!r;
     });
   }
-  await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await page.setViewport(PHONE);
   await check("the manifest's icons and the favicon are PNG images the page can load", async () => {
     const sizes = await page.evaluate(async () => {
       const out = [];
@@ -182,23 +181,12 @@ async function offline(page) {
 }
 
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    userDataDir: process.env.PROFILE,
-    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
-      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
-  });
-  try {
+  await withBrowser("the browser run ends cleanly", async (browser) => {
     const page = await browser.newPage();
-    await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+    await page.setViewport(PHONE);
     if (process.env.PHASE === "offline") await offline(page);
     else await online(page);
-  } catch (e) {
-    notOk("the browser run ends cleanly", e.stack || e.message);
-  } finally {
-    await browser.close();
-  }
+  }, { userDataDir: process.env.PROFILE });
   finish();
 }
 

@@ -11,14 +11,13 @@
 "use strict";
 const path = require("path");
 const { execFileSync } = require("child_process");
-const puppeteer = require("puppeteer-core");
 
 const BASE = process.env.BASE_URL;
 const TOKEN = process.env.AGENTD_TEST_TOKEN;
 const AUTH = { Authorization: "Bearer " + TOKEN };
 const SHOTS = process.env.SHOTS;
 const WT = path.join(process.env.CODE_DIR, "widgets-issue-1");
-const { WAIT_MS, ok, notOk, shot, check, until, finish } = require("./tap");
+const { WAIT_MS, ok, shot, check, until, finish, withBrowser, PHONE } = require("./tap");
 
 const agentSh = (script) => execFileSync(process.env.AGENT_SH, [WT, script], { encoding: "utf8" });
 
@@ -98,7 +97,7 @@ async function laptop(browser) {
 async function phone(browser) {
   const ctx = await browser.createBrowserContext();
   const page = await ctx.newPage();
-  await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await page.setViewport(PHONE);
   await page.goto(BASE + "/?token=" + process.env.VIEWER_TOKEN, { waitUntil: "networkidle2" });
   await openChanges(page);
   await page.$$eval("#changes-view li.file summary", (ss) => ss.find((s) => s.textContent.includes("feature.c")).click());
@@ -118,20 +117,10 @@ async function phone(browser) {
 }
 
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
-      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
-  });
-  try {
+  await withBrowser("the browser scenario runs to its end", async (browser) => {
     await laptop(browser);
     await phone(browser);
-  } catch (e) {
-    notOk("the browser scenario runs to its end", e.stack || e.message);
-  } finally {
-    await browser.close();
-  }
+  });
   finish();
 }
 

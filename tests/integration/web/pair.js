@@ -10,11 +10,10 @@
 // CHROMIUM, SHOTS (optional screenshots).
 "use strict";
 const crypto = require("crypto");
-const puppeteer = require("puppeteer-core");
 
 const BASE = process.env.BASE_URL;
 const TOKEN = process.env.AGENTD_TEST_TOKEN;
-const { notOk, shot, check, until, finish } = require("./tap");
+const { shot, check, until, finish, withBrowser, PHONE } = require("./tap");
 
 const visible = (page, sel) => page.$eval(sel, (e) => !e.hidden && getComputedStyle(e).display !== "none").catch(() => false);
 
@@ -120,27 +119,17 @@ async function notifications(laptop) {
 }
 
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
-      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
-  });
-  try {
+  await withBrowser("the browser run ends cleanly", async (browser) => {
     const laptop = await browser.newPage();
     await laptop.setViewport({ width: 1280, height: 800 });
     const phoneCtx = await browser.createBrowserContext();
     const phone = await phoneCtx.newPage();
-    await phone.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+    await phone.setViewport(PHONE);
     const url = await laptopPairs(laptop);
     await phoneOpens(phone, url);
     await laptopRevokes(laptop, phone);
     await notifications(laptop);
-  } catch (e) {
-    notOk("the browser run ends cleanly", e.stack || e.message);
-  } finally {
-    await browser.close();
-  }
+  });
   finish();
 }
 

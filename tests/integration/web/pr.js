@@ -10,11 +10,10 @@
 // GH_CONTROL (the fake GitHub's control file), CHROMIUM (default /usr/bin/chromium).
 "use strict";
 const fs = require("fs");
-const puppeteer = require("puppeteer-core");
 
 const BASE = process.env.BASE_URL;
 const TOKEN = process.env.AGENTD_TEST_TOKEN;
-const { WAIT_MS, notOk, shot, check, until, finish } = require("./tap");
+const { WAIT_MS, shot, check, until, finish, withBrowser, PHONE } = require("./tap");
 
 const text = (page, sel) => page.$eval(sel, (e) => (e.offsetParent !== null ? e.textContent : null));
 const badges = (page) => page.$$eval("#d-badges .badge", (bs) => bs.map((b) => b.textContent));
@@ -57,7 +56,7 @@ async function laptop(browser) {
 async function phone(browser) {
   const ctx = await browser.createBrowserContext();
   const page = await ctx.newPage();
-  await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await page.setViewport(PHONE);
   await page.goto(BASE + "/?token=" + process.env.VIEWER_TOKEN, { waitUntil: "networkidle2" });
   await page.goto(BASE + "/#/s/widgets-1", { waitUntil: "networkidle2" });
   await check("phone (read-only): the pull request's link, no button", page, async () => {
@@ -74,20 +73,10 @@ async function phone(browser) {
 }
 
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
-      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
-  });
-  try {
+  await withBrowser("the browser scenario runs to its end", async (browser) => {
     await laptop(browser);
     await phone(browser);
-  } catch (e) {
-    notOk("the browser scenario runs to its end", e.stack || e.message);
-  } finally {
-    await browser.close();
-  }
+  });
   finish();
 }
 

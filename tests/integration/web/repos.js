@@ -4,22 +4,15 @@
 // Output: "ok - NAME" or "not ok - NAME<TAB>WHY" (test_repos.sh counts them).
 // Environment: BASE_URL, AGENTD_TEST_TOKEN, CHROMIUM.
 "use strict";
-const puppeteer = require("puppeteer-core");
 
 const BASE = process.env.BASE_URL;
 const TOKEN = process.env.AGENTD_TEST_TOKEN;
-const { WAIT_MS, ok, notOk, shot, check, until, finish } = require("./tap");
+const { WAIT_MS, ok, check, finish, withBrowser, PHONE } = require("./tap");
 
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
-      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
-  });
-  try {
+  await withBrowser("the browser run ends cleanly", async (browser) => {
     const page = await browser.newPage();
-    await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+    await page.setViewport(PHONE);
     await page.goto(BASE + "/?token=" + TOKEN, { waitUntil: "networkidle2" });
     await page.waitForSelector("#new-session:not([hidden]) summary", { visible: true, timeout: WAIT_MS });
     await page.click("#new-session summary");
@@ -38,11 +31,7 @@ async function main() {
       if (v !== "acme/widgets") throw new Error("the form holds " + v);
       return true;
     });
-  } catch (e) {
-    notOk("the browser run ends cleanly", e.stack || e.message);
-  } finally {
-    await browser.close();
-  }
+  });
   finish();
 }
 

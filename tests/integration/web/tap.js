@@ -1,8 +1,9 @@
 // The chromium test clients' shared reporting: "ok - NAME" or "not ok - NAME<TAB>WHY" lines
 // (the calling scripts count them), a screenshot of the page when a check fails (into SHOTS,
-// when set), and polling with a deadline.
+// when set), polling with a deadline, and the browser every client launches.
 "use strict";
 const path = require("path");
+const puppeteer = require("puppeteer-core");
 
 const WAIT_MS = 30000;
 const SHOTS = process.env.SHOTS;
@@ -65,9 +66,37 @@ async function until(fn, what, ms = WAIT_MS) {
   }
 }
 
+/** A phone's viewport (the tests' 390x844). */
+const PHONE = { width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
+
+/**
+ * Runs run(browser) in Debian's chromium (CHROMIUM), headless; a throw is the failed check
+ * named name. The browser is closed after. No sandbox: the tests run as root. No network but
+ * ours: any other host fails to resolve. opts: webgl (software WebGL, for the terminal's
+ * renderer), userDataDir (a profile kept between runs).
+ */
+async function withBrowser(name, run, opts = {}) {
+  const args = ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"];
+  if (opts.webgl) args.push("--enable-unsafe-swiftshader");
+  const browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    userDataDir: opts.userDataDir,
+    args,
+  });
+  try {
+    await run(browser);
+  } catch (e) {
+    notOk(name, e.stack || e.message);
+  } finally {
+    await browser.close();
+  }
+}
+
 /** Ends the process: status 1 when any check failed. */
 function finish() {
   process.exit(failures ? 1 : 0);
 }
 
-module.exports = { WAIT_MS, ok, notOk, shot, check, until, finish };
+module.exports = { WAIT_MS, PHONE, ok, notOk, shot, check, until, withBrowser, finish };

@@ -12,8 +12,7 @@
 // Environment: BASE_URL, AGENTD_TEST_TOKEN, SHOTS, TMUX_SOCK, CHROMIUM.
 "use strict";
 const { execFileSync } = require("child_process");
-const puppeteer = require("puppeteer-core");
-const { shot, check, until, notOk, finish } = require("./tap");
+const { shot, check, until, finish, withBrowser, PHONE } = require("./tap");
 
 const BASE = process.env.BASE_URL;
 const TOKEN = process.env.AGENTD_TEST_TOKEN;
@@ -250,7 +249,7 @@ async function phone(browser) {
       /* about:blank has no storage */
     }
   });
-  await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await page.setViewport(PHONE);
   await signIn(page);
   await check("phone: no Ctrl+Enter hint where there is no Ctrl key", page, async () =>
     !/Ctrl/.test(await page.$eval("#prompt-text", (e) => e.placeholder)));
@@ -368,20 +367,10 @@ async function phone(browser) {
 }
 
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
-      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--enable-unsafe-swiftshader"],
-  });
-  try {
+  await withBrowser("the browser scenario runs to its end", async (browser) => {
     await laptop(browser);
     await phone(browser);
-  } catch (e) {
-    notOk("the browser scenario runs to its end", e.stack || e.message);
-  } finally {
-    await browser.close();
-  }
+  }, { webgl: true });
   finish();
 }
 

@@ -12,7 +12,6 @@
 const fs = require("fs");
 const path = require("path");
 const { execFileSync } = require("child_process");
-const puppeteer = require("puppeteer-core");
 
 const BASE = process.env.BASE_URL;
 // The harness's admin token (lib.sh): Node's own requests send it; each browser context trades it
@@ -22,7 +21,7 @@ const AUTH = { Authorization: "Bearer " + TOKEN };
 const VIEWER_TOKEN = process.env.VIEWER_TOKEN;
 const ORIGIN = new URL(BASE).origin;
 const SHOTS = process.env.SHOTS;
-const { WAIT_MS, ok, notOk, shot, check, until, finish } = require("./tap");
+const { ok, notOk, shot, check, until, finish, withBrowser, PHONE } = require("./tap");
 
 function tmux(...args) {
   return execFileSync("tmux", ["-S", process.env.TMUX_SOCK, ...args], { encoding: "utf8" });
@@ -521,7 +520,7 @@ async function phone(browser) {
       /* about:blank has no storage */
     }
   });
-  await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await page.setViewport(PHONE);
   // The phone signs in on the login page with the token pasted.
   await page.goto(BASE + "/", { waitUntil: "networkidle2" });
   await check("phone: the login page takes a pasted token and leads to the app", page, async () => {
@@ -628,7 +627,7 @@ async function stackStopped(browser) {
   await page.goto(BASE + "/#/s/widgets-3", { waitUntil: "networkidle2" });
   const phone = await ctx.newPage();
   await watch(phone, "offline phone");
-  await phone.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await phone.setViewport(PHONE);
   await phone.goto(BASE + "/#/s/widgets-3", { waitUntil: "networkidle2" });
   const pages = [["laptop", page], ["phone", phone]];
   for (const [name, p] of pages) {
@@ -691,22 +690,11 @@ async function stackStopped(browser) {
 
 async function main() {
   fs.mkdirSync(SHOTS, { recursive: true });
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    // No sandbox: the tests run as root. No network but ours: any other host fails to resolve.
-    args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions",
-      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--enable-unsafe-swiftshader"],
-  });
-  try {
+  await withBrowser("the browser scenario runs to its end", async (browser) => {
     await desktop(browser);
     await phone(browser);
     await stackStopped(browser);
-  } catch (e) {
-    notOk("the browser scenario runs to its end", e.stack || e.message);
-  } finally {
-    await browser.close();
-  }
+  }, { webgl: true });
   const foreign = [...new Set(requests.filter((u) => {
     try {
       const o = new URL(u).origin;
