@@ -24,62 +24,9 @@
 # ITEST_AGENTS (default "codex gemini opencode") picks the agents to drive.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$REPO/tests/integration/real_agents/lib_real_agents.sh"
-ATTACH_PID=
-# attach_client TMUXNAME: a tmux client on the session, in a terminal of its own (script(1)).
-attach_client() {
-	setsid bash -c 'sleep 3600 | script -q -c "tmux -S \"$1\" attach -t \"=$2:\"" /dev/null' \
-		_ "$TMUX_SOCK" "$1" </dev/null >/dev/null 2>&1 &
-	ATTACH_PID=$!
-}
-detach_client() {
-	[ -n "$ATTACH_PID" ] && kill -- "-$ATTACH_PID" 2>/dev/null
-	ATTACH_PID=
-}
 trap 'rc=$?; detach_client; stop_fake_apis; (exit $rc); cleanup' EXIT
 wanted_agent() { [[ " ${ITEST_AGENTS:-codex gemini opencode} " == *" $1 "* ]]; }
 
-TUI_WAIT=90 # seconds for a TUI to show an answer (gemini's node start is the slowest)
-
-pane_text() { tmx capture-pane -p -J -t "=$1:" 2>/dev/null; }
-# wait_pane TMUXNAME FIXED_STRING TIMEOUT
-wait_pane() {
-	local deadline=$((SECONDS + $3))
-	while :; do
-		pane_text "$1" | grep -qF -- "$2" && return 0
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.3
-	done
-}
-# pane_settle TMUXNAME: waits (up to 20 s) until the pane's text stays the same for 1 s: a TUI
-# that still draws (a turn's end, its hooks running) may drop a key.
-pane_settle() {
-	local deadline=$((SECONDS + 20)) last now same=0
-	last=$(pane_text "$1")
-	while [ $same -lt 10 ] && [ $SECONDS -lt $deadline ]; do
-		sleep 0.1
-		now=$(pane_text "$1")
-		if [ "$now" == "$last" ]; then same=$((same + 1)); else same=0 last=$now; fi
-	done
-}
-# type_line TMUXNAME TEXT LOG PATHPART WORD: types TEXT into the TUI and submits it, until the
-# fake got a request to PATHPART holding WORD: gemini was seen keeping an Enter that came while
-# it finished a turn unanswered (the text stays in its input box); a second Enter on a submitted
-# (empty) box does nothing.
-type_line() {
-	local try deadline
-	pane_settle "$1"
-	tmx send-keys -t "=$1:" -l "$2"
-	sleep 1
-	for try in 1 2 3 4; do
-		tmx send-keys -t "=$1:" Enter
-		deadline=$((SECONDS + 10))
-		while [ $SECONDS -lt $deadline ]; do
-			request_bodies "$3" "$4" | grep -qF -- "$5" && return 0
-			sleep 0.3
-		done
-	done
-	return 1
-}
 # session_procs ID: the processes whose environment names the session's agent directory.
 session_procs() {
 	local p
@@ -88,21 +35,8 @@ session_procs() {
 			grep -qF "$T/home/.agentd-agents/$1" && echo "$p"
 	done
 }
-cmdline() { tr '\0' ' ' <"/proc/${1:-0}/cmdline" 2>/dev/null | sed 's/ $//'; }
 expect_pane() { # DESC TMUXNAME TEXT
 	if wait_pane "$2" "$3" "$TUI_WAIT"; then pass "$1"; else fail "$1" "$(pane_text "$2")"; fi
-}
-# request_bodies LOG PATHPART: the request bodies of the fake that went to PATHPART.
-request_bodies() {
-	jq -c --arg p "$2" 'select(.method == "POST" and (.path | contains($p))) | .body' "$1" 2>/dev/null
-}
-# wait_request LOG PATHPART WORD: waits until a request body to PATHPART holds WORD.
-wait_request() {
-	local deadline=$((SECONDS + TUI_WAIT))
-	while ! request_bodies "$1" "$2" | grep -qF -- "$3"; do
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.3
-	done
 }
 
 assert_pinned_agents

@@ -120,3 +120,78 @@ codex_acps() {
 		[[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$T"/* ]] && echo "$p"
 	done
 }
+
+# --- a CLI's TUI in its pane, driven as a person would ----------------------------------------
+TUI_WAIT=${TUI_WAIT:-90} # seconds for a TUI to show an answer (gemini's node start is the slowest)
+TYPE_RETRY=${TYPE_RETRY:-10} # seconds type_line waits for the fake before it presses Enter again
+ATTACH_PID=
+# attach_client TMUXNAME: a tmux client on the session, in a terminal of its own (script(1)), as
+# a browser's would be (opencode's TUI starts nothing until a terminal answers its queries).
+attach_client() {
+	setsid bash -c 'sleep 3600 | script -q -c "tmux -S \"$1\" attach -t \"=$2:\"" /dev/null' \
+		_ "$TMUX_SOCK" "$1" </dev/null >/dev/null 2>&1 &
+	ATTACH_PID=$!
+}
+detach_client() {
+	[ -n "$ATTACH_PID" ] && kill -- "-$ATTACH_PID" 2>/dev/null
+	ATTACH_PID=
+}
+pane_text() { tmx capture-pane -p -J -t "=$1:" 2>/dev/null; }
+pane_history() { tmx capture-pane -p -J -S - -t "=$1:" 2>/dev/null; }
+cmdline() { tr '\0' ' ' <"/proc/${1:-0}/cmdline" 2>/dev/null | sed 's/ $//'; }
+# wait_pane TMUXNAME FIXED_STRING [TIMEOUT]: the TUI shows it (TIMEOUT: TUI_WAIT).
+wait_pane() {
+	local deadline=$((SECONDS + ${3:-$TUI_WAIT}))
+	while :; do
+		pane_text "$1" | grep -qF -- "$2" && return 0
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.3
+	done
+}
+# pane_settle TMUXNAME: waits (up to 20 s) until the pane's text stays the same for 1 s: a TUI
+# that still draws (a turn's end, its hooks running) may drop a key.
+pane_settle() {
+	local deadline=$((SECONDS + 20)) last now same=0
+	last=$(pane_text "$1")
+	while [ $same -lt 10 ] && [ $SECONDS -lt $deadline ]; do
+		sleep 0.1
+		now=$(pane_text "$1")
+		if [ "$now" == "$last" ]; then same=$((same + 1)); else same=0 last=$now; fi
+	done
+}
+# request_bodies LOG PATHPART: the request bodies of the fake that went to PATHPART.
+request_bodies() {
+	jq -c --arg p "$2" 'select(.method == "POST" and (.path | contains($p))) | .body' "$1" 2>/dev/null
+}
+# wait_request LOG PATHPART WORD...: waits (TUI_WAIT) until one request body to PATHPART holds
+# every WORD.
+wait_request() {
+	local log=$1 part=$2 deadline=$((SECONDS + TUI_WAIT)) w bodies
+	shift 2
+	while :; do
+		bodies=$(request_bodies "$log" "$part")
+		for w in "$@"; do bodies=$(printf '%s\n' "$bodies" | grep -F -- "$w"); done
+		[ -n "$bodies" ] && return 0
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.3
+	done
+}
+# type_line TMUXNAME TEXT LOG PATHPART WORD: types TEXT into the TUI and submits it, until the
+# fake got a request to PATHPART holding WORD: gemini was seen keeping an Enter that came while
+# it finished a turn unanswered (the text stays in its input box); a second Enter on a submitted
+# (empty) box does nothing.
+type_line() {
+	local try deadline
+	pane_settle "$1"
+	tmx send-keys -t "=$1:" -l "$2"
+	sleep 1
+	for try in 1 2 3 4; do
+		tmx send-keys -t "=$1:" Enter
+		deadline=$((SECONDS + TYPE_RETRY))
+		while [ $SECONDS -lt $deadline ]; do
+			request_bodies "$3" "$4" | grep -qF -- "$5" && return 0
+			sleep 0.3
+		done
+	done
+	return 1
+}

@@ -21,76 +21,11 @@
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 source "$REPO/tests/integration/real_agents/lib_real_agents.sh"
 source "$REPO/tests/integration/structured/lib_structured.sh"
-ATTACH_PID=
-attach_client() {
-	setsid bash -c 'sleep 3600 | script -q -c "tmux -S \"$1\" attach -t \"=$2:\"" /dev/null' \
-		_ "$TMUX_SOCK" "$1" </dev/null >/dev/null 2>&1 &
-	ATTACH_PID=$!
-}
-detach_client() {
-	[ -n "$ATTACH_PID" ] && kill -- "-$ATTACH_PID" 2>/dev/null
-	ATTACH_PID=
-}
 trap 'rc=$?; detach_client; kill_sse_clients; stop_fake_apis; (exit $rc); cleanup' EXIT
 wanted_agent() { [ "$SWITCH_AGENT" == "$1" ]; }
 
 WAIT=120 # seconds for an answer (gemini's node start, opencode's first snapshot)
-
-pane_text() { tmx capture-pane -p -J -t "=$1:" 2>/dev/null; }
-pane_history() { tmx capture-pane -p -J -S - -t "=$1:" 2>/dev/null; }
-cmdline() { tr '\0' ' ' <"/proc/${1:-0}/cmdline" 2>/dev/null | sed 's/ $//'; }
-request_bodies() {
-	jq -c --arg p "$2" 'select(.method == "POST" and (.path | contains($p))) | .body' "$1" 2>/dev/null
-}
-# wait_request LOG PATHPART WORD...: waits until one request body to PATHPART holds every WORD.
-wait_request() {
-	local log=$1 part=$2 deadline=$((SECONDS + WAIT)) w
-	shift 2
-	while :; do
-		local bodies
-		bodies=$(request_bodies "$log" "$part")
-		for w in "$@"; do bodies=$(printf '%s\n' "$bodies" | grep -F -- "$w"); done
-		[ -n "$bodies" ] && return 0
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.5
-	done
-}
-# pane_settle TMUXNAME: until the pane's text stays the same for 1 s (a TUI still drawing may
-# drop a key).
-pane_settle() {
-	local deadline=$((SECONDS + 20)) last now same=0
-	last=$(pane_text "$1")
-	while [ $same -lt 10 ] && [ $SECONDS -lt $deadline ]; do
-		sleep 0.1
-		now=$(pane_text "$1")
-		if [ "$now" == "$last" ]; then same=$((same + 1)); else same=0 last=$now; fi
-	done
-}
-# type_line TMUXNAME TEXT LOG PATHPART WORD: types TEXT into the TUI and submits it until the
-# fake got a request holding WORD (an Enter that comes while a TUI finishes drawing is lost).
-type_line() {
-	local try deadline
-	pane_settle "$1"
-	tmx send-keys -t "=$1:" -l "$2"
-	sleep 1
-	for try in 1 2 3 4; do
-		tmx send-keys -t "=$1:" Enter
-		deadline=$((SECONDS + 30))
-		while [ $SECONDS -lt $deadline ]; do
-			request_bodies "$3" "$4" | grep -qF -- "$5" && return 0
-			sleep 0.3
-		done
-	done
-	return 1
-}
-# wait_pane TMUXNAME TEXT: the TUI shows TEXT.
-wait_pane() {
-	local deadline=$((SECONDS + WAIT))
-	until pane_text "$1" | grep -qF -- "$2"; do
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.5
-	done
-}
+TUI_WAIT=$WAIT TYPE_RETRY=30
 
 assert_pinned_agents
 CODEX_ACP_EXE=$NODE_MODULES/@zed-industries/codex-acp-linux-x64/bin/codex-acp
