@@ -67,6 +67,33 @@ function say(text) {
   $("devices-status").textContent = text;
 }
 
+/** Fills list with a line per item, its label and a Revoke button that runs revoke(item), or
+ * with the line empty when there is none. */
+function revocableList(list, items, empty, labelOf, revoke) {
+  list.replaceChildren();
+  if (!items.length) {
+    const li = document.createElement("li");
+    li.className = "muted";
+    li.textContent = empty;
+    list.append(li);
+  }
+  for (const item of items) {
+    const li = document.createElement("li");
+    const label = document.createElement("span");
+    label.textContent = labelOf(item);
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "small danger";
+    button.textContent = "Revoke";
+    button.addEventListener("click", () => {
+      button.disabled = true;
+      revoke(item);
+    });
+    li.append(label, " ", button);
+    list.append(li);
+  }
+}
+
 /** Fills the panel: this browser's state and the identity's devices with a Revoke each. */
 export async function renderDevices() {
   const list = $("devices-list");
@@ -77,23 +104,9 @@ export async function renderDevices() {
     say("Cannot list the devices: " + e.message);
     return;
   }
-  list.replaceChildren();
-  if (!subs.length) {
-    const li = document.createElement("li");
-    li.className = "muted";
-    li.textContent = "No device receives notifications yet.";
-    list.append(li);
-  }
-  for (const s of subs) {
-    const li = document.createElement("li");
-    const label = document.createElement("span");
-    label.textContent = (s.name || "device") + " · " + s.service.replace(/^https?:\/\//, "") + " · since " + s.createdAt.slice(0, 10);
-    const revoke = document.createElement("button");
-    revoke.type = "button";
-    revoke.className = "small danger";
-    revoke.textContent = "Revoke";
-    revoke.addEventListener("click", async () => {
-      revoke.disabled = true;
+  revocableList(list, subs, "No device receives notifications yet.",
+    (s) => (s.name || "device") + " · " + s.service.replace(/^https?:\/\//, "") + " · since " + s.createdAt.slice(0, 10),
+    async (s) => {
       try {
         await api("DELETE", "/push/subscriptions/" + encodeURIComponent(s.id));
         say("Revoked " + (s.name || "the device") + ".");
@@ -102,9 +115,6 @@ export async function renderDevices() {
       }
       renderDevices();
     });
-    li.append(label, " ", revoke);
-    list.append(li);
-  }
   const own = await ownEndpoint();
   $("devices-subscribe").textContent = own ? "Subscribe again" : "Notify this device";
   $("devices-subscribe").disabled = !pushSupported();
@@ -160,23 +170,9 @@ export async function renderPaired() {
     pairSay("Cannot list the paired devices: " + e.message);
     return;
   }
-  list.replaceChildren();
-  if (!devices.length) {
-    const li = document.createElement("li");
-    li.className = "muted";
-    li.textContent = "No phone is paired.";
-    list.append(li);
-  }
-  for (const d of devices) {
-    const li = document.createElement("li");
-    const label = document.createElement("span");
-    label.textContent = d.name + " · since " + d.createdAt.slice(0, 10) + (d.lastUsed ? " · used " + d.lastUsed.slice(0, 16).replace("T", " ") : "");
-    const revoke = document.createElement("button");
-    revoke.type = "button";
-    revoke.className = "small danger";
-    revoke.textContent = "Revoke";
-    revoke.addEventListener("click", async () => {
-      revoke.disabled = true;
+  revocableList(list, devices, "No phone is paired.",
+    (d) => d.name + " · since " + d.createdAt.slice(0, 10) + (d.lastUsed ? " · used " + d.lastUsed.slice(0, 16).replace("T", " ") : ""),
+    async (d) => {
       try {
         await api("DELETE", "/devices/" + encodeURIComponent(d.name));
         pairSay(d.name + " is revoked: it opens nothing any more.");
@@ -185,9 +181,6 @@ export async function renderPaired() {
       }
       renderPaired();
     });
-    li.append(label, " ", revoke);
-    list.append(li);
-  }
 }
 
 /** Wires "Open on phone": a one-time link as a QR code, and the paired devices. */
