@@ -436,7 +436,9 @@ api_agent() {
 		 ([.[] | select(.event == \"stream_event\")] | length > 0) and
 		 (.[-1].event == \"result\") and (.[-1].data | fromjson | .result | endswith(\"(${w}TWO)\"))" \
 		"$(sse_events "${name}c1" | jq -s -c .)"
-	sse_start "${name}c2" POST "/sessions/$sid/prompt" "{\"prompt\":\"RUNBASH touch $wt/made-by-$name\"}"
+	# sse.py's own limit (60 s by default) is no shorter than the waits below.
+	sse_start "${name}c2" POST "/sessions/$sid/prompt" "{\"prompt\":\"RUNBASH touch $wt/made-by-$name\"}" \
+		--timeout $((2 * REAL_WAIT))
 	assert_sse_event "$name api: a permission event arrives" "${name}c2" '.event == "permission"' $REAL_WAIT
 	rid=$(sse_permission_ids "${name}c2" | head -n 1)
 	if wait_activity "$sid" ".activity == \"waiting\" and .pending[0].requestId == \"$rid\"" 20; then
@@ -448,6 +450,7 @@ api_agent() {
 	api POST "/sessions/$sid/permissions/$rid" '{"behavior":"allow"}'
 	assert_status "$name api: POST /permissions allow answers 200" 200
 	sse_wait_end "${name}c2" $REAL_WAIT
+	assert_eq "$name api: the turn's stream ends by itself" eof "$(sse_end "${name}c2")"
 	check "$name api: the allowed command ran" test -e "$wt/made-by-$name"
 	api POST "/sessions/$sid/permissions/$rid" '{"behavior":"deny"}'
 	assert_status "$name api: a second answer is 409" 409
@@ -457,7 +460,8 @@ api_agent() {
 	api POST /sessions "$(jq -cn --argjson i "$issue" '{repo: {owner: "acme", name: "widgets"}, issue: $i}')"
 	assert_status "$name api: POST /sessions on the exited session answers 201" 201
 	assert_state "$name api: it runs again" "$sid" running 60
-	sse_start "${name}c3" POST "/sessions/$sid/prompt" "{\"prompt\":\"again ${w}THREE\"}"
+	sse_start "${name}c3" POST "/sessions/$sid/prompt" "{\"prompt\":\"again ${w}THREE\"}" \
+		--timeout $((REAL_WAIT + 60))
 	sse_wait_end "${name}c3" $((REAL_WAIT + 60))
 	assert_jq "$name api: the resumed agent answers" \
 		"[.[] | select(.event == \"result\") | .data | fromjson | .result | endswith(\"(${w}THREE)\")] == [true]" \

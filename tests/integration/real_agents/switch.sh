@@ -134,7 +134,10 @@ switch_agent() {
 			"agentd-host .*--acp $name --resume newest $SID -- " "$(cmdline "$pane")"
 	fi
 	if [ "$name" == gemini ]; then
-		sse_start "${name}p" POST "/sessions/$SID/prompt" "{\"prompt\":\"RUNBASH touch $WT/made-by-$name\"}"
+		# The host may first wait out gemini's minute (up to 60 s): the client waits longer than
+		# sse.py's default 60 s, or it ends before the turn and the file is looked for too soon.
+		sse_start "${name}p" POST "/sessions/$SID/prompt" "{\"prompt\":\"RUNBASH touch $WT/made-by-$name\"}" \
+			--timeout $((WAIT + 120))
 		assert_sse_event "$name: the shell command asks its permission (session/request_permission)" \
 			"${name}p" '.event == "permission"' $((WAIT + 60))
 		rid=$(sse_permission_ids "${name}p" | head -n 1)
@@ -149,10 +152,12 @@ switch_agent() {
 		check_not "$name: nothing ran" test -e "$WT/made-by-$name"
 		api POST "/sessions/$SID/permissions/$rid" '{"behavior":"allow"}'
 		assert_status "$name: POST /permissions allow answers 200" 200
+		assert_sse_event "$name: the turn ends with its result" "${name}p" '.event == "result"' $WAIT
 		sse_wait_end "${name}p" $WAIT
 		check "$name: the allowed command ran" test -e "$WT/made-by-$name"
 	fi
-	sse_start "${name}s" POST "/sessions/$SID/prompt" "{\"prompt\":\"say again ${w}TWO\"}"
+	sse_start "${name}s" POST "/sessions/$SID/prompt" "{\"prompt\":\"say again ${w}TWO\"}" \
+		--timeout $((WAIT + 60))
 	sse_wait_end "${name}s" $((WAIT + 60))
 	pane_history "$tmuxname" >"$T/logs/$name-structured.pane"
 	assert_jq "$name: the structured turn answers" \
@@ -201,7 +206,7 @@ if wanted_agent codex; then
 	back_to_terminal codex "$TMUXNAME" "$(jq -r .sessionId "$T/state/agents/$SID/acp.json")" \
 		CXSF "$OPENAI_LOG" /v1/responses TWO ONE
 	switch codex structured
-	sse_start cxsf POST "/sessions/$SID/prompt" '{"prompt":"say again CXSFTHREE"}'
+	sse_start cxsf POST "/sessions/$SID/prompt" '{"prompt":"say again CXSFTHREE"}' --timeout $WAIT
 	sse_wait_end cxsf $WAIT
 	check "codex (structured first): back in structured mode the fake sees every turn" \
 		wait_request "$OPENAI_LOG" /v1/responses CXSFTHREE CXSFTWO CXSFONE
